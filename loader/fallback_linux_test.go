@@ -1,0 +1,57 @@
+package loader
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// mountRamfs mounts a ramfs (which refuses O_DIRECT) or skips the test.
+func mountRamfs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("ramfs", dir, "ramfs", 0, ""); err != nil {
+		t.Skipf("cannot mount ramfs here (needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+func TestDirectFallbackOnRamfs(t *testing.T) {
+	dir := mountRamfs(t)
+	path := writeRandom(t, dir, 1<<20+3, 11)
+	want := sha256sum(t, path)
+
+	f, err := OpenFile(path, DirectAuto)
+	require.NoError(t, err)
+	defer f.Close()
+	require.False(t, f.Direct())
+	require.Contains(t, f.DirectReason(), "ramfs")
+
+	res, err := Load(context.Background(), []Job{WholeFile(f, NewHostBuffer(make([]byte, f.Size())))},
+		Options{Checksum: ChecksumSHA256})
+	require.NoError(t, err)
+	require.Equal(t, want, res.Files[0].SHA256)
+	require.False(t, res.Files[0].Direct)
+	require.Contains(t, res.Files[0].Reason, "O_DIRECT refused by ramfs")
+	require.Contains(t, res.Reason, "O_DIRECT refused by ramfs", "the top-level reason says why too")
+
+	_, err = OpenFile(path, DirectOn)
+	require.ErrorContains(t, err, "ramfs")
+}
+
+func TestDirectOnTmpfsOrExt4(t *testing.T) {
+	// The default temp dir is on whatever file system the machine has;
+	// where it takes O_DIRECT the file must be direct with no reason.
+	path := writeRandom(t, t.TempDir(), 8192, 12)
+	f, err := OpenFile(path, DirectAuto)
+	require.NoError(t, err)
+	defer f.Close()
+	if !f.Direct() {
+		t.Skipf("%s refuses O_DIRECT here: %s", FSName(path), f.DirectReason())
+	}
+	require.Empty(t, f.DirectReason())
+	require.GreaterOrEqual(t, f.Alignment(), int64(512))
+}

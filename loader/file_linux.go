@@ -1,0 +1,183 @@
+package loader
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpenFile opens a local file for loading. With DirectAuto it uses O_DIRECT
+// where the file system accepts it (probed with a first aligned read) and
+// otherwise reads through the page cache, saying why in DirectReason. With
+// DirectOn a refusal is an error.
+func OpenFile(name string, mode DirectMode) (*File, error) {
+	f := &File{name: name, align: DefaultAlignment, memAlign: DefaultAlignment}
+	if mode != DirectOff {
+		fd, err := os.OpenFile(name, os.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		switch {
+		case err == nil:
+			f.f, f.direct = fd, true
+			f.align, f.memAlign = dioAlign(fd)
+			if perr := f.probeDirect(); perr != nil {
+				fd.Close()
+				f.f, f.direct = nil, false
+				f.reason = fmt.Sprintf("O_DIRECT read refused by %s (%v); using buffered reads", fsName(name), perr)
+			}
+		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
+			f.reason = fmt.Sprintf("O_DIRECT refused by %s (%v); using buffered reads", fsName(name), unwrapErrno(err))
+		default:
+			return nil, err
+		}
+		if !f.direct && mode == DirectOn {
+			return nil, fmt.Errorf("%s: --direct on: %s; use --direct auto or off on this file system", name, f.reason)
+		}
+	}
+	if f.f == nil {
+		fd, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		f.f = fd
+	}
+	id, err := identify(f.f)
+	if err != nil {
+		f.f.Close()
+		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	st, err := f.f.Stat()
+	if err != nil {
+		f.f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.f.Close()
+		return nil, fmt.Errorf("%s: not a regular file (%s)", name, st.Mode().Type())
+	}
+	f.id, f.size = id, id.size
+	return f, nil
+}
+
+// probeDirect reads the first aligned block: some file systems accept the
+// O_DIRECT flag at open and refuse the reads.
+func (f *File) probeDirect() error {
+	b := alignedSlice(int(f.align), int(max(f.memAlign, f.align)))
+	_, err := pread(f.f, b, 0)
+	return err
+}
+
+func unwrapErrno(err error) error {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return err
+}
+
+// dioAlign asks statx for the direct-I/O alignment; 4 KiB where the kernel
+// or file system does not say.
+func dioAlign(f *os.File) (offset, mem int64) {
+	var st unix.Statx_t
+	err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &st)
+	if err != nil || st.Mask&unix.STATX_DIOALIGN == 0 || st.Dio_offset_align == 0 {
+		return DefaultAlignment, DefaultAlignment
+	}
+	offset, mem = int64(st.Dio_offset_align), int64(st.Dio_mem_align)
+	if mem == 0 {
+		mem = offset
+	}
+	return offset, mem
+}
+
+func pread(f *os.File, b []byte, off int64) (int, error) {
+	for {
+		n, err := unix.Pread(int(f.Fd()), b, off)
+		if err == unix.EINTR {
+			continue
+		}
+		return n, err
+	}
+}
+
+func identify(f *os.File) (fileIdentity, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fileIdentity{}, err
+	}
+	return identityOf(&st), nil
+}
+
+func identifyInfo(fi os.FileInfo) (fileIdentity, error) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileIdentity{}, errors.New("no stat data")
+	}
+	return fileIdentity{
+		dev:   st.Dev,
+		ino:   st.Ino,
+		size:  st.Size,
+		mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
+		ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
+	}, nil
+}
+
+func identityOf(st *unix.Stat_t) fileIdentity {
+	return fileIdentity{
+		dev:   uint64(st.Dev),
+		ino:   st.Ino,
+		size:  st.Size,
+		mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
+		ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
+	}
+}
+
+func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// fsName names the file system holding path, for reasons and errors.
+func fsName(path string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return "this file system"
+	}
+	if name, ok := fsMagicName(int64(st.Type)); ok {
+		return name
+	}
+	return fmt.Sprintf("file system 0x%x", st.Type)
+}
+
+// FSName names the file system holding path ("ext4", "tmpfs", "ramfs" ...).
+func FSName(path string) string { return fsName(path) }
+
+func fsMagicName(magic int64) (string, bool) {
+	switch magic {
+	case 0xEF53:
+		return "ext4", true
+	case 0x58465342:
+		return "xfs", true
+	case 0x9123683E:
+		return "btrfs", true
+	case 0x01021994:
+		return "tmpfs", true
+	case 0x858458f6:
+		return "ramfs", true
+	case 0x6969:
+		return "nfs", true
+	case 0x794c7630:
+		return "overlayfs", true
+	case 0x65735546:
+		return "fuse", true
+	case 0x2fc12fc1:
+		return "zfs", true
+	case 0x0bd00bd0:
+		return "lustre", true
+	case 0x47504653:
+		return "gpfs", true
+	case 0xF2F52010:
+		return "f2fs", true
+	}
+	return "", false
+}

@@ -1,0 +1,85 @@
+package loader
+
+import "fmt"
+
+// Job asks for Length bytes of Source at Offset to land in Dest at
+// DestOffset. A Length of -1 means up to the end of the source.
+type Job struct {
+	Source     Source
+	Offset     int64
+	Length     int64
+	Dest       Destination
+	DestOffset int64
+}
+
+// WholeFile is a job for all of src into dst at offset 0.
+func WholeFile(src Source, dst Destination) Job {
+	return Job{Source: src, Length: -1, Dest: dst}
+}
+
+// Error is a failed load: what failed, on which source and at which offset.
+type Error struct {
+	Op     string // "read", "land", "verify", ...
+	Name   string // the source's name
+	Offset int64  // source offset of the failing chunk, -1 if none
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Offset < 0 {
+		return fmt.Sprintf("%s %s: %v", e.Op, e.Name, e.Err)
+	}
+	return fmt.Sprintf("%s %s at offset %d: %v", e.Op, e.Name, e.Offset, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// plan is a job cut into chunks whose boundaries sit on multiples of the
+// chunk size in source coordinates, so every chunk but the first starts
+// aligned for direct I/O.
+type plan struct {
+	Job
+	index   int
+	end     int64 // source offset one past the last byte
+	first   int64 // first chunk boundary after Offset
+	chunk   int64
+	nChunks int
+}
+
+func newPlan(index int, j Job, chunk int64) (plan, error) {
+	if j.Source == nil || j.Dest == nil {
+		return plan{}, fmt.Errorf("job %d: source and destination are required", index)
+	}
+	size := j.Source.Size()
+	length := j.Length
+	if length < 0 {
+		length = size - j.Offset
+	}
+	if j.Offset < 0 || length < 0 || j.Offset+length > size {
+		return plan{}, &Error{Op: "plan", Name: j.Source.Name(), Offset: j.Offset,
+			Err: fmt.Errorf("range of %d bytes outside the source's %d bytes", length, size)}
+	}
+	if s, ok := j.Dest.(Sized); ok && (j.DestOffset < 0 || j.DestOffset+length > s.Len()) {
+		return plan{}, &Error{Op: "plan", Name: j.Source.Name(), Offset: -1,
+			Err: fmt.Errorf("%d bytes at destination offset %d do not fit its %d bytes", length, j.DestOffset, s.Len())}
+	}
+	p := plan{Job: j, index: index, end: j.Offset + length, chunk: chunk}
+	p.Length = length
+	p.first = (j.Offset/chunk + 1) * chunk
+	if length > 0 {
+		p.nChunks = 1
+		if p.end > p.first {
+			p.nChunks += int((p.end - p.first + chunk - 1) / chunk)
+		}
+	}
+	return p, nil
+}
+
+// chunkAt returns the source range of chunk i.
+func (p *plan) chunkAt(i int) (off, n int64) {
+	if i == 0 {
+		return p.Offset, min(p.end, p.first) - p.Offset
+	}
+	off = p.first + int64(i-1)*p.chunk
+	return off, min(p.end, off+p.chunk) - off
+}

@@ -1,0 +1,341 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultChunkSize is the chunk size of a load unless Options say otherwise.
+const DefaultChunkSize = 4 << 20
+
+// DefaultWorkers is the number of concurrent reads unless Options say
+// otherwise: enough to keep an NVMe queue busy, as fio's iodepth 8 does.
+const DefaultWorkers = 8
+
+// Options tune a load. The zero value is usable.
+type Options struct {
+	// Workers is the number of concurrent chunk reads (default 8).
+	Workers int
+	// ChunkSize is the largest read; rounded up to a multiple of the
+	// sources' direct-I/O alignment (default 4 MiB).
+	ChunkSize int64
+	// Checksum computes a digest of each job's bytes as they landed.
+	Checksum Checksum
+	// Path and Reason are recorded in the result: the route the caller
+	// chose for the destination and why (see SelectPath in callers).
+	Path   Path
+	Reason string
+	// OnProgress, if set, is called from the workers with the size of
+	// each chunk once it landed. It must be cheap and concurrency-safe.
+	OnProgress func(n int64)
+}
+
+func (o Options) withDefaults(align int64) Options {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = DefaultChunkSize
+	}
+	o.ChunkSize = alignUp(o.ChunkSize, align)
+	if o.Checksum == "" {
+		o.Checksum = ChecksumNone
+	}
+	if o.Path == "" {
+		o.Path = PathHost
+	}
+	return o
+}
+
+// Load runs jobs with one shared scheduler: all chunks of all jobs go to one
+// pool of workers, in job order, so many small files do not serialize and a
+// large file is read by all workers at once. It returns once every byte
+// landed (destinations flushed, sources verified unchanged) or at the first
+// error, which names the source and offset; on error or cancellation all
+// workers have stopped when it returns.
+func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
+	align := int64(DefaultAlignment)
+	for _, j := range jobs {
+		if a, ok := j.Source.(interface{ Alignment() int64 }); ok && a.Alignment() > align {
+			align = a.Alignment()
+		}
+	}
+	opts = opts.withDefaults(align)
+	plans := make([]plan, len(jobs))
+	totalChunks := 0
+	for i, j := range jobs {
+		p, err := newPlan(i, j, opts.ChunkSize)
+		if err != nil {
+			return nil, err
+		}
+		plans[i] = p
+		totalChunks += p.nChunks
+	}
+	e := &engine{opts: opts, plans: plans, lat: make([]time.Duration, totalChunks)}
+	if opts.Checksum != ChecksumNone {
+		e.hashers = make([]*orderedHasher, len(plans))
+		for i, p := range plans {
+			if _, ok := p.Dest.(ReadBacker); !ok {
+				e.hashers[i] = newOrderedHasher(opts.Checksum)
+			}
+		}
+	}
+	return e.run(ctx)
+}
+
+type engine struct {
+	opts    Options
+	plans   []plan
+	hashers []*orderedHasher // nil entries: digest by read-back
+
+	mu      sync.Mutex // guards the cursor and orders span acquisition
+	job     int
+	chunk   int
+	lat     []time.Duration
+	nLat    atomic.Int64
+	landed  []atomic.Int64
+	errOnce sync.Once
+	err     error
+}
+
+func (e *engine) run(ctx context.Context) (*Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e.landed = make([]atomic.Int64, len(e.plans))
+	cpu0 := cpuTime()
+	start := time.Now()
+
+	var wg sync.WaitGroup
+	for range e.opts.Workers {
+		wg.Go(func() {
+			if err := e.work(ctx); err != nil {
+				e.fail(err)
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	for _, h := range e.hashers {
+		if h != nil {
+			h.abort()
+		}
+	}
+	if err := e.finish(ctx); err != nil {
+		return nil, err
+	}
+	wall := time.Since(start)
+	return e.result(ctx, wall, cpuTime()-cpu0)
+}
+
+func (e *engine) fail(err error) {
+	e.errOnce.Do(func() { e.err = err })
+}
+
+// finish flushes every destination once, then checks the sources did not
+// change while they were read.
+func (e *engine) finish(ctx context.Context) error {
+	flushed := map[Destination]bool{}
+	for _, p := range e.plans {
+		if flushed[p.Dest] {
+			continue
+		}
+		flushed[p.Dest] = true
+		fctx := ctx
+		if e.err != nil {
+			fctx = context.WithoutCancel(ctx) // drain copies still in flight
+		}
+		if err := p.Dest.Flush(fctx); err != nil && e.err == nil {
+			e.fail(&Error{Op: "land", Name: p.Source.Name(), Offset: -1, Err: err})
+		}
+	}
+	if e.err != nil {
+		if ctx.Err() != nil && errors.Is(e.err, context.Canceled) {
+			return context.Cause(ctx)
+		}
+		return e.err
+	}
+	verified := map[Source]bool{}
+	for _, p := range e.plans {
+		v, ok := p.Source.(Verifier)
+		if !ok || verified[p.Source] {
+			continue
+		}
+		verified[p.Source] = true
+		if err := v.Verify(); err != nil {
+			return &Error{Op: "verify", Name: p.Source.Name(), Offset: -1, Err: err}
+		}
+	}
+	return nil
+}
+
+// next hands out the next chunk and, for the span path, its memory, under
+// one lock so memory is taken in chunk order.
+func (e *engine) next(ctx context.Context) (p *plan, i int, span Span, ok bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for e.job < len(e.plans) && e.chunk >= e.plans[e.job].nChunks {
+		e.job++
+		e.chunk = 0
+	}
+	if e.job >= len(e.plans) || ctx.Err() != nil {
+		return nil, 0, Span{}, false, nil
+	}
+	p, i = &e.plans[e.job], e.chunk
+	e.chunk++
+	if e.direct(p) {
+		return p, i, Span{}, true, nil
+	}
+	off, n := p.chunkAt(i)
+	span, err = p.Dest.Span(ctx, p.DestOffset+off-p.Offset, n)
+	if err != nil {
+		return nil, 0, Span{}, false, &Error{Op: "land", Name: p.Source.Name(), Offset: off, Err: err}
+	}
+	return p, i, span, true, nil
+}
+
+// direct reports whether the destination reads the file itself (gds).
+func (e *engine) direct(p *plan) bool {
+	_, dok := p.Dest.(FileReaderDestination)
+	_, sok := p.Source.(FileDescriptorSource)
+	return dok && sok
+}
+
+func (e *engine) work(ctx context.Context) error {
+	for {
+		p, i, span, ok, err := e.next(ctx)
+		if err != nil || !ok {
+			return err
+		}
+		off, n := p.chunkAt(i)
+		t0 := time.Now()
+		if e.direct(p) {
+			err = e.readDirect(ctx, p, off, n)
+		} else {
+			err = e.readSpan(ctx, p, i, off, span)
+		}
+		if err != nil {
+			return err
+		}
+		e.lat[e.nLat.Add(1)-1] = time.Since(t0)
+		e.landed[p.index].Add(n)
+		if e.opts.OnProgress != nil {
+			e.opts.OnProgress(n)
+		}
+	}
+}
+
+func (e *engine) readDirect(ctx context.Context, p *plan, off, n int64) error {
+	d := p.Dest.(FileReaderDestination)
+	got, err := d.ReadFromFile(ctx, p.Source.(FileDescriptorSource), off, p.DestOffset+off-p.Offset, n)
+	if err == nil && got != n {
+		err = fmt.Errorf("%w: read %d of %d bytes", ErrChanged, got, n)
+	}
+	if err != nil {
+		return &Error{Op: "read", Name: p.Source.Name(), Offset: off, Err: err}
+	}
+	return nil
+}
+
+func (e *engine) readSpan(ctx context.Context, p *plan, i int, off int64, span Span) error {
+	got, err := p.Source.ReadAt(span.Buf, off)
+	if err == io.EOF && got == len(span.Buf) {
+		err = nil
+	}
+	if err == nil && got != len(span.Buf) {
+		err = fmt.Errorf("%w: short read of %d of %d bytes", ErrChanged, got, len(span.Buf))
+	}
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	if err != nil {
+		span.Abort()
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return &Error{Op: "read", Name: p.Source.Name(), Offset: off, Err: err}
+	}
+	if e.hashers != nil && e.hashers[p.index] != nil {
+		err = e.hashers[p.index].land(ctx, i, span)
+	} else {
+		err = span.Commit(ctx)
+	}
+	if err != nil {
+		return &Error{Op: "land", Name: p.Source.Name(), Offset: off, Err: err}
+	}
+	return nil
+}
+
+func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, error) {
+	r := &Result{Seconds: wall.Seconds(), Path: e.opts.Path, CPUSeconds: cpu.Seconds()}
+	var fellBack []string
+	var buf []byte
+	for i := range e.plans {
+		p := &e.plans[i]
+		f := FileResult{Name: p.Source.Name(), Bytes: p.Length, Path: e.opts.Path}
+		if d, ok := p.Source.(DirectInfo); ok {
+			f.Direct, f.Reason = d.Direct(), d.DirectReason()
+			if e.direct(p) {
+				f.Direct = true
+			}
+		}
+		if f.Reason != "" {
+			fellBack = append(fellBack, f.Reason)
+		}
+		if e.opts.Checksum != ChecksumNone {
+			var digest string
+			if h := e.hashers[p.index]; h != nil {
+				digest = h.digest()
+			} else {
+				if buf == nil {
+					buf = make([]byte, min(e.opts.ChunkSize, 16<<20))
+				}
+				var err error
+				digest, err = readBackDigest(ctx, p.Dest.(ReadBacker), e.opts.Checksum, p.DestOffset, p.Length, buf)
+				if err != nil {
+					return nil, &Error{Op: "checksum", Name: p.Source.Name(), Offset: -1, Err: err}
+				}
+			}
+			f.setDigest(e.opts.Checksum, digest)
+		}
+		r.Bytes += p.Length
+		r.Files = append(r.Files, f)
+	}
+	r.Reason = joinReasons(e.opts.Reason, fellBack, len(e.plans))
+	r.finish(e.lat[:e.nLat.Load()])
+	return r, nil
+}
+
+// joinReasons states the path's reason and, once per distinct cause, how
+// many files fell back from direct I/O.
+func joinReasons(pathReason string, fellBack []string, files int) string {
+	var parts []string
+	if pathReason != "" {
+		parts = append(parts, pathReason)
+	}
+	counts := map[string]int{}
+	for _, r := range fellBack {
+		counts[r]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s (%d of %d files)", k, counts[k], files))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cpuTime is the process's user plus system CPU time so far.
+func cpuTime() time.Duration {
+	u, s := rusage()
+	return u + s
+}

@@ -1,0 +1,83 @@
+package loader
+
+import (
+	"slices"
+	"time"
+)
+
+// Result describes a finished load. Its JSON form is what
+// `gdsload load --json` prints.
+type Result struct {
+	Bytes            int64        `json:"bytes"`
+	Seconds          float64      `json:"seconds"`
+	GiBPerS          float64      `json:"gib_per_s"`
+	CPUSeconds       float64      `json:"cpu_seconds"`
+	CPUSecondsPerGiB float64      `json:"cpu_seconds_per_gib"`
+	P50Ms            float64      `json:"p50_ms"`
+	P99Ms            float64      `json:"p99_ms"`
+	Chunks           int          `json:"chunks"`
+	Path             Path         `json:"path"`
+	Reason           string       `json:"reason"`
+	Files            []FileResult `json:"files"`
+}
+
+// FileResult is one job of a load.
+type FileResult struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	Path   Path   `json:"path"`
+	Direct bool   `json:"direct"`
+	Reason string `json:"reason"`
+	SHA256 string `json:"sha256,omitempty"`
+	CRC32C string `json:"crc32c,omitempty"`
+}
+
+// Digest returns the file's digest under the given checksum, "" if none.
+func (f FileResult) Digest(c Checksum) string {
+	switch c {
+	case ChecksumSHA256:
+		return f.SHA256
+	case ChecksumCRC32C:
+		return f.CRC32C
+	}
+	return ""
+}
+
+func (f *FileResult) setDigest(c Checksum, d string) {
+	switch c {
+	case ChecksumSHA256:
+		f.SHA256 = d
+	case ChecksumCRC32C:
+		f.CRC32C = d
+	}
+}
+
+const gib = 1 << 30
+
+func (r *Result) finish(lat []time.Duration) {
+	r.Chunks = len(lat)
+	if r.Seconds > 0 {
+		r.GiBPerS = float64(r.Bytes) / gib / r.Seconds
+	}
+	if r.Bytes > 0 {
+		r.CPUSecondsPerGiB = r.CPUSeconds / (float64(r.Bytes) / gib)
+	}
+	p50, p99 := Percentiles(lat)
+	r.P50Ms, r.P99Ms = ms(p50), ms(p99)
+}
+
+// Percentiles returns the 50th and 99th percentile of lat (nearest rank);
+// it sorts lat in place.
+func Percentiles(lat []time.Duration) (p50, p99 time.Duration) {
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	slices.Sort(lat)
+	rank := func(q float64) time.Duration {
+		i := int(q*float64(len(lat))+0.999999) - 1
+		return lat[max(0, min(i, len(lat)-1))]
+	}
+	return rank(0.50), rank(0.99)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,70 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Ring is a Destination for streaming loads: a bounded set of reused,
+// pre-touched host buffers that chunks land in and are released from once
+// committed (and, when a checksum is asked for, hashed). It is what
+// `gdsload load --to host` uses, like gdsio's CPUONLY mode: memory stays
+// bounded by count × size whatever the file sizes, and nothing is allocated
+// per load. A Ring is reused across loads; Close frees its memory.
+type Ring struct {
+	size int64
+	mem  []byte
+	free chan []byte
+	once sync.Once
+}
+
+// NewRing allocates count buffers of size bytes each, page aligned.
+func NewRing(count int, size int64) (*Ring, error) {
+	if count <= 0 || size <= 0 {
+		return nil, fmt.Errorf("ring of %d buffers of %d bytes: both must be positive", count, size)
+	}
+	mem, err := AllocHost(count * int(size))
+	if err != nil {
+		return nil, err
+	}
+	r := &Ring{size: size, mem: mem, free: make(chan []byte, count)}
+	for i := range count {
+		r.free <- mem[int64(i)*size : int64(i+1)*size : int64(i+1)*size]
+	}
+	return r, nil
+}
+
+// BufferSize is the size of each buffer: the largest chunk it takes.
+func (r *Ring) BufferSize() int64 { return r.size }
+
+// Count is the number of buffers.
+func (r *Ring) Count() int { return cap(r.free) }
+
+// Kind returns "ring".
+func (r *Ring) Kind() string { return "ring" }
+
+// Span waits for a free buffer. The destination offset is ignored: a ring
+// keeps no bytes once they are committed.
+func (r *Ring) Span(ctx context.Context, off, n int64) (Span, error) {
+	if n > r.size {
+		return Span{}, fmt.Errorf("ring: chunk of %d bytes exceeds its %d-byte buffers", n, r.size)
+	}
+	select {
+	case b := <-r.free:
+		put := func() { r.free <- b }
+		return Span{Buf: b[:n], Commit: func(context.Context) error { put(); return nil }, Abort: put}, nil
+	case <-ctx.Done():
+		return Span{}, ctx.Err()
+	}
+}
+
+// Flush does nothing: committed bytes need no further work.
+func (r *Ring) Flush(context.Context) error { return nil }
+
+// Close frees the ring's memory. No load may use it afterwards.
+func (r *Ring) Close() error {
+	var err error
+	r.once.Do(func() { err = FreeHost(r.mem) })
+	return err
+}

@@ -1,0 +1,55 @@
+package loader
+
+import (
+	"context"
+	"io"
+)
+
+// Source is something a load can read byte ranges from.
+//
+// ReadAt follows io.ReaderAt: clients may call it from many goroutines at
+// once, and it returns a non-nil error whenever it reads fewer than len(p)
+// bytes. Size is the size the source had when it was opened; the loader
+// never reads past it.
+type Source interface {
+	io.ReaderAt
+	// Name identifies the source in errors and results (a path or URL).
+	Name() string
+	// Size is the number of bytes the source holds.
+	Size() int64
+}
+
+// FileDescriptorSource is an optional capability of a Source backed by a
+// local file: GPUDirect Storage (cuFile) reads from its descriptor.
+type FileDescriptorSource interface {
+	Source
+	// Fd returns the descriptor. It stays valid until the source is closed.
+	Fd() uintptr
+	// Direct reports whether the descriptor was opened with O_DIRECT.
+	Direct() bool
+	// Alignment is the file offset and length alignment direct I/O needs.
+	Alignment() int64
+}
+
+// DirectInfo is an optional capability that reports how a source reads:
+// whether it uses direct I/O and, if it wanted to and could not, why.
+type DirectInfo interface {
+	// Direct reports whether reads bypass the page cache.
+	Direct() bool
+	// DirectReason says why direct I/O is not used ("" when it is, or
+	// when it was not asked for).
+	DirectReason() string
+}
+
+// Verifier is an optional capability: Verify reports an error when the
+// source changed since it was opened (size, modification or change time,
+// identity), so a load never returns silently mixed bytes.
+type Verifier interface {
+	Verify() error
+}
+
+// Opener opens a Source by name. The command line maps local paths to
+// OpenFile and rdmafs:// URLs to the remote client.
+type Opener interface {
+	Open(ctx context.Context, name string) (Source, error)
+}

@@ -83,3 +83,19 @@ func (p *plan) chunkAt(i int) (off, n int64) {
 	off = p.first + int64(i-1)*p.chunk
 	return off, min(p.end, off+p.chunk) - off
 }
+
+// EffectiveChunkSize is the chunk size a load of srcs uses when asked for
+// chunk: rounded up to the largest direct-I/O alignment among the sources
+// (default when chunk is 0). Buffers sized with it fit every chunk.
+func EffectiveChunkSize(chunk int64, srcs []Source) int64 {
+	align := int64(DefaultAlignment)
+	for _, s := range srcs {
+		if a, ok := s.(interface{ Alignment() int64 }); ok && a.Alignment() > align {
+			align = a.Alignment()
+		}
+	}
+	if chunk <= 0 {
+		chunk = DefaultChunkSize
+	}
+	return alignUp(chunk, align)
+}

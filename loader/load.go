@@ -37,14 +37,10 @@ type Options struct {
 	OnProgress func(n int64)
 }
 
-func (o Options) withDefaults(align int64) Options {
+func (o Options) withDefaults() Options {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
-	if o.ChunkSize <= 0 {
-		o.ChunkSize = DefaultChunkSize
-	}
-	o.ChunkSize = alignUp(o.ChunkSize, align)
 	if o.Checksum == "" {
 		o.Checksum = ChecksumNone
 	}
@@ -61,13 +57,12 @@ func (o Options) withDefaults(align int64) Options {
 // error, which names the source and offset; on error or cancellation all
 // workers have stopped when it returns.
 func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
-	align := int64(DefaultAlignment)
-	for _, j := range jobs {
-		if a, ok := j.Source.(interface{ Alignment() int64 }); ok && a.Alignment() > align {
-			align = a.Alignment()
-		}
+	srcs := make([]Source, len(jobs))
+	for i, j := range jobs {
+		srcs[i] = j.Source
 	}
-	opts = opts.withDefaults(align)
+	opts.ChunkSize = EffectiveChunkSize(opts.ChunkSize, srcs)
+	opts = opts.withDefaults()
 	plans := make([]plan, len(jobs))
 	totalChunks := 0
 	for i, j := range jobs {
@@ -336,6 +331,6 @@ func joinReasons(pathReason string, fellBack []string, files int) string {
 
 // cpuTime is the process's user plus system CPU time so far.
 func cpuTime() time.Duration {
-	u, s := rusage()
+	u, s := ProcessCPUTime()
 	return u + s
 }

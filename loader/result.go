@@ -19,6 +19,8 @@ type Result struct {
 	Path             Path         `json:"path"`
 	Reason           string       `json:"reason"`
 	Files            []FileResult `json:"files"`
+	// Latencies holds every chunk's latency, sorted.
+	Latencies []time.Duration `json:"-"`
 }
 
 // FileResult is one job of a load.
@@ -63,6 +65,7 @@ func (r *Result) finish(lat []time.Duration) {
 		r.CPUSecondsPerGiB = r.CPUSeconds / (float64(r.Bytes) / gib)
 	}
 	p50, p99 := Percentiles(lat)
+	r.Latencies = lat
 	r.P50Ms, r.P99Ms = ms(p50), ms(p99)
 }
 

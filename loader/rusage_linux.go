@@ -6,8 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rusage returns the process's user and system CPU time.
-func rusage() (user, sys time.Duration) {
+// ProcessCPUTime returns the process's user and system CPU time so far
+// (getrusage RUSAGE_SELF).
+func ProcessCPUTime() (user, sys time.Duration) {
 	var ru unix.Rusage
 	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
 		return 0, 0

@@ -1,0 +1,54 @@
+# gdsload: make demo (build, make a small data set, load and benchmark it)
+# and make test (the whole test suite, as CI runs it).
+GO      ?= go
+BIN     := bin/gdsload
+PKGS    := ./...
+# Fuzz time per target for `make fuzz` (short, as a smoke test).
+FUZZTIME ?= 10s
+DEMO_DIR ?= demo-data
+
+.PHONY: all build test race fuzz bench lint demo clean gpu-binaries
+
+all: build
+
+# Never link with -z now: go-nvml resolves NVML symbols lazily.
+build:
+	CGO_ENABLED=1 $(GO) build -o $(BIN) ./cmd/gdsload
+
+test: lint
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+race:
+	$(GO) test -race -count=1 $(PKGS)
+
+# Each fuzz target for FUZZTIME, one at a time (go test allows one -fuzz
+# target per package run).
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./loader/ ./bench/
+	GDSLOAD=$(BIN) scripts/bench-vs-fio.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	@if command -v staticcheck >/dev/null 2>&1; then staticcheck $(PKGS); \
+	 elif $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2 >/dev/null 2>&1; then $$($(GO) env GOPATH)/bin/staticcheck $(PKGS); \
+	 else echo "staticcheck not installable here; skipped"; fi
+
+demo: build
+	scripts/demo.sh $(BIN) $(DEMO_DIR)
+
+# Binaries for the GPU machine (no Go there): carried in .gpu/.
+gpu-binaries:
+	mkdir -p .gpu
+	CGO_ENABLED=1 $(GO) build -ldflags='-s -w' -o .gpu/gdsload ./cmd/gdsload
+
+clean:
+	rm -rf bin .gpu $(DEMO_DIR)

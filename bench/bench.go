@@ -1,0 +1,139 @@
+// Package bench measures read strategies on the same file, in the same
+// process and run, so their figures compare: naive POSIX reads, O_DIRECT,
+// mmap, the loader engine, and (where a GPU exists) the bounce and gds paths.
+// It is what `gdsload bench` runs. Ratios against external tools (fio, dd)
+// are the job of the scripts in scripts/.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/gdsload/gdsload/loader"
+)
+
+// Config is what every mode may use.
+type Config struct {
+	Workers   int
+	ChunkSize int64
+}
+
+// Sample is one run of one mode.
+type Sample struct {
+	Bytes int64
+	Wall  time.Duration
+	CPU   time.Duration
+	// Lat holds the latency of each read (chunk) of the run.
+	Lat []time.Duration
+}
+
+// Mode is one way of reading a file.
+type Mode struct {
+	Name string
+	// Help says what the mode does, in the words gdsio users know.
+	Help string
+	Run  func(ctx context.Context, path string, cfg Config) (Sample, error)
+}
+
+// Result summarises the runs of one mode.
+type Result struct {
+	Mode             string  `json:"mode"`
+	Runs             int     `json:"runs"`
+	Bytes            int64   `json:"bytes"`
+	GiBPerS          float64 `json:"gib_per_s"`
+	CPUSecondsPerGiB float64 `json:"cpu_seconds_per_gib"`
+	P50Ms            float64 `json:"p50_ms"`
+	P99Ms            float64 `json:"p99_ms"`
+	// MinGiBPerS and MaxGiBPerS give the spread over runs.
+	MinGiBPerS float64 `json:"min_gib_per_s"`
+	MaxGiBPerS float64 `json:"max_gib_per_s"`
+}
+
+// Options control a benchmark.
+type Options struct {
+	Runs int
+	// Cold drops the file's cached pages before every run.
+	Cold bool
+	// Dropper empties the page cache for a file; DropCache by default.
+	Dropper func(path string) (string, error)
+	// OnRun, if set, is told of every finished run.
+	OnRun func(mode string, run int, s Sample)
+}
+
+// Run measures every mode Runs times on path, alternating modes within each
+// round so slow drifts of the machine hit all of them alike. It returns one
+// Result per mode, in the order given, and how the cache was dropped.
+func Run(ctx context.Context, path string, modes []Mode, cfg Config, o Options) ([]Result, string, error) {
+	if o.Runs <= 0 {
+		o.Runs = 3
+	}
+	if o.Dropper == nil {
+		o.Dropper = DropCache
+	}
+	samples := make([][]Sample, len(modes))
+	how := "warm (page cache kept)"
+	for run := range o.Runs {
+		for i, m := range modes {
+			if o.Cold {
+				h, err := o.Dropper(path)
+				if err != nil {
+					return nil, "", err
+				}
+				how = h
+			}
+			s, err := m.Run(ctx, path, cfg)
+			if err != nil {
+				return nil, "", fmt.Errorf("mode %s, run %d: %w", m.Name, run+1, err)
+			}
+			if o.OnRun != nil {
+				o.OnRun(m.Name, run, s)
+			}
+			samples[i] = append(samples[i], s)
+		}
+	}
+	out := make([]Result, len(modes))
+	for i, m := range modes {
+		out[i] = summarise(m.Name, samples[i])
+	}
+	return out, how, nil
+}
+
+func summarise(mode string, ss []Sample) Result {
+	r := Result{Mode: mode, Runs: len(ss)}
+	var bw, cpu []float64
+	var lat []time.Duration
+	for _, s := range ss {
+		g := float64(s.Bytes) / (1 << 30)
+		r.Bytes = s.Bytes
+		if s.Wall > 0 {
+			bw = append(bw, g/s.Wall.Seconds())
+		}
+		if g > 0 {
+			cpu = append(cpu, s.CPU.Seconds()/g)
+		}
+		lat = append(lat, s.Lat...)
+	}
+	r.GiBPerS = median(bw)
+	r.CPUSecondsPerGiB = median(cpu)
+	if len(bw) > 0 {
+		r.MinGiBPerS, r.MaxGiBPerS = slices.Min(bw), slices.Max(bw)
+	}
+	p50, p99 := loader.Percentiles(lat)
+	r.P50Ms = float64(p50) / float64(time.Millisecond)
+	r.P99Ms = float64(p99) / float64(time.Millisecond)
+	return r
+}
+
+func median(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

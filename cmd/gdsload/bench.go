@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gdsload/gdsload/bench"
+	"github.com/gdsload/gdsload/loader"
+	"github.com/spf13/cobra"
+)
+
+type benchOptions struct {
+	modes     string
+	runs      int
+	cold      bool
+	workers   int
+	chunkSize string
+	asJSON    bool
+	device    int
+}
+
+func newBenchCmd() *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "bench [flags] PATH",
+		Short: "Compare read modes on one file: POSIX, O_DIRECT, mmap, the loader, and GPU paths",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return runBench(cmd, o, a[0])
+		},
+	}
+	cmd.Long = "Bench reads the same file with each mode, alternating modes within every round,\n" +
+		"and prints the median bandwidth, CPU seconds per GiB and read latency of each.\n\nModes:\n" + modeHelp()
+	f := cmd.Flags()
+	f.StringVar(&o.modes, "modes", "", "comma-separated modes (default: all available here)")
+	f.IntVar(&o.runs, "runs", 3, "runs of each mode")
+	f.BoolVar(&o.cold, "cold", false, "drop the file's cached pages before each run (drop_caches as root, else posix_fadvise)")
+	f.IntVar(&o.workers, "workers", loader.DefaultWorkers, "concurrent reads of the loader modes")
+	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size of the loader modes")
+	f.IntVar(&o.device, "device", 0, "GPU index for the GPU modes")
+	f.BoolVar(&o.asJSON, "json", false, "print JSON on stdout")
+	return cmd
+}
+
+// allModes lists every mode this binary knows, available here or not.
+func allModes(device int) (avail []bench.Mode, missing map[string]string) {
+	avail = bench.HostModes()
+	gpu, missing := gpuBenchModes(device)
+	return append(avail, gpu...), missing
+}
+
+func modeHelp() string {
+	var b strings.Builder
+	for _, m := range bench.HostModes() {
+		fmt.Fprintf(&b, "  %-14s %s\n", m.Name, m.Help)
+	}
+	for _, m := range gpuModeHelp() {
+		fmt.Fprintf(&b, "  %-14s %s\n", m[0], m[1])
+	}
+	return b.String()
+}
+
+type benchReport struct {
+	File    string         `json:"file"`
+	Bytes   int64          `json:"bytes"`
+	Cache   string         `json:"cache"`
+	Runs    int            `json:"runs"`
+	Results []bench.Result `json:"results"`
+	// Skipped names modes not available here, with the reason.
+	Skipped map[string]string `json:"skipped,omitempty"`
+}
+
+func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
+	if o.runs <= 0 {
+		return usagef("--runs %d: want at least 1", o.runs)
+	}
+	chunk, err := parseSize(o.chunkSize)
+	if err != nil || chunk == 0 {
+		return usagef("--chunk-size %q: want a positive size such as 4MiB", o.chunkSize)
+	}
+	avail, missing := allModes(o.device)
+	modes := avail
+	if o.modes != "" {
+		modes = nil
+		for _, name := range strings.Split(o.modes, ",") {
+			name = strings.TrimSpace(name)
+			m, ok := findMode(avail, name)
+			if !ok {
+				if why, known := missing[name]; known {
+					return fmt.Errorf("mode %s is not available here: %s", name, why)
+				}
+				return usagef("unknown mode %q; modes: %s", name, modeNames(avail, missing))
+			}
+			modes = append(modes, m)
+		}
+	}
+	stderr := cmd.ErrOrStderr()
+	progress := isTerminal(stderr)
+	results, how, err := bench.Run(cmd.Context(), path, modes, bench.Config{Workers: o.workers, ChunkSize: chunk}, bench.Options{
+		Runs: o.runs, Cold: o.cold,
+		OnRun: func(mode string, run int, s bench.Sample) {
+			if progress {
+				fmt.Fprintf(stderr, "\r\033[K%s run %d: %.2f GiB/s", mode, run+1, float64(s.Bytes)/(1<<30)/s.Wall.Seconds())
+			}
+		},
+	})
+	if progress {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	rep := benchReport{File: path, Cache: how, Runs: o.runs, Results: results}
+	if len(results) > 0 {
+		rep.Bytes = results[0].Bytes
+	}
+	if o.modes == "" && len(missing) > 0 {
+		rep.Skipped = missing
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return printBench(cmd.OutOrStdout(), rep)
+}
+
+func findMode(modes []bench.Mode, name string) (bench.Mode, bool) {
+	for _, m := range modes {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return bench.Mode{}, false
+}
+
+func modeNames(avail []bench.Mode, missing map[string]string) string {
+	var names []string
+	for _, m := range avail {
+		names = append(names, m.Name)
+	}
+	for n := range missing {
+		names = append(names, n+" (unavailable)")
+	}
+	return strings.Join(names, ", ")
+}
+
+func printBench(w io.Writer, r benchReport) error {
+	fmt.Fprintf(w, "%s: %s, %s, %d runs per mode\n\n", r.File, formatBytes(r.Bytes), r.Cache, r.Runs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tGiB/s\tmin\tmax\tCPU s/GiB\tp50 ms\tp99 ms\t")
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t\n", res.Mode, res.GiBPerS, res.MinGiBPerS, res.MaxGiBPerS,
+			res.CPUSecondsPerGiB, res.P50Ms, res.P99Ms)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for name, why := range r.Skipped {
+		fmt.Fprintf(w, "skipped %s: %s\n", name, why)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/spf13/cobra"
+)
+
+type loadOptions struct {
+	to        string
+	direct    string
+	workers   int
+	chunkSize string
+	checksum  string
+	asJSON    bool
+	remote    remoteOptions
+}
+
+func newLoadCmd() *cobra.Command {
+	o := &loadOptions{}
+	cmd := &cobra.Command{
+		Use:   "load [flags] PATH...",
+		Short: "Load files or directories into host or GPU memory and report the path taken",
+		Long: `Load reads every file (directories recursively; rdmafs://host:port/path URLs
+too) into the destination and reports bytes, time, bandwidth, CPU cost, chunk
+latency, and the path taken with the reason for it.
+
+--to host streams into a bounded ring of reused host buffers (gdsio CPUONLY);
+--to gpu[:N] loads into device memory on GPU N through gds (cuFile) or bounce
+(pinned buffers + async copies); auto picks a GPU path when one is usable and
+says why not otherwise.`,
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, paths []string) error {
+			return runLoad(cmd, o, paths)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.to, "to", "host", "destination: host, gpu[:N] or auto")
+	f.StringVar(&o.direct, "direct", "auto", "O_DIRECT for local files: auto, on or off")
+	f.IntVar(&o.workers, "workers", loader.DefaultWorkers, "concurrent chunk reads")
+	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size (a multiple of the direct-I/O alignment)")
+	f.StringVar(&o.checksum, "checksum", "none", "digest of the bytes as they landed: none, sha256 or crc32c")
+	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
+	o.remote.addFlags(f)
+	return cmd
+}
+
+func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
+	mode, err := loader.ParseDirectMode(o.direct)
+	if err != nil {
+		return usageError{err}
+	}
+	sum, err := loader.ParseChecksum(o.checksum)
+	if err != nil {
+		return usageError{err}
+	}
+	chunk, err := parseSize(o.chunkSize)
+	if err != nil || chunk == 0 {
+		return usagef("--chunk-size %q: want a positive size such as 4MiB", o.chunkSize)
+	}
+	if o.workers <= 0 {
+		return usagef("--workers %d: want at least 1", o.workers)
+	}
+	target, err := parseTarget(o.to)
+	if err != nil {
+		return usageError{err}
+	}
+	ctx := cmd.Context()
+	files, err := expandPaths(paths)
+	if err != nil {
+		return err
+	}
+	srcs, err := openSources(ctx, files, mode, &o.remote)
+	if err != nil {
+		return err
+	}
+	defer srcs.Close()
+
+	dst, err := openDestination(ctx, target, srcs, chunk, o.workers)
+	if err != nil {
+		return err
+	}
+	defer dst.close()
+
+	bar := startProgress(cmd.ErrOrStderr(), "load", srcs.total())
+	res, err := loader.Load(ctx, dst.jobs(srcs.sources), loader.Options{
+		Workers: o.workers, ChunkSize: chunk, Checksum: sum,
+		Path: dst.path, Reason: dst.reason, OnProgress: bar.Add,
+	})
+	bar.Stop()
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return printLoad(cmd.OutOrStdout(), res, sum)
+}
+
+func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "loaded\t%s in %d files\n", formatBytes(r.Bytes), len(r.Files))
+	fmt.Fprintf(tw, "time\t%.3f s\n", r.Seconds)
+	fmt.Fprintf(tw, "bandwidth\t%.2f GiB/s\n", r.GiBPerS)
+	fmt.Fprintf(tw, "cpu\t%.3f s per GiB\n", r.CPUSecondsPerGiB)
+	fmt.Fprintf(tw, "chunk latency\tp50 %.2f ms, p99 %.2f ms (%d chunks)\n", r.P50Ms, r.P99Ms, r.Chunks)
+	fmt.Fprintf(tw, "path\t%s\n", r.Path)
+	if r.Reason != "" {
+		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if sum == loader.ChecksumNone {
+		return nil
+	}
+	fmt.Fprintln(w)
+	for _, f := range r.Files {
+		fmt.Fprintf(w, "%s  %s\n", f.Digest(sum), f.Name)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -159,8 +160,13 @@ func printBench(w io.Writer, r benchReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for name, why := range r.Skipped {
-		fmt.Fprintf(w, "skipped %s: %s\n", name, why)
+	names := make([]string, 0, len(r.Skipped))
+	for name := range r.Skipped {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(w, "skipped %s: %s\n", name, r.Skipped[name])
 	}
 	return nil
 }

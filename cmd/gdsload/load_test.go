@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// run executes the CLI in-process and returns stdout, stderr and the exit
+// code main would use.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	code := exitCode(err, false, &errb)
+	return out.String(), errb.String(), code
+}
+
+func writeFile(t *testing.T, dir, name string, n int) (string, string) {
+	t.Helper()
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + n)
+	}
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	sum := sha256.Sum256(b)
+	return p, hex.EncodeToString(sum[:])
+}
+
+func TestLoadJSON(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string]string{}
+	for name, n := range map[string]int{"a.bin": 0, "sub/b.bin": 4097, "sub/c.bin": 3<<20 + 5} {
+		p, sum := writeFile(t, dir, name, n)
+		want[p] = sum
+	}
+	out, stderr, code := run(t, "load", "--json", "--checksum", "sha256", "--workers", "3", "--chunk-size", "1M", dir)
+	require.Equal(t, 0, code, stderr)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	for _, k := range []string{"bytes", "seconds", "gib_per_s", "cpu_seconds_per_gib", "path", "reason", "files"} {
+		require.Contains(t, res, k)
+	}
+	require.Equal(t, "host", res["path"])
+	require.EqualValues(t, 4097+3<<20+5, res["bytes"])
+	files := res["files"].([]any)
+	require.Len(t, files, 3)
+	for _, f := range files {
+		m := f.(map[string]any)
+		for _, k := range []string{"name", "bytes", "path", "direct", "reason", "sha256"} {
+			require.Contains(t, m, k)
+		}
+		require.Equal(t, want[m["name"].(string)], m["sha256"], m["name"])
+	}
+}
+
+func TestLoadHumanOutput(t *testing.T) {
+	p, sum := writeFile(t, t.TempDir(), "x.bin", 10000)
+	out, _, code := run(t, "load", "--checksum", "sha256", p)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "path           host")
+	require.Contains(t, out, sum+"  "+p)
+}
+
+func TestExitCodes(t *testing.T) {
+	p, _ := writeFile(t, t.TempDir(), "x.bin", 10)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"ok", []string{"load", p}, 0, ""},
+		{"missing file", []string{"load", "/nonexistent/file"}, 1, "no such file"},
+		{"no args", []string{"load"}, 2, "requires at least 1 arg"},
+		{"bad flag", []string{"load", "--nope", p}, 2, "unknown flag"},
+		{"bad direct", []string{"load", "--direct", "maybe", p}, 2, "want auto, on or off"},
+		{"bad checksum", []string{"load", "--checksum", "md5", p}, 2, "want none, sha256 or crc32c"},
+		{"bad chunk", []string{"load", "--chunk-size", "4X", p}, 2, "--chunk-size"},
+		{"bad target", []string{"load", "--to", "tpu", p}, 2, "--to"},
+		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
+		{"bench unknown mode", []string{"bench", "--modes", "warp", p}, 2, "unknown mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := run(t, tc.args...)
+			require.Equal(t, tc.code, code, stderr)
+			require.Contains(t, stderr, tc.msg)
+		})
+	}
+}
+
+func TestExitCodeInterrupted(t *testing.T) {
+	var b bytes.Buffer
+	require.Equal(t, 130, exitCode(context.Canceled, false, &b))
+	require.Equal(t, 130, exitCode(errors.New("read: broken"), true, &b))
+}
+
+func TestBenchJSON(t *testing.T) {
+	p, _ := writeFile(t, t.TempDir(), "x.bin", 2<<20+1)
+	out, stderr, code := run(t, "bench", "--json", "--runs", "2", "--modes", "posix,direct,mmap,loader", p)
+	require.Equal(t, 0, code, stderr)
+	var rep struct {
+		Results []map[string]any `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Len(t, rep.Results, 4)
+	for i, mode := range []string{"posix", "direct", "mmap", "loader"} {
+		r := rep.Results[i]
+		require.Equal(t, mode, r["mode"])
+		for _, k := range []string{"gib_per_s", "cpu_seconds_per_gib", "p50_ms", "p99_ms"} {
+			require.Contains(t, r, k)
+		}
+		require.Greater(t, r["gib_per_s"].(float64), 0.0, mode)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := run(t, "version", "--json")
+	require.Equal(t, 0, code)
+	var v versionInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &v))
+	require.NotEmpty(t, v.Go)
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "4096": 4096, "4K": 4096, "4M": 4 << 20, "4MiB": 4 << 20, "1g": 1 << 30, "2GB": 2 << 30} {
+		got, err := parseSize(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "-1", "4X", "M", "99999999999T"} {
+		_, err := parseSize(bad)
+		require.Error(t, err, bad)
+	}
+}

@@ -32,7 +32,7 @@ fuzz:
 	done
 
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./loader/ ./bench/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./loader/
 	GDSLOAD=$(BIN) scripts/bench-vs-fio.sh
 
 lint:

@@ -1,0 +1,56 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRunAlternatesModesAndSummarises(t *testing.T) {
+	var order []string
+	mk := func(name string, wall time.Duration) Mode {
+		return Mode{Name: name, Run: func(context.Context, string, Config) (Sample, error) {
+			order = append(order, name)
+			return Sample{Bytes: 1 << 30, Wall: wall, CPU: wall / 2, Lat: []time.Duration{wall / 4}}, nil
+		}}
+	}
+	drops := 0
+	res, how, err := Run(context.Background(), "f", []Mode{mk("a", time.Second), mk("b", 2*time.Second)}, Config{},
+		Options{Runs: 3, Cold: true, Dropper: func(string) (string, error) { drops++; return "cold (test)", nil }})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "a", "b", "a", "b"}, order, "modes alternate within each round")
+	require.Equal(t, 6, drops, "cache dropped before every run")
+	require.Equal(t, "cold (test)", how)
+	require.InDelta(t, 1.0, res[0].GiBPerS, 1e-9)
+	require.InDelta(t, 0.5, res[1].GiBPerS, 1e-9)
+	require.InDelta(t, 0.5, res[0].CPUSecondsPerGiB, 1e-9)
+	require.InDelta(t, 250, res[0].P50Ms, 1e-6)
+}
+
+func TestRunReportsModeErrors(t *testing.T) {
+	bad := Mode{Name: "bad", Run: func(context.Context, string, Config) (Sample, error) { return Sample{}, errors.New("boom") }}
+	_, _, err := Run(context.Background(), "f", []Mode{bad}, Config{}, Options{Runs: 1})
+	require.ErrorContains(t, err, "mode bad, run 1: boom")
+}
+
+func TestHostModesReadTheWholeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(path, make([]byte, 5<<20+3), 0o644))
+	for _, m := range HostModes() {
+		s, err := m.Run(context.Background(), path, Config{Workers: 2, ChunkSize: 1 << 20})
+		require.NoError(t, err, m.Name)
+		require.Equal(t, int64(5<<20+3), s.Bytes, m.Name)
+		require.NotEmpty(t, s.Lat, m.Name)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	require.Equal(t, 0.0, median(nil))
+	require.Equal(t, 2.0, median([]float64{3, 1, 2}))
+	require.Equal(t, 2.5, median([]float64{4, 1, 2, 3}))
+}

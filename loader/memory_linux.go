@@ -2,7 +2,6 @@ package loader
 
 import (
 	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,15 +43,4 @@ func prefault(b []byte) {
 	for i := 0; i < len(b); i += 4096 {
 		b[i] = 0
 	}
-}
-
-// alignedSlice returns a Go-heap slice of n bytes whose first byte is
-// aligned to align (a power of two).
-func alignedSlice(n, align int) []byte {
-	raw := make([]byte, n+align)
-	off := 0
-	if rem := int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) & uintptr(align-1)); rem != 0 {
-		off = align - rem
-	}
-	return raw[off : off+n : off+n]
 }

@@ -1,0 +1,257 @@
+package npy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rawNPY builds a file from a literal header text (no padding added) and
+// dataLen zero bytes, without validation, so tests can write invalid files.
+func rawNPY(major byte, text string, dataLen int) []byte {
+	b := []byte(Magic)
+	b = append(b, major, 0)
+	if major == 1 {
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(text)))
+	} else {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(text)))
+	}
+	b = append(b, text...)
+	return append(b, make([]byte, dataLen)...)
+}
+
+func parseBytes(b []byte) (*Header, error) {
+	return ParseHeader(bytes.NewReader(b), int64(len(b)))
+}
+
+func dict(descr, order, shape string) string {
+	return "{'descr': " + descr + ", 'fortran_order': " + order + ", 'shape': " + shape + ", }\n"
+}
+
+func TestParseHeaderRejects(t *testing.T) {
+	ok := dict("'<f4'", "False", "(2,)")
+	bigLen := []byte(Magic + "\x02\x00")
+	bigLen = binary.LittleEndian.AppendUint32(bigLen, MaxHeaderSize+1)
+	tests := []struct {
+		name string
+		file []byte
+		want error
+	}{
+		{"empty file", nil, ErrNotNPY},
+		{"wrong magic", rawNPY(1, ok, 8)[1:], ErrNotNPY},
+		{"short magic", []byte(Magic[:5]), ErrNotNPY},
+		{"magic and version only", []byte(Magic + "\x01\x00"), ErrHeaderTruncated},
+		{"version 4.0", rawNPY(4, ok, 8), ErrVersion},
+		{"version 1.1", append([]byte(Magic+"\x01\x01"), rawNPY(1, ok, 8)[8:]...), ErrVersion},
+		{"v2 length cut short", []byte(Magic + "\x02\x00\x10\x00"), ErrHeaderTruncated},
+		{"header length past end", rawNPY(1, ok, 0)[:20], ErrHeaderTruncated},
+		{"header length over cap", append(bigLen, make([]byte, 64)...), ErrHeaderTooLarge},
+		{"v3 invalid utf-8", rawNPY(3, "{'descr': '\xff<f4', 'fortran_order': False, 'shape': (2,), }", 8), ErrHeaderEncoding},
+		{"empty header", rawNPY(1, "", 0), ErrHeaderSyntax},
+		{"not a dict", rawNPY(1, "['descr']", 0), ErrHeaderSyntax},
+		{"unterminated dict", rawNPY(1, "{'descr': '<f4', ", 0), ErrHeaderSyntax},
+		{"unterminated string", rawNPY(1, "{'descr: '<f4'}", 0), ErrHeaderSyntax},
+		{"escape in string", rawNPY(1, dict(`'<f\4'`, "False", "(2,)"), 8), ErrHeaderSyntax},
+		{"missing colon", rawNPY(1, "{'descr' '<f4'}", 0), ErrHeaderSyntax},
+		{"missing comma", rawNPY(1, "{'descr': '<f4' 'shape': ()}", 0), ErrHeaderSyntax},
+		{"int key", rawNPY(1, "{1: 2}", 0), ErrHeaderSyntax},
+		{"text after dict", rawNPY(1, ok+"x", 8), ErrHeaderSyntax},
+		{"lowercase bool", rawNPY(1, dict("'<f4'", "false", "(2,)"), 8), ErrHeaderSyntax},
+		{"bool prefix of word", rawNPY(1, dict("'<f4'", "Falsey", "(2,)"), 8), ErrHeaderSyntax},
+		{"leading zero int", rawNPY(1, dict("'<f4'", "False", "(02,)"), 8), ErrHeaderSyntax},
+		{"long int suffix", rawNPY(1, dict("'<f4'", "False", "(2L,)"), 8), ErrHeaderSyntax},
+		{"None value", rawNPY(1, dict("'<f4'", "None", "(2,)"), 8), ErrHeaderSyntax},
+		{"deep nesting", rawNPY(1, dict("'<f4'", "False", strings.Repeat("(", 100)+strings.Repeat(")", 100)), 8), ErrHeaderSyntax},
+		{"duplicate key", rawNPY(1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", 8), ErrDuplicateKey},
+		{"missing descr", rawNPY(1, "{'fortran_order': False, 'shape': (2,)}", 8), ErrMissingKey},
+		{"missing fortran_order", rawNPY(1, "{'descr': '<f4', 'shape': (2,)}", 8), ErrMissingKey},
+		{"missing shape", rawNPY(1, "{'descr': '<f4', 'fortran_order': False}", 8), ErrMissingKey},
+		{"unknown key", rawNPY(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'strides': (4,)}", 8), ErrUnknownKey},
+		{"descr int", rawNPY(1, dict("4", "False", "(2,)"), 8), ErrFieldType},
+		{"fortran_order int", rawNPY(1, dict("'<f4'", "0", "(2,)"), 8), ErrFieldType},
+		{"shape list", rawNPY(1, dict("'<f4'", "False", "[2]"), 8), ErrFieldType},
+		{"shape parenthesized int", rawNPY(1, dict("'<f4'", "False", "(2)"), 8), ErrFieldType},
+		{"shape of strings", rawNPY(1, dict("'<f4'", "False", "('2',)"), 8), ErrFieldType},
+		{"negative dimension", rawNPY(1, dict("'<f4'", "False", "(-2,)"), 8), ErrInvalidShape},
+		{"dimension beyond int64", rawNPY(1, dict("'|u1'", "False", "(9223372036854775808,)"), 0), ErrShapeOverflow},
+		{"element count overflow", rawNPY(1, dict("'|u1'", "False", "(4294967296, 4294967296, 0)"), 0), ErrShapeOverflow},
+		{"byte count overflow", rawNPY(1, dict("'<f8'", "False", "(2305843009213693952,)"), 0), ErrShapeOverflow},
+		{"object dtype", rawNPY(1, dict("'|O'", "False", "(2,)"), 16), ErrObjectDtype},
+		{"structured dtype", rawNPY(1, dict("[('a', '<i4'), ('b', '<f8')]", "False", "(2,)"), 24), ErrStructuredDtype},
+		{"unicode string dtype", rawNPY(1, dict("'<U3'", "False", "(2,)"), 24), ErrUnsupportedDtype},
+		{"datetime dtype", rawNPY(1, dict("'<M8[ns]'", "False", "(2,)"), 16), ErrUnsupportedDtype},
+		{"odd float size", rawNPY(1, dict("'<f3'", "False", "(2,)"), 6), ErrUnsupportedDtype},
+		{"int without size", rawNPY(1, dict("'<i'", "False", "(2,)"), 8), ErrUnsupportedDtype},
+		{"data too short", rawNPY(1, ok, 7), ErrDataLength},
+		{"data too long", rawNPY(2, ok, 9), ErrDataLength},
+	}
+	sentinels := []error{ErrNotNPY, ErrVersion, ErrHeaderTooLarge, ErrHeaderTruncated, ErrHeaderEncoding, ErrHeaderSyntax,
+		ErrDuplicateKey, ErrMissingKey, ErrUnknownKey, ErrFieldType, ErrInvalidShape, ErrShapeOverflow, ErrObjectDtype,
+		ErrStructuredDtype, ErrUnsupportedDtype, ErrDataLength, ErrRead}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := parseBytes(tt.file)
+			if err == nil {
+				t.Fatalf("accepted: %+v", h)
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("error %q is not %q", err, tt.want)
+			}
+			for _, s := range sentinels {
+				if s != tt.want && errors.Is(err, s) {
+					t.Fatalf("error %q also matches %q", err, s)
+				}
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %T is not *Error", err)
+			}
+		})
+	}
+}
+
+func TestParseHeaderAccepts(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    []byte
+		descr   string
+		dtype   Dtype
+		fortran bool
+		shape   []int64
+	}{
+		{"numpy style", rawNPY(1, dict("'<f4'", "False", "(3, 4)"), 48), "<f4", Dtype{'<', 'f', 4}, false, []int64{3, 4}},
+		{"0-d", rawNPY(1, dict("'<i8'", "False", "()"), 8), "<i8", Dtype{'<', 'i', 8}, false, []int64{}},
+		{"empty array", rawNPY(2, dict("'>u2'", "True", "(0, 5)"), 0), ">u2", Dtype{'>', 'u', 2}, true, []int64{0, 5}},
+		{"double quotes, no trailing comma, odd spacing",
+			rawNPY(3, "\t{ \"shape\" :(5 ,) ,\"fortran_order\":True,\"descr\":\"|b1\"}\f\v\r\n", 5), "|b1", Dtype{'|', 'b', 1}, true, []int64{5}},
+		{"tuple trailing comma", rawNPY(1, dict("'<c16'", "False", "(1, 2,)"), 32), "<c16", Dtype{'<', 'c', 16}, false, []int64{1, 2}},
+		{"bool as ?", rawNPY(1, dict("'?'", "False", "(3,)"), 3), "?", Dtype{'=', 'b', 1}, false, []int64{3}},
+		{"v3 native byte order", rawNPY(3, dict("'=f2'", "False", "(1,)"), 2), "=f2", Dtype{'=', 'f', 2}, false, []int64{1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := parseBytes(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Descr != tt.descr || h.Dtype != tt.dtype || h.FortranOrder != tt.fortran || !equalShape(h.Shape, tt.shape) {
+				t.Errorf("got %q %+v %v %v, want %q %+v %v %v", h.Descr, h.Dtype, h.FortranOrder, h.Shape, tt.descr, tt.dtype, tt.fortran, tt.shape)
+			}
+			if h.DataOffset+h.DataLen != int64(len(tt.file)) || h.DataLen != h.Elements()*h.Dtype.ItemSize {
+				t.Errorf("DataOffset %d DataLen %d for %d bytes", h.DataOffset, h.DataLen, len(tt.file))
+			}
+		})
+	}
+}
+
+func equalShape(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestParseDescr(t *testing.T) {
+	good := map[string]Dtype{
+		"|b1": {'|', 'b', 1}, "?": {'=', 'b', 1}, "|?": {'|', 'b', 1}, "|i1": {'|', 'i', 1}, "<i2": {'<', 'i', 2}, ">i4": {'>', 'i', 4},
+		"=i8": {'=', 'i', 8}, "|u1": {'|', 'u', 1}, "<u8": {'<', 'u', 8}, "<f2": {'<', 'f', 2}, "<f4": {'<', 'f', 4},
+		">f8": {'>', 'f', 8}, "<f16": {'<', 'f', 16}, "<c8": {'<', 'c', 8}, "<c16": {'<', 'c', 16}, "<c32": {'<', 'c', 32}, "f4": {'=', 'f', 4},
+	}
+	for s, want := range good {
+		if got, err := ParseDescr(s); err != nil || got != want {
+			t.Errorf("ParseDescr(%q) = %+v, %v; want %+v", s, got, err, want)
+		}
+	}
+	bad := map[string]error{
+		"": ErrUnsupportedDtype, "<": ErrUnsupportedDtype, "O": ErrObjectDtype, "|O": ErrObjectDtype, "|O8": ErrObjectDtype,
+		"<b2": ErrUnsupportedDtype, "<i3": ErrUnsupportedDtype, "<i16": ErrUnsupportedDtype, "<f1": ErrUnsupportedDtype,
+		"<c4": ErrUnsupportedDtype, "<i+4": ErrUnsupportedDtype, "<i-4": ErrUnsupportedDtype, "?1": ErrUnsupportedDtype,
+		"|S5": ErrUnsupportedDtype, "<U1": ErrUnsupportedDtype, "|V8": ErrUnsupportedDtype, "<m8": ErrUnsupportedDtype,
+		"<e": ErrUnsupportedDtype, "!f4": ErrUnsupportedDtype, "<f4 ": ErrUnsupportedDtype, "<<f4": ErrUnsupportedDtype,
+	}
+	for s, want := range bad {
+		if _, err := ParseDescr(s); !errors.Is(err, want) {
+			t.Errorf("ParseDescr(%q) = %v, want %v", s, err, want)
+		}
+	}
+}
+
+func TestParseFileErrorNamesFileAndOffset(t *testing.T) {
+	file := rawNPY(1, dict("'<f4'", "False", "(2,)"), 7)
+	path := filepath.Join(t.TempDir(), "x.npy")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ParseFile(path)
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrDataLength) {
+		t.Fatalf("got %v, want *Error of ErrDataLength", err)
+	}
+	if e.Path != path || e.Offset != int64(len(file)-7) {
+		t.Errorf("path %q offset %d, want %q %d", e.Path, e.Offset, path, len(file)-7)
+	}
+	for _, part := range []string{path, "<f4[2] needs 8 data bytes, the file has 7", "truncated"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("message %q lacks %q", err, part)
+		}
+	}
+	if _, err := ParseFile(filepath.Join(t.TempDir(), "missing.npy")); !errors.Is(err, ErrRead) {
+		t.Errorf("missing file: got %v, want ErrRead", err)
+	}
+}
+
+// strictReader fails the test if anything past limit is read.
+type strictReader struct {
+	t     *testing.T
+	r     io.ReaderAt
+	limit int64
+}
+
+func (s strictReader) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > s.limit {
+		s.t.Errorf("read [%d, %d) past the header end %d", off, off+int64(len(p)), s.limit)
+	}
+	return s.r.ReadAt(p, off)
+}
+
+type errReaderAt struct{ err error }
+
+func (e errReaderAt) ReadAt([]byte, int64) (int, error) { return 0, e.err }
+
+func TestParseHeaderIO(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Encode(&buf, Array{Descr: "|u1", Shape: []int64{1 << 20}, Data: make([]byte, 1<<20)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := ParseHeader(strictReader{t, bytes.NewReader(buf.Bytes()), 128}, int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.DataOffset != 128 {
+		t.Errorf("DataOffset %d, want 128", h.DataOffset)
+	}
+	// A header length over the cap is refused before it is read.
+	b := rawNPY(2, "", 0)
+	binary.LittleEndian.PutUint32(b[8:], 1<<31)
+	if _, err := ParseHeader(strictReader{t, bytes.NewReader(b), 12}, 1<<40); !errors.Is(err, ErrHeaderTooLarge) {
+		t.Errorf("got %v, want ErrHeaderTooLarge", err)
+	}
+	ioErr := errors.New("device gone")
+	if _, err := ParseHeader(errReaderAt{ioErr}, 100); !errors.Is(err, ErrRead) || !errors.Is(err, ioErr) {
+		t.Errorf("got %v, want ErrRead wrapping the cause", err)
+	}
+	// A size larger than what the reader holds is a truncated file.
+	if _, err := ParseHeader(bytes.NewReader(buf.Bytes()[:64]), int64(buf.Len())); !errors.Is(err, ErrHeaderTruncated) {
+		t.Errorf("got %v, want ErrHeaderTruncated", err)
+	}
+}

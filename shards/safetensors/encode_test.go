@@ -1,0 +1,159 @@
+package safetensors
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeTemp(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// patterned returns n bytes that differ from tensor to tensor.
+func patterned(n int64, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = seed + byte(i*7)
+	}
+	return b
+}
+
+// allDtypes returns one tensor of every dtype, shaped so sub-byte dtypes
+// fill whole bytes.
+func allDtypes() []TensorData {
+	var ts []TensorData
+	for i, d := range Dtypes() {
+		bits, _ := DtypeBits(d)
+		shape := []int64{2, 4} // 8 elements: whole bytes for 4- and 6-bit dtypes
+		ts = append(ts, TensorData{Name: "t." + strings.ToLower(d), Dtype: d, Shape: shape, Data: patterned(8*bits/8, byte(i))})
+	}
+	return ts
+}
+
+func TestEncodeRoundTripAllDtypes(t *testing.T) {
+	tensors := append(allDtypes(),
+		TensorData{Name: "scalar", Dtype: "F32", Shape: []int64{}, Data: patterned(4, 99)},
+		TensorData{Name: "empty", Dtype: "BF16", Shape: []int64{3, 0}, Data: nil},
+		TensorData{Name: "f4.odd.dims", Dtype: "F4", Shape: []int64{3, 2}, Data: patterned(3, 5)},
+	)
+	meta := map[string]string{"format": "pt", "note": "<&> \"quoted\""}
+	var buf bytes.Buffer
+	if err := Encode(&buf, tensors, meta); err != nil {
+		t.Fatal(err)
+	}
+	file := buf.Bytes()
+	n := binary.LittleEndian.Uint64(file)
+	if n%8 != 0 {
+		t.Errorf("header length %d is not a multiple of 8", n)
+	}
+	path := writeTemp(t, "all.safetensors", file)
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := f.Header
+	if h.DataOffset != int64(8+n) || h.FileSize() != int64(len(file)) {
+		t.Errorf("DataOffset %d, FileSize %d; want %d, %d", h.DataOffset, h.FileSize(), 8+n, len(file))
+	}
+	if len(h.Metadata) != 2 || h.Metadata["note"] != meta["note"] {
+		t.Errorf("metadata %v, want %v", h.Metadata, meta)
+	}
+	if len(h.Tensors) != len(tensors) {
+		t.Fatalf("%d tensors, want %d", len(h.Tensors), len(tensors))
+	}
+	var prevBits int64 = 64
+	for _, want := range tensors {
+		got, ok := h.Tensor(want.Name)
+		if !ok {
+			t.Fatalf("tensor %q missing", want.Name)
+		}
+		if got.Dtype != want.Dtype || !equalShape(got.Shape, want.Shape) || got.Bytes() != int64(len(want.Data)) {
+			t.Errorf("%q: got %s%v %d bytes, want %s%v %d", want.Name, got.Dtype, got.Shape, got.Bytes(), want.Dtype, want.Shape, len(want.Data))
+		}
+		data, err := io.ReadAll(f.TensorReader(got))
+		if err != nil || !bytes.Equal(data, want.Data) {
+			t.Errorf("%q: data differs (err %v)", want.Name, err)
+		}
+	}
+	// Layout: decreasing element size, so every tensor is aligned to it.
+	for _, ti := range h.Tensors {
+		bits, _ := DtypeBits(ti.Dtype)
+		if bits > prevBits {
+			t.Errorf("%q (%d bits) follows a %d-bit tensor", ti.Name, bits, prevBits)
+		}
+		prevBits = bits
+		if bits >= 8 && ti.Begin%(bits/8) != 0 {
+			t.Errorf("%q begins at %d, not aligned to %d", ti.Name, ti.Begin, bits/8)
+		}
+	}
+	// Deterministic output.
+	var again bytes.Buffer
+	if err := Encode(&again, tensors, meta); err != nil || !bytes.Equal(again.Bytes(), file) {
+		t.Errorf("second Encode differs (err %v)", err)
+	}
+}
+
+func TestEncodeRejects(t *testing.T) {
+	ok := TensorData{Name: "a", Dtype: "F32", Shape: []int64{2}, Data: make([]byte, 8)}
+	tests := []struct {
+		name    string
+		tensors []TensorData
+		meta    map[string]string
+		want    error
+	}{
+		{"duplicate name", []TensorData{ok, ok}, nil, ErrDuplicateTensor},
+		{"reserved name", []TensorData{{Name: "__metadata__", Dtype: "U8", Shape: []int64{0}}}, nil, ErrInvalidTensor},
+		{"invalid utf-8 name", []TensorData{{Name: "\xff", Dtype: "U8", Shape: []int64{0}}}, nil, ErrInvalidTensor},
+		{"unknown dtype", []TensorData{{Name: "a", Dtype: "Q8", Shape: []int64{0}}}, nil, ErrUnknownDtype},
+		{"negative dim", []TensorData{{Name: "a", Dtype: "U8", Shape: []int64{-1}}}, nil, ErrInvalidShape},
+		{"sub-byte", []TensorData{{Name: "a", Dtype: "F4", Shape: []int64{1}, Data: []byte{0}}}, nil, ErrSubByte},
+		{"short data", []TensorData{{Name: "a", Dtype: "F32", Shape: []int64{2}, Data: make([]byte, 7)}}, nil, ErrSizeMismatch},
+		{"overflow", []TensorData{{Name: "a", Dtype: "U64", Shape: []int64{1 << 62}}}, nil, ErrShapeOverflow},
+		{"invalid utf-8 metadata", []TensorData{ok}, map[string]string{"k": "\xfe"}, ErrMetadata},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			err := Encode(&buf, tt.tensors, tt.meta)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			if buf.Len() != 0 {
+				t.Errorf("wrote %d bytes before failing", buf.Len())
+			}
+		})
+	}
+}
+
+func TestDtypeBits(t *testing.T) {
+	want := map[string]int64{
+		"BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8,
+		"I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32,
+		"C64": 64, "F64": 64, "I64": 64, "U64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+	}
+	if got := Dtypes(); len(got) != len(want) {
+		t.Errorf("Dtypes() has %d entries, want %d", len(got), len(want))
+	}
+	for d, bits := range want {
+		if got, ok := DtypeBits(d); !ok || got != bits {
+			t.Errorf("DtypeBits(%q) = %d, %v; want %d", d, got, ok, bits)
+		}
+	}
+	for _, d := range []string{"", "f32", "F8", "C128", "F16 "} {
+		if _, ok := DtypeBits(d); ok {
+			t.Errorf("DtypeBits(%q) accepted", d)
+		}
+	}
+}

@@ -276,9 +276,12 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 		f := FileResult{Name: p.Source.Name(), Bytes: p.Length, Path: e.opts.Path}
 		if d, ok := p.Source.(DirectInfo); ok {
 			f.Direct, f.Reason = d.Direct(), d.DirectReason()
-			if e.direct(p) {
-				f.Direct = true
-			}
+		}
+		if f.Path == PathGDS && (!e.direct(p) || !f.Direct) {
+			// cuFile needs an O_DIRECT descriptor; the gds destination
+			// bounced this file through pinned memory instead.
+			f.Path = PathBounce
+			f.Reason = strings.TrimPrefix(f.Reason+"; no O_DIRECT descriptor for cuFile: bounced through pinned memory", "; ")
 		}
 		if f.Reason != "" {
 			fellBack = append(fellBack, f.Reason)

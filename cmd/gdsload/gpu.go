@@ -2,15 +2,92 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/gdsload/gdsload/bench"
+	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/loader"
 )
 
-// TEMPORARY until the cufile destinations land.
-func gpuBenchModes(device int) ([]bench.Mode, map[string]string) {
-	why := "no GPU support yet"
-	return nil, map[string]string{"gds": why, "bounce": why, "cached-bounce": why}
+// gpuAlign keeps every file's first byte on a 4 KiB boundary of the device
+// allocation, as cuFile's fast path wants device offsets aligned like file
+// offsets.
+const gpuAlign = 4096
+
+// openDestination builds the destination --to asks for. auto takes a GPU
+// path when one is usable and says why not otherwise; gpu[:N] insists.
+func openDestination(ctx context.Context, t target, srcs *openedSources, chunk int64, workers int) (*destination, error) {
+	if t.kind == "host" {
+		return hostRing(chunk, workers, "host destination requested")
+	}
+	stack := loader.OpenGPUStack(cufile.Config{})
+	path, reason, err := loader.SelectGPUPath(stack, t.device, "auto")
+	if err != nil {
+		stack.Close()
+		if t.kind == "auto" {
+			return hostRing(chunk, workers, "auto: "+reason)
+		}
+		return nil, fmt.Errorf("--to gpu:%d: %w; use --to host, or run 'gdsload doctor' to see what is missing", t.device, err)
+	}
+	d, err := gpuDestination(stack, t.device, path, reason, srcs.sources, loader.EffectiveChunkSize(chunk, srcs.sources), workers)
+	if err != nil {
+		stack.Close()
+		return nil, err
+	}
+	inner := d.close
+	d.close = func() { inner(); stack.Close() }
+	return d, nil
+}
+
+// gpuDestination puts all sources into one device allocation, each file at
+// a 4 KiB-aligned offset.
+func gpuDestination(stack *loader.GPUStack, device int, path loader.Path, reason string, srcs []loader.Source, chunk int64, workers int) (*destination, error) {
+	dev, err := stack.Runtime.Device(device)
+	if err != nil {
+		return nil, err
+	}
+	offsets := make([]int64, len(srcs))
+	var size int64
+	for i, s := range srcs {
+		offsets[i] = size
+		size += (s.Size() + gpuAlign - 1) / gpuAlign * gpuAlign
+	}
+	cfg := loader.GPUConfig{Device: dev, Size: max(size, 1), ChunkSize: chunk, Buffers: 2 * workers}
+	var dst interface {
+		loader.Destination
+		Close() error
+	}
+	switch path {
+	case loader.PathGDS:
+		drv, err := stack.Driver()
+		if err != nil {
+			return nil, err
+		}
+		dst, err = loader.NewGPUDirectDestination(loader.GPUDirectConfig{GPUConfig: cfg, Driver: drv})
+		if err != nil {
+			return nil, err
+		}
+	case loader.PathBounce:
+		dst, err = loader.NewGPUBounceDestination(cfg)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("GPU path %q", path)
+	}
+	return &destination{
+		path:   path,
+		reason: reason,
+		jobs: func(srcs []loader.Source) []loader.Job {
+			jobs := make([]loader.Job, len(srcs))
+			for i, s := range srcs {
+				jobs[i] = loader.Job{Source: s, Length: -1, Dest: dst, DestOffset: offsets[i]}
+			}
+			return jobs
+		},
+		close: func() { _ = dst.Close() },
+	}, nil
 }
 
 func gpuModeHelp() [][2]string {
@@ -21,12 +98,56 @@ func gpuModeHelp() [][2]string {
 	}
 }
 
-func openDestination(ctx context.Context, t target, srcs *openedSources, chunk int64, workers int) (*destination, error) {
-	switch t.kind {
-	case "host":
-		return hostRing(chunk, workers, "host destination requested")
-	case "auto":
-		return hostRing(chunk, workers, "no GPU path: not built yet")
+// gpuBenchModes returns the GPU modes usable on device, and why the others
+// are not.
+func gpuBenchModes(device int) ([]bench.Mode, map[string]string) {
+	missing := map[string]string{}
+	stack := loader.OpenGPUStack(cufile.Config{})
+	if _, why, err := loader.SelectGPUPath(stack, device, loader.PathBounce); err != nil {
+		for _, m := range gpuModeHelp() {
+			missing[m[0]] = why
+		}
+		stack.Close()
+		return nil, missing
 	}
-	return nil, fmt.Errorf("gpu:%d: not yet", t.device)
+	// The stack stays open for the process: the modes use it on every run.
+	var modes []bench.Mode
+	if _, why, err := loader.SelectGPUPath(stack, device, loader.PathGDS); err != nil {
+		missing["gds"] = why
+	} else {
+		modes = append(modes, gpuMode(stack, device, "gds", loader.PathGDS, loader.DirectOn))
+	}
+	modes = append(modes,
+		gpuMode(stack, device, "bounce", loader.PathBounce, loader.DirectOn),
+		gpuMode(stack, device, "cached-bounce", loader.PathBounce, loader.DirectOff))
+	return modes, missing
+}
+
+func gpuMode(stack *loader.GPUStack, device int, name string, path loader.Path, direct loader.DirectMode) bench.Mode {
+	var help string
+	for _, h := range gpuModeHelp() {
+		if h[0] == name {
+			help = h[1]
+		}
+	}
+	return bench.Mode{Name: name, Help: help, Run: func(ctx context.Context, file string, cfg bench.Config) (bench.Sample, error) {
+		f, err := loader.OpenFile(file, direct)
+		if err != nil {
+			return bench.Sample{}, err
+		}
+		defer f.Close()
+		workers := max(cfg.Workers, 1)
+		srcs := []loader.Source{f}
+		chunk := loader.EffectiveChunkSize(cfg.ChunkSize, srcs)
+		d, err := gpuDestination(stack, device, path, "", srcs, chunk, workers)
+		if err != nil {
+			return bench.Sample{}, err
+		}
+		defer d.close()
+		s, err := bench.LoaderRun(ctx, d.jobs(srcs), loader.Options{Workers: workers, ChunkSize: chunk, Path: path})
+		if err != nil && errors.Is(err, cufile.ErrUnavailable) {
+			return s, fmt.Errorf("%s: %w", name, err)
+		}
+		return s, err
+	}}
 }

@@ -22,6 +22,8 @@ Exit codes: 0 ok, 1 error, 2 usage, 130 interrupted.`,
 		newLoadCmd(),
 		newBenchCmd(),
 		newVersionCmd(),
+		newDevicesCmd(),
+		newDoctorCmd(),
 	)
 	return root
 }

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"unsafe"
+
+	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/loader"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+)
+
+// doctorReport is `gdsload doctor`: what gdscheck -p says about GPUDirect
+// Storage, plus what gdsload itself needs (O_DIRECT on the data's file
+// system, locked memory for pinned and registered buffers) and which GPU
+// path a load would take, and why.
+type doctorReport struct {
+	Libraries          []cufile.Library   `json:"libraries"`
+	GPUCount           int                `json:"gpu_count"`
+	GPUError           string             `json:"gpu_error,omitempty"`
+	CUDADriverVersion  string             `json:"cuda_driver_version,omitempty"`
+	CUDARuntimeVersion string             `json:"cuda_runtime_version,omitempty"`
+	GDSMode            cufile.Mode        `json:"gds_mode"`
+	GDSReason          string             `json:"gds_reason"`
+	CuFileProperties   *cufile.Properties `json:"cufile_properties,omitempty"`
+	RDMADevices        []rdmaInfo         `json:"rdma_devices"`
+	MemlockLimit       memlockReport      `json:"memlock_limit"`
+	DirectIO           directIOReport     `json:"direct_io"`
+	GPULoad            gpuLoadReport      `json:"gpu_load"`
+}
+
+type memlockReport struct {
+	Soft      string `json:"soft"` // bytes, or "unlimited"
+	Hard      string `json:"hard"`
+	SoftBytes uint64 `json:"soft_bytes"`
+	Note      string `json:"note,omitempty"`
+}
+
+type directIOReport struct {
+	Path        string `json:"path"`
+	FileSystem  string `json:"file_system"`
+	OK          bool   `json:"ok"`
+	Reason      string `json:"reason"`
+	MemAlign    uint32 `json:"dio_mem_align,omitempty"`    // statx STATX_DIOALIGN
+	OffsetAlign uint32 `json:"dio_offset_align,omitempty"` // statx STATX_DIOALIGN
+}
+
+type gpuLoadReport struct {
+	Device int    `json:"device"`
+	Path   string `json:"path"` // gds, bounce, or none
+	Reason string `json:"reason"`
+}
+
+type doctorOptions struct {
+	asJSON  bool
+	device  int
+	sysRoot string
+}
+
+func newDoctorCmd() *cobra.Command {
+	o := doctorOptions{sysRoot: "/sys"}
+	cmd := &cobra.Command{
+		Use:   "doctor [PATH]",
+		Short: "Check GPUDirect Storage, CUDA, O_DIRECT and memlock, and say which GPU path a load takes",
+		Long: `doctor reports, like gdscheck -p, what this machine offers gdsload: the CUDA and
+cuFile libraries found (and why not), the GDS mode libcufile runs in (p2pdma,
+nvfs, compat), RDMA devices, the locked-memory limit, whether the file system
+holding PATH (default: the current folder) accepts O_DIRECT, and the path a
+load to the GPU would take (gds or bounce) with the reason.
+
+Libraries are found as gdsload loads them: GDSLOAD_LIBCUFILE,
+GDSLOAD_LIBCUDART and GDSLOAD_LIBCUDA override the search.`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			path := "."
+			if len(a) == 1 {
+				path = a[0]
+			}
+			r := runDoctor(o, path)
+			if o.asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(r)
+			}
+			return printDoctor(cmd.OutOrStdout(), r)
+		},
+	}
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
+	cmd.Flags().IntVar(&o.device, "device", 0, "GPU to check the load path for")
+	return cmd
+}
+
+func runDoctor(o doctorOptions, path string) doctorReport {
+	cfg := cufile.Config{}
+	r := doctorReport{
+		Libraries:    cufile.ProbeLibraries(cfg),
+		RDMADevices:  sysfsRDMA(o.sysRoot),
+		MemlockLimit: memlock(),
+		DirectIO:     probeDirectIO(path),
+	}
+	r.Libraries = append(r.Libraries, cufile.ProbeLibrary("libnvidia-ml.so.1"), cufile.ProbeLibrary("libibverbs.so.1"))
+
+	stack := loader.OpenGPUStack(cfg)
+	defer stack.Close()
+	if stack.Runtime != nil {
+		n, err := stack.Runtime.DeviceCount()
+		r.GPUCount = n
+		if err != nil {
+			r.GPUError = err.Error()
+		}
+		if v, err := stack.Runtime.DriverVersion(); err == nil && v > 0 {
+			r.CUDADriverVersion = fmt.Sprintf("%d.%d", v/1000, (v%1000)/10)
+		}
+		r.CUDARuntimeVersion = stack.Runtime.Library().Version
+	} else {
+		r.GPUError = stack.RuntimeErr.Error()
+	}
+	r.GDSMode, r.GDSReason = stack.GDSMode()
+	if drv, err := stack.Driver(); err == nil {
+		if p, err := drv.Properties(); err == nil {
+			r.CuFileProperties = &p
+		}
+	}
+	p, why, _ := loader.SelectGPUPath(stack, o.device, "auto")
+	r.GPULoad = gpuLoadReport{Device: o.device, Path: string(p), Reason: why}
+	if p == "" {
+		r.GPULoad.Path = "none"
+	}
+	return r
+}
+
+// memlockBudget is the locked memory a load with default settings pins:
+// 16 pinned buffers of 4 MiB. Below it cudaHostAlloc may fail where
+// pinned memory counts against RLIMIT_MEMLOCK (RDMA registration does).
+const memlockBudget = 64 << 20
+
+func memlock() memlockReport {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
+		return memlockReport{Note: "getrlimit(RLIMIT_MEMLOCK) failed: " + err.Error()}
+	}
+	f := func(v uint64) string {
+		if v == unix.RLIM_INFINITY {
+			return "unlimited"
+		}
+		return fmt.Sprintf("%d", v)
+	}
+	m := memlockReport{Soft: f(rl.Cur), Hard: f(rl.Max), SoftBytes: rl.Cur}
+	if rl.Cur != unix.RLIM_INFINITY && rl.Cur < memlockBudget {
+		m.Note = fmt.Sprintf("below %d MiB: pinning or RDMA-registering large buffers may fail; raise it (ulimit -l unlimited, or LimitMEMLOCK=infinity in systemd, or --ulimit memlock=-1 in docker)", memlockBudget>>20)
+	}
+	return m
+}
+
+// probeDirectIO checks O_DIRECT where the data lives: PATH itself when it
+// is a file (an aligned read at offset 0), else a scratch file created in
+// the folder (an aligned write and read back). statx reports the
+// alignment the file system wants where the kernel supports STATX_DIOALIGN.
+func probeDirectIO(path string) directIOReport {
+	r := directIOReport{Path: path}
+	abs, err := filepath.Abs(path)
+	if err == nil {
+		r.Path = abs
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		r.Reason = "cannot check: " + err.Error()
+		return r
+	}
+	r.FileSystem = loader.FSName(path)
+	var stx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_DIOALIGN, &stx) == nil && stx.Mask&unix.STATX_DIOALIGN != 0 {
+		r.MemAlign, r.OffsetAlign = stx.Dio_mem_align, stx.Dio_offset_align
+	}
+	buf := alignedBuffer(4096)
+	if st.Mode().IsRegular() {
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		if err != nil {
+			r.Reason = fmt.Sprintf("O_DIRECT open refused by %s: %v", r.FileSystem, err)
+			return r
+		}
+		defer unix.Close(fd)
+		if _, err := unix.Pread(fd, buf, 0); err != nil {
+			r.Reason = fmt.Sprintf("O_DIRECT read refused by %s: %v", r.FileSystem, err)
+			return r
+		}
+		r.OK, r.Reason = true, fmt.Sprintf("O_DIRECT read of %s on %s works", filepath.Base(path), r.FileSystem)
+		return r
+	}
+	scratch := filepath.Join(path, fmt.Sprintf(".gdsload-doctor-%d", os.Getpid()))
+	fd, err := unix.Open(scratch, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_DIRECT|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS) || errors.Is(err, unix.EPERM) {
+		r.Reason = fmt.Sprintf("cannot check: no scratch file in %s (%v); run doctor on a file there", path, err)
+		return r
+	}
+	if err != nil {
+		r.Reason = fmt.Sprintf("O_DIRECT open refused by %s: %v", r.FileSystem, err)
+		return r
+	}
+	defer os.Remove(scratch)
+	defer unix.Close(fd)
+	if _, err := unix.Pwrite(fd, buf, 0); err != nil {
+		r.Reason = fmt.Sprintf("O_DIRECT write refused by %s: %v", r.FileSystem, err)
+		return r
+	}
+	if _, err := unix.Pread(fd, buf, 0); err != nil {
+		r.Reason = fmt.Sprintf("O_DIRECT read refused by %s: %v", r.FileSystem, err)
+		return r
+	}
+	r.OK, r.Reason = true, fmt.Sprintf("O_DIRECT write and read on %s work", r.FileSystem)
+	return r
+}
+
+// alignedBuffer returns n bytes at a 4096-byte aligned address, as
+// O_DIRECT wants.
+func alignedBuffer(n int) []byte {
+	b := make([]byte, n+4096)
+	off := int((4096 - uintptr(unsafe.Pointer(&b[0]))%4096) % 4096)
+	return b[off : off+n : off+n]
+}
+
+func printDoctor(w io.Writer, r doctorReport) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "Libraries")
+	for _, l := range r.Libraries {
+		if l.Found {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Name, l.Version, l.Path)
+		} else {
+			fmt.Fprintf(tw, "  %s\tmissing\t%s\n", l.Name, l.Error)
+		}
+	}
+	fmt.Fprintln(tw, "CUDA")
+	if r.GPUError != "" {
+		fmt.Fprintf(tw, "  GPUs\t%d\t%s\n", r.GPUCount, r.GPUError)
+	} else {
+		fmt.Fprintf(tw, "  GPUs\t%d\n", r.GPUCount)
+	}
+	if r.CUDADriverVersion != "" || r.CUDARuntimeVersion != "" {
+		fmt.Fprintf(tw, "  driver / runtime\t%s / %s\n", r.CUDADriverVersion, r.CUDARuntimeVersion)
+	}
+	fmt.Fprintln(tw, "GPUDirect Storage")
+	fmt.Fprintf(tw, "  mode\t%s\t%s\n", r.GDSMode, r.GDSReason)
+	if p := r.CuFileProperties; p != nil {
+		fmt.Fprintf(tw, "  nvidia-fs\t%d.%d\n", p.NVFSMajor, p.NVFSMinor)
+		fmt.Fprintf(tw, "  max direct I/O\t%d KiB\n", p.MaxDirectIOKiB)
+		fmt.Fprintf(tw, "  max pinned memory\t%d KiB\n", p.MaxPinnedMemKiB)
+	}
+	fmt.Fprintln(tw, "RDMA devices")
+	if len(r.RDMADevices) == 0 {
+		fmt.Fprintln(tw, "  none")
+	}
+	for _, d := range r.RDMADevices {
+		var states []string
+		for _, p := range d.Ports {
+			states = append(states, fmt.Sprintf("port %d %s %s", p.Port, p.LinkLayer, p.State))
+		}
+		fmt.Fprintf(tw, "  %s\tNUMA %s\t%s\n", d.Name, numaString(d.NUMANode), strings.Join(states, "; "))
+	}
+	fmt.Fprintln(tw, "Limits")
+	fmt.Fprintf(tw, "  memlock\tsoft %s, hard %s\t%s\n", r.MemlockLimit.Soft, r.MemlockLimit.Hard, r.MemlockLimit.Note)
+	fmt.Fprintln(tw, "Direct I/O")
+	ok := "refused"
+	if r.DirectIO.OK {
+		ok = "ok"
+	}
+	fmt.Fprintf(tw, "  %s\t%s\t%s\n", r.DirectIO.Path, ok, r.DirectIO.Reason)
+	if r.DirectIO.OffsetAlign > 0 {
+		fmt.Fprintf(tw, "  alignment\tmemory %d, offset %d (statx)\n", r.DirectIO.MemAlign, r.DirectIO.OffsetAlign)
+	}
+	fmt.Fprintln(tw, "GPU load")
+	fmt.Fprintf(tw, "  gpu:%d\t%s\t%s\n", r.GPULoad.Device, r.GPULoad.Path, r.GPULoad.Reason)
+	return tw.Flush()
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdsload/gdsload/cufile/fakecuda"
+	"github.com/stretchr/testify/require"
+)
+
+func runDoctorCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newDoctorCmd()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func doctorJSON(t *testing.T, args ...string) doctorReport {
+	t.Helper()
+	out, err := runDoctorCmd(t, append([]string{"--json"}, args...)...)
+	require.NoError(t, err)
+	var r doctorReport
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	return r
+}
+
+// noCUDA points the library search at paths that do not exist, so the
+// report is the same whether or not this machine has CUDA.
+func noCUDA(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent")
+	t.Setenv("GDSLOAD_LIBCUFILE", filepath.Join(missing, "libcufile.so.0"))
+	t.Setenv("GDSLOAD_LIBCUDART", filepath.Join(missing, "libcudart.so.13"))
+	t.Setenv("GDSLOAD_LIBCUDA", filepath.Join(missing, "libcuda.so.1"))
+}
+
+func TestDoctorExplainsNoGPU(t *testing.T) {
+	noCUDA(t)
+	dir := t.TempDir()
+	r := doctorJSON(t, dir)
+
+	names := map[string]bool{}
+	for _, l := range r.Libraries {
+		names[l.Name] = true
+		if strings.HasPrefix(l.Name, "libcu") {
+			require.False(t, l.Found, l.Name)
+			require.Contains(t, l.Error, "not found", l.Name)
+			require.Contains(t, l.Error, "GDSLOAD_LIB", "the error says how to point at the library")
+		}
+	}
+	for _, n := range []string{"libcufile.so.0", "libcudart.so", "libcuda.so.1", "libnvidia-ml.so.1", "libibverbs.so.1"} {
+		require.True(t, names[n], "libraries lists %s", n)
+	}
+	require.Equal(t, "unavailable", string(r.GDSMode))
+	require.Contains(t, r.GDSReason, "libcufile.so.0 not found")
+	require.Equal(t, "none", r.GPULoad.Path)
+	require.Contains(t, r.GPULoad.Reason, "no GPU: libcudart.so not found")
+	require.Zero(t, r.GPUCount)
+	require.NotEmpty(t, r.GPUError)
+	require.NotNil(t, r.RDMADevices)
+	require.NotEmpty(t, r.MemlockLimit.Soft)
+
+	require.NotEmpty(t, r.DirectIO.FileSystem)
+	require.NotEmpty(t, r.DirectIO.Reason)
+	if !r.DirectIO.OK {
+		require.Contains(t, r.DirectIO.Reason, "refused")
+	}
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, left, "the O_DIRECT scratch file is removed")
+}
+
+func TestDoctorDirectIOOnAFile(t *testing.T) {
+	noCUDA(t)
+	name := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, os.WriteFile(name, bytes.Repeat([]byte{7}, 8192), 0o644))
+	r := doctorJSON(t, name)
+	require.Equal(t, name, r.DirectIO.Path)
+	if r.DirectIO.OK {
+		require.Contains(t, r.DirectIO.Reason, "O_DIRECT read of data")
+	}
+	r = doctorJSON(t, filepath.Join(t.TempDir(), "missing"))
+	require.False(t, r.DirectIO.OK)
+	require.Contains(t, r.DirectIO.Reason, "no such file")
+}
+
+func TestDoctorHumanOutput(t *testing.T) {
+	noCUDA(t)
+	out, err := runDoctorCmd(t, t.TempDir())
+	require.NoError(t, err)
+	t.Log(out)
+	for _, want := range []string{"Libraries", "libcufile.so.0", "missing", "GPUDirect Storage", "unavailable",
+		"memlock", "Direct I/O", "GPU load", "gpu:0", "none", "no GPU"} {
+		require.Contains(t, out, want)
+	}
+	_, err = runDoctorCmd(t, "a", "b")
+	var u usageError
+	require.True(t, errors.As(err, &u), "two paths is a usage error: %v", err)
+}
+
+// With the CUDA test double standing in for the libraries, doctor reports
+// the mode libcufile gives and the path a load would take.
+func TestDoctorWithFakeCUDA(t *testing.T) {
+	libs, err := fakecuda.Cached()
+	require.NoError(t, err)
+	ctl, err := libs.Open()
+	require.NoError(t, err)
+	for k, v := range libs.Env() {
+		t.Setenv(k, v)
+	}
+	t.Cleanup(func() { require.NoError(t, ctl.Do("reset")) })
+	for _, tc := range []struct{ mode, path, reason string }{
+		{"nvfs", "gds", "cuFile in nvfs mode"},
+		{"compat", "bounce", "gds refused: cuFile in compat mode"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			require.NoError(t, ctl.Do("reset"))
+			require.NoError(t, ctl.Do("mode="+tc.mode))
+			r := doctorJSON(t, t.TempDir())
+			require.Equal(t, tc.mode, string(r.GDSMode))
+			require.Equal(t, tc.path, r.GPULoad.Path)
+			require.Contains(t, r.GPULoad.Reason, tc.reason)
+			require.Equal(t, 1, r.GPUCount)
+			require.Equal(t, "13.0", r.CUDARuntimeVersion)
+			require.NotNil(t, r.CuFileProperties)
+			require.Zero(t, ctl.Counter("driver_refs"), "doctor closed the cuFile driver")
+		})
+	}
+	require.NoError(t, ctl.Do("fault=driver_open"))
+	r := doctorJSON(t, t.TempDir())
+	require.Equal(t, "unavailable", string(r.GDSMode))
+	require.Equal(t, "bounce", r.GPULoad.Path)
+	require.Contains(t, r.GPULoad.Reason, "cuFileDriverOpen failed: CU_FILE_DRIVER_NOT_INITIALIZED (5001)")
+}

@@ -1,0 +1,822 @@
+/*
+ * fakecuda.c: a test double of the parts of libcudart, libcufile and libcuda
+ * that gdsload calls, for machines without a GPU.
+ *
+ * It behaves like the real libraries where bugs hide:
+ *  - device memory is a memfd mapped PROT_NONE at the address handed out, so
+ *    a host dereference of a device pointer faults; the double reaches the
+ *    bytes through a second, read-write mapping of the same memfd;
+ *  - cudaMemcpyAsync copies run later, on the stream's own thread, after a
+ *    delay, reading the host buffer when they run (as a DMA engine would), so
+ *    reusing a pinned buffer before its event completed lands wrong bytes;
+ *  - the current device is per thread;
+ *  - cuFile wants a registered handle on an O_DIRECT descriptor and an open
+ *    driver, and cuFileRead preads into device memory of the calling
+ *    thread's current device (else CU_FILE_CUDA_CONTEXT_MISMATCH).
+ *
+ * Faults and settings come from FAKECUDA_* environment variables at load
+ * time and from fakecuda_control() at any time (see control below).
+ * One shared object exports all three APIs; the tests link it under the
+ * names libcudart.so.13, libcufile.so.0 and libcuda.so.1 (symlinks, so the
+ * dynamic loader maps it once and the three share this state).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAXDEV 16
+#define PAGE 4096UL
+
+/* ---------------------------------------------------------------- state */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int ndev;
+static size_t devmem;
+static char mode[16];
+static char fault[64];
+static long delay_us;
+static size_t used[MAXDEV];
+static long live_pinned, live_streams, live_events, live_handles, driver_refs;
+static long long async_bytes, cufile_reads;
+static __thread int cur_dev;
+
+struct alloc {
+  uintptr_t dev; /* PROT_NONE view handed out */
+  char *rw;      /* the double's own view */
+  size_t n, mapped;
+  int dev_id, fd, bufreg;
+  struct alloc *next;
+};
+static struct alloc *allocs;
+
+struct pinned {
+  char *p;
+  size_t n;
+  int registered; /* cudaHostRegister, not cudaHostAlloc */
+  struct pinned *next;
+};
+static struct pinned *pinned_list;
+
+static void set_defaults(void) {
+  const char *e;
+  ndev = 1;
+  devmem = 1UL << 30;
+  strcpy(mode, "nvfs");
+  fault[0] = 0;
+  delay_us = 200;
+  if ((e = getenv("FAKECUDA_DEVICES"))) ndev = atoi(e);
+  if ((e = getenv("FAKECUDA_MEM"))) devmem = strtoull(e, NULL, 10);
+  if ((e = getenv("FAKECUDA_MODE"))) snprintf(mode, sizeof mode, "%s", e);
+  if ((e = getenv("FAKECUDA_COMPAT")) && atoi(e)) strcpy(mode, "compat");
+  if ((e = getenv("FAKECUDA_FAIL"))) snprintf(fault, sizeof fault, "%s", e);
+  if ((e = getenv("FAKECUDA_DELAY_US"))) delay_us = atol(e);
+  if (ndev > MAXDEV) ndev = MAXDEV;
+}
+
+static void init(void) { pthread_once(&once, set_defaults); }
+
+/* fault_is reports whether the injected fault is name (or name:ARG). */
+static bool fault_is(const char *name, long long *arg) {
+  size_t n = strlen(name);
+  bool hit;
+  pthread_mutex_lock(&mu);
+  hit = strncmp(fault, name, n) == 0 && (fault[n] == 0 || fault[n] == ':');
+  if (hit && arg) *arg = fault[n] == ':' ? strtoll(fault + n + 1, NULL, 10) : -1;
+  pthread_mutex_unlock(&mu);
+  return hit;
+}
+
+/* find returns the allocation holding [p, p+n), or NULL. Caller holds mu. */
+static struct alloc *find(uintptr_t p, size_t n) {
+  for (struct alloc *a = allocs; a; a = a->next)
+    if (p >= a->dev && p - a->dev <= a->n && n <= a->n - (p - a->dev)) return a;
+  return NULL;
+}
+
+/* rw_of translates a device range into the double's view, or NULL. */
+static char *rw_of(uintptr_t p, size_t n) {
+  char *r = NULL;
+  pthread_mutex_lock(&mu);
+  struct alloc *a = find(p, n);
+  if (a) r = a->rw + (p - a->dev);
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+/* ------------------------------------------------------------- control */
+
+/* fakecuda_control applies one command: "reset", "fault=NAME[:ARG]",
+ * "fault=" (none), "devices=N", "mode=nvfs|p2pdma|compat", "mem=BYTES",
+ * "delay_us=N". It returns 0, or -1 for an unknown command. */
+EXPORT int fakecuda_control(const char *cmd) {
+  init();
+  int rc = 0;
+  pthread_mutex_lock(&mu);
+  if (strcmp(cmd, "reset") == 0) {
+    pthread_mutex_unlock(&mu);
+    set_defaults();
+    pthread_mutex_lock(&mu);
+    fault[0] = 0;
+  } else if (strncmp(cmd, "fault=", 6) == 0) {
+    snprintf(fault, sizeof fault, "%s", cmd + 6);
+  } else if (strncmp(cmd, "devices=", 8) == 0) {
+    ndev = atoi(cmd + 8);
+    if (ndev > MAXDEV) ndev = MAXDEV;
+  } else if (strncmp(cmd, "mode=", 5) == 0) {
+    snprintf(mode, sizeof mode, "%s", cmd + 5);
+  } else if (strncmp(cmd, "mem=", 4) == 0) {
+    devmem = strtoull(cmd + 4, NULL, 10);
+  } else if (strncmp(cmd, "delay_us=", 9) == 0) {
+    delay_us = atol(cmd + 9);
+  } else {
+    rc = -1;
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+/* fakecuda_counter returns a live count so tests can check that everything
+ * taken was given back, or -1 for an unknown name. */
+EXPORT long long fakecuda_counter(const char *name) {
+  long long v = -1;
+  pthread_mutex_lock(&mu);
+  if (strcmp(name, "allocs") == 0) {
+    v = 0;
+    for (struct alloc *a = allocs; a; a = a->next) v++;
+  } else if (strcmp(name, "bufreg") == 0) {
+    v = 0;
+    for (struct alloc *a = allocs; a; a = a->next) v += a->bufreg;
+  } else if (strcmp(name, "pinned") == 0) v = live_pinned;
+  else if (strcmp(name, "streams") == 0) v = live_streams;
+  else if (strcmp(name, "events") == 0) v = live_events;
+  else if (strcmp(name, "handles") == 0) v = live_handles;
+  else if (strcmp(name, "driver_refs") == 0) v = driver_refs;
+  else if (strcmp(name, "async_bytes") == 0) v = async_bytes;
+  else if (strcmp(name, "cufile_reads") == 0) v = cufile_reads;
+  pthread_mutex_unlock(&mu);
+  return v;
+}
+
+/* --------------------------------------------------------- CUDA runtime */
+
+enum {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorNoDevice = 100,
+  cudaErrorInvalidDevice = 101,
+  cudaErrorInvalidResourceHandle = 400,
+  cudaErrorNotReady = 600,
+  cudaErrorIllegalAddress = 700,
+};
+
+EXPORT const char *cudaGetErrorString(int e) {
+  switch (e) {
+  case cudaSuccess: return "no error";
+  case cudaErrorInvalidValue: return "invalid argument";
+  case cudaErrorMemoryAllocation: return "out of memory";
+  case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
+  case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+  case cudaErrorInvalidDevice: return "invalid device ordinal";
+  case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+  case cudaErrorNotReady: return "device not ready";
+  case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+  }
+  return "unrecognized error code";
+}
+
+EXPORT int cudaDriverGetVersion(int *v) { *v = 13000; return 0; }
+EXPORT int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }
+
+EXPORT int cudaGetDeviceCount(int *n) {
+  init();
+  *n = 0;
+  if (fault_is("init", NULL)) return cudaErrorInsufficientDriver;
+  if (ndev <= 0) return cudaErrorNoDevice;
+  *n = ndev;
+  return 0;
+}
+
+EXPORT int cudaSetDevice(int d) {
+  init();
+  if (ndev <= 0) return cudaErrorNoDevice;
+  if (d < 0 || d >= ndev) return cudaErrorInvalidDevice;
+  cur_dev = d;
+  return 0;
+}
+
+EXPORT int cudaGetDevice(int *d) { *d = cur_dev; return 0; }
+
+EXPORT int cudaMemGetInfo(size_t *freep, size_t *total) {
+  init();
+  if (ndev <= 0) return cudaErrorNoDevice;
+  pthread_mutex_lock(&mu);
+  *total = devmem;
+  *freep = devmem > used[cur_dev] ? devmem - used[cur_dev] : 0;
+  pthread_mutex_unlock(&mu);
+  return 0;
+}
+
+EXPORT int cudaMalloc(void **p, size_t n) {
+  init();
+  *p = NULL;
+  if (ndev <= 0) return cudaErrorNoDevice;
+  if (n == 0) return 0;
+  size_t m = (n + PAGE - 1) & ~(PAGE - 1);
+  pthread_mutex_lock(&mu);
+  bool oom = used[cur_dev] + m > devmem || strcmp(fault, "oom") == 0;
+  pthread_mutex_unlock(&mu);
+  if (oom) return cudaErrorMemoryAllocation;
+  int fd = memfd_create("fakecuda-device", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, (off_t)m) != 0) {
+    if (fd >= 0) close(fd);
+    return cudaErrorMemoryAllocation;
+  }
+  void *dev = mmap(NULL, m, PROT_NONE, MAP_SHARED, fd, 0);
+  void *rw = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (dev == MAP_FAILED || rw == MAP_FAILED) {
+    if (dev != MAP_FAILED) munmap(dev, m);
+    if (rw != MAP_FAILED) munmap(rw, m);
+    close(fd);
+    return cudaErrorMemoryAllocation;
+  }
+  struct alloc *a = calloc(1, sizeof *a);
+  a->dev = (uintptr_t)dev;
+  a->rw = rw;
+  a->n = n;
+  a->mapped = m;
+  a->fd = fd;
+  a->dev_id = cur_dev;
+  pthread_mutex_lock(&mu);
+  a->next = allocs;
+  allocs = a;
+  used[cur_dev] += m;
+  pthread_mutex_unlock(&mu);
+  *p = dev;
+  return 0;
+}
+
+EXPORT int cudaFree(void *p) {
+  if (!p) return 0;
+  pthread_mutex_lock(&mu);
+  struct alloc **pp = &allocs, *a;
+  while ((a = *pp) && a->dev != (uintptr_t)p) pp = &a->next;
+  if (!a) {
+    pthread_mutex_unlock(&mu);
+    return cudaErrorInvalidValue;
+  }
+  *pp = a->next;
+  used[a->dev_id] -= a->mapped;
+  pthread_mutex_unlock(&mu);
+  munmap((void *)a->dev, a->mapped);
+  munmap(a->rw, a->mapped);
+  close(a->fd);
+  free(a);
+  return 0;
+}
+
+static void add_pinned(void *p, size_t n, int registered) {
+  struct pinned *h = calloc(1, sizeof *h);
+  h->p = p;
+  h->n = n;
+  h->registered = registered;
+  pthread_mutex_lock(&mu);
+  h->next = pinned_list;
+  pinned_list = h;
+  live_pinned++;
+  pthread_mutex_unlock(&mu);
+}
+
+static struct pinned *take_pinned(void *p, int registered) {
+  pthread_mutex_lock(&mu);
+  struct pinned **pp = &pinned_list, *h;
+  while ((h = *pp) && (h->p != p || h->registered != registered)) pp = &h->next;
+  if (h) {
+    *pp = h->next;
+    live_pinned--;
+  }
+  pthread_mutex_unlock(&mu);
+  return h;
+}
+
+EXPORT int cudaHostAlloc(void **p, size_t n, unsigned flags) {
+  init();
+  (void)flags;
+  *p = NULL;
+  if (ndev <= 0) return cudaErrorNoDevice;
+  if (fault_is("oom", NULL)) return cudaErrorMemoryAllocation;
+  void *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
+  add_pinned(m, n ? n : 1, 0);
+  *p = m;
+  return 0;
+}
+
+EXPORT int cudaFreeHost(void *p) {
+  struct pinned *h = take_pinned(p, 0);
+  if (!h) return cudaErrorInvalidValue;
+  munmap(h->p, h->n);
+  free(h);
+  return 0;
+}
+
+EXPORT int cudaHostRegister(void *p, size_t n, unsigned flags) {
+  init();
+  (void)flags;
+  if (ndev <= 0) return cudaErrorNoDevice;
+  if (!p || !n) return cudaErrorInvalidValue;
+  add_pinned(p, n, 1);
+  return 0;
+}
+
+EXPORT int cudaHostUnregister(void *p) {
+  struct pinned *h = take_pinned(p, 1);
+  if (!h) return cudaErrorInvalidValue;
+  free(h);
+  return 0;
+}
+
+/* Streams: a queue run by the stream's own thread. */
+struct op {
+  char *dst;
+  const char *src;
+  size_t n;
+  int fail;
+  unsigned long seq;
+  struct op *next;
+};
+
+struct stream {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct op *head, *tail;
+  unsigned long enq, done;
+  int err, stop;
+  pthread_t th;
+};
+
+static void *stream_main(void *arg) {
+  struct stream *s = arg;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (!s->head && !s->stop) pthread_cond_wait(&s->cv, &s->mu);
+    if (!s->head) break;
+    struct op *o = s->head;
+    s->head = o->next;
+    if (!s->head) s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (delay_us > 0) usleep((useconds_t)delay_us);
+    if (!o->fail) memcpy(o->dst, o->src, o->n);
+    pthread_mutex_lock(&s->mu);
+    if (o->fail && !s->err) s->err = cudaErrorIllegalAddress;
+    s->done = o->seq;
+    pthread_cond_broadcast(&s->cv);
+    free(o);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+EXPORT int cudaStreamCreateWithFlags(void **out, unsigned flags) {
+  init();
+  (void)flags;
+  if (ndev <= 0) return cudaErrorNoDevice;
+  struct stream *s = calloc(1, sizeof *s);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  if (pthread_create(&s->th, NULL, stream_main, s) != 0) {
+    free(s);
+    return cudaErrorMemoryAllocation;
+  }
+  pthread_mutex_lock(&mu);
+  live_streams++;
+  pthread_mutex_unlock(&mu);
+  *out = s;
+  return 0;
+}
+
+static int stream_wait(struct stream *s, unsigned long seq) {
+  pthread_mutex_lock(&s->mu);
+  while (s->done < seq) pthread_cond_wait(&s->cv, &s->mu);
+  int e = s->err;
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
+EXPORT int cudaStreamSynchronize(void *sp) {
+  struct stream *s = sp;
+  if (!s) return 0;
+  pthread_mutex_lock(&s->mu);
+  unsigned long seq = s->enq;
+  pthread_mutex_unlock(&s->mu);
+  return stream_wait(s, seq);
+}
+
+EXPORT int cudaStreamDestroy(void *sp) {
+  struct stream *s = sp;
+  if (!s) return cudaErrorInvalidResourceHandle;
+  pthread_mutex_lock(&s->mu);
+  s->stop = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->th, NULL);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+  pthread_mutex_lock(&mu);
+  live_streams--;
+  pthread_mutex_unlock(&mu);
+  return 0;
+}
+
+/* resolve maps (dst, src) of a copy of kind to the double's views. */
+static int resolve(void *dst, const void *src, size_t n, int kind, char **d, const char **s) {
+  if (kind == 1) {
+    *d = rw_of((uintptr_t)dst, n);
+    *s = src;
+  } else if (kind == 2) {
+    *d = dst;
+    *s = rw_of((uintptr_t)src, n);
+  } else {
+    return cudaErrorInvalidValue;
+  }
+  return *d && *s ? 0 : cudaErrorInvalidValue;
+}
+
+EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+  char *d;
+  const char *s;
+  int e = resolve(dst, src, n, kind, &d, &s);
+  if (e) return e;
+  memcpy(d, s, n);
+  return 0;
+}
+
+EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *sp) {
+  char *d;
+  const char *s;
+  int e = resolve(dst, src, n, kind, &d, &s);
+  if (e) return e;
+  struct stream *st = sp;
+  if (!st) {
+    memcpy(d, s, n);
+    return 0;
+  }
+  struct op *o = calloc(1, sizeof *o);
+  o->dst = d;
+  o->src = s;
+  o->n = n;
+  o->fail = fault_is("copy", NULL);
+  pthread_mutex_lock(&st->mu);
+  if (st->err) {
+    pthread_mutex_unlock(&st->mu);
+    free(o);
+    return st->err; /* sticky, like a real context error */
+  }
+  o->seq = ++st->enq;
+  if (st->tail) st->tail->next = o;
+  else st->head = o;
+  st->tail = o;
+  pthread_cond_broadcast(&st->cv);
+  pthread_mutex_unlock(&st->mu);
+  pthread_mutex_lock(&mu);
+  async_bytes += (long long)n;
+  pthread_mutex_unlock(&mu);
+  return 0;
+}
+
+struct event {
+  struct stream *s;
+  unsigned long seq;
+};
+
+EXPORT int cudaEventCreateWithFlags(void **out, unsigned flags) {
+  (void)flags;
+  *out = calloc(1, sizeof(struct event));
+  pthread_mutex_lock(&mu);
+  live_events++;
+  pthread_mutex_unlock(&mu);
+  return 0;
+}
+
+EXPORT int cudaEventCreate(void **out) { return cudaEventCreateWithFlags(out, 0); }
+
+EXPORT int cudaEventRecord(void *ev, void *sp) {
+  struct event *e = ev;
+  struct stream *s = sp;
+  if (!e) return cudaErrorInvalidResourceHandle;
+  e->s = s;
+  e->seq = 0;
+  if (s) {
+    pthread_mutex_lock(&s->mu);
+    e->seq = s->enq;
+    pthread_mutex_unlock(&s->mu);
+  }
+  return 0;
+}
+
+EXPORT int cudaEventQuery(void *ev) {
+  struct event *e = ev;
+  if (!e) return cudaErrorInvalidResourceHandle;
+  if (!e->s) return 0;
+  pthread_mutex_lock(&e->s->mu);
+  int r = e->s->done >= e->seq ? e->s->err : cudaErrorNotReady;
+  pthread_mutex_unlock(&e->s->mu);
+  return r;
+}
+
+EXPORT int cudaEventSynchronize(void *ev) {
+  struct event *e = ev;
+  if (!e) return cudaErrorInvalidResourceHandle;
+  if (!e->s) return 0;
+  return stream_wait(e->s, e->seq);
+}
+
+EXPORT int cudaEventDestroy(void *ev) {
+  if (!ev) return cudaErrorInvalidResourceHandle;
+  free(ev);
+  pthread_mutex_lock(&mu);
+  live_events--;
+  pthread_mutex_unlock(&mu);
+  return 0;
+}
+
+/* ---------------------------------------------------------------- cuFile */
+
+typedef struct {
+  int err, cu_err;
+} CUfileError_t;
+
+typedef struct {
+  struct {
+    unsigned major_version, minor_version;
+    size_t poll_thresh_size, max_direct_io_size;
+    unsigned dstatusflags, dcontrolflags;
+  } nvfs;
+  unsigned fflags, max_device_cache_size, per_buffer_cache_size;
+  unsigned max_device_pinned_mem_size, max_batch_io_size, max_batch_io_timeout_msecs;
+} CUfileDrvProps_t;
+
+typedef struct {
+  int type;
+  union {
+    int fd;
+    void *handle;
+  } handle;
+  const void *fs_ops;
+} CUfileDescr_t;
+
+struct fh {
+  int fd;
+};
+
+static CUfileError_t cf(int err, int cu) {
+  CUfileError_t e = {err, cu};
+  return e;
+}
+
+static bool driver_open(void) {
+  pthread_mutex_lock(&mu);
+  bool o = driver_refs > 0;
+  pthread_mutex_unlock(&mu);
+  return o;
+}
+
+EXPORT CUfileError_t cuFileDriverOpen(void) {
+  init();
+  if (fault_is("driver_open", NULL)) return cf(5001, 0);
+  if (ndev <= 0) return cf(5011, 100); /* CUDA_ERROR_NO_DEVICE */
+  pthread_mutex_lock(&mu);
+  driver_refs++;
+  pthread_mutex_unlock(&mu);
+  return cf(0, 0);
+}
+
+EXPORT CUfileError_t cuFileDriverClose_v2(void) {
+  pthread_mutex_lock(&mu);
+  int ok = driver_refs > 0;
+  if (ok) driver_refs--;
+  pthread_mutex_unlock(&mu);
+  return ok ? cf(0, 0) : cf(5001, 0);
+}
+
+EXPORT CUfileError_t cuFileDriverClose(void) { return cuFileDriverClose_v2(); }
+
+EXPORT CUfileError_t cuFileGetVersion(int *v) {
+  *v = 1160;
+  return cf(0, 0);
+}
+
+EXPORT CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *p) {
+  if (!driver_open()) return cf(5001, 0);
+  memset(p, 0, sizeof *p);
+  pthread_mutex_lock(&mu);
+  if (strcmp(mode, "nvfs") == 0) {
+    p->nvfs.major_version = 2;
+    p->nvfs.minor_version = 26;
+  }
+  p->nvfs.dstatusflags = 1u << 4; /* NVMe */
+  p->nvfs.dcontrolflags = 1u << 1; /* allow compat */
+  p->nvfs.max_direct_io_size = 16384;
+  p->max_device_pinned_mem_size = 33554432; /* KiB: 32 GiB */
+  p->max_batch_io_size = 128;
+  pthread_mutex_unlock(&mu);
+  return cf(0, 0);
+}
+
+/* cuFileGetParameterBool: 1 ALLOW_COMPAT_MODE, 2 FORCE_COMPAT_MODE,
+ * 7 USE_PCIP2PDMA. */
+EXPORT CUfileError_t cuFileGetParameterBool(int param, bool *v) {
+  init();
+  pthread_mutex_lock(&mu);
+  CUfileError_t r = cf(0, 0);
+  switch (param) {
+  case 1: *v = true; break;
+  case 2: *v = strcmp(mode, "compat") == 0; break;
+  case 7: *v = strcmp(mode, "p2pdma") == 0; break;
+  default: *v = false;
+  }
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+EXPORT CUfileError_t cuFileDriverGetP2PFlags(int status_flag, int *flags) {
+  (void)status_flag;
+  if (!driver_open()) return cf(5001, 0);
+  pthread_mutex_lock(&mu);
+  *flags = strcmp(mode, "p2pdma") == 0 ? 1 : strcmp(mode, "nvfs") == 0 ? 2 : 0;
+  pthread_mutex_unlock(&mu);
+  return cf(0, 0);
+}
+
+EXPORT CUfileError_t cuFileHandleRegister(void **out, CUfileDescr_t *d) {
+  if (!driver_open()) return cf(5001, 0);
+  if (!d || d->type != 1) return cf(5022, 0);
+  int fl = fcntl(d->handle.fd, F_GETFL);
+  if (fl < 0) return cf(5022, 0);
+  pthread_mutex_lock(&mu);
+  bool compat = strcmp(mode, "compat") == 0;
+  pthread_mutex_unlock(&mu);
+  if (!(fl & O_DIRECT) && !compat) return cf(5020, 0); /* CU_FILE_DIO_NOT_SET */
+  struct fh *h = calloc(1, sizeof *h);
+  h->fd = d->handle.fd;
+  pthread_mutex_lock(&mu);
+  live_handles++;
+  pthread_mutex_unlock(&mu);
+  *out = h;
+  return cf(0, 0);
+}
+
+EXPORT void cuFileHandleDeregister(void *h) {
+  if (!h) return;
+  free(h);
+  pthread_mutex_lock(&mu);
+  live_handles--;
+  pthread_mutex_unlock(&mu);
+}
+
+EXPORT CUfileError_t cuFileBufRegister(const void *p, size_t n, int flags) {
+  (void)flags;
+  if (!driver_open()) return cf(5001, 0);
+  pthread_mutex_lock(&mu);
+  struct alloc *a = find((uintptr_t)p, n);
+  CUfileError_t r = cf(0, 0);
+  if (!a) r = cf(5012, 0); /* CU_FILE_CUDA_POINTER_INVALID */
+  else if (a->bufreg) r = cf(5023, 0);
+  else a->bufreg = 1;
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+EXPORT CUfileError_t cuFileBufDeregister(const void *p) {
+  pthread_mutex_lock(&mu);
+  struct alloc *a = find((uintptr_t)p, 0);
+  CUfileError_t r = cf(0, 0);
+  if (!a || !a->bufreg) r = cf(5024, 0); /* CU_FILE_MEMORY_NOT_REGISTERED */
+  else a->bufreg = 0;
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+/* pread_full reads until n bytes or end of file; it returns the count or -1. */
+static ssize_t pread_full(int fd, char *p, size_t n, off_t off) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(fd, p + got, n - got, off + (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  return (ssize_t)got;
+}
+
+EXPORT ssize_t cuFileRead(void *h, void *base, size_t size, off_t foff, off_t boff) {
+  struct fh *f = h;
+  long long at;
+  if (!driver_open()) return -5001;
+  if (!f) return -5027;
+  char *rw = rw_of((uintptr_t)base, 0);
+  if (!rw) return -5012;
+  if (boff < 0 || !rw_of((uintptr_t)base + (uintptr_t)boff, size)) return -5014;
+  pthread_mutex_lock(&mu);
+  struct alloc *owner = find((uintptr_t)base, 0);
+  bool mismatch = owner && owner->dev_id != cur_dev;
+  pthread_mutex_unlock(&mu);
+  if (mismatch) return -5015; /* CU_FILE_CUDA_CONTEXT_MISMATCH: not this thread's device */
+  rw = rw_of((uintptr_t)base + (uintptr_t)boff, size);
+  if (fault_is("read_at", &at) && at >= foff && at < foff + (off_t)size) {
+    errno = EIO;
+    return -1;
+  }
+  if (fault_is("cufile_io", NULL)) return -5044;
+  if (fault_is("short_read", NULL) && size > PAGE) size = (size / 2) & ~(PAGE - 1);
+  pthread_mutex_lock(&mu);
+  cufile_reads++;
+  pthread_mutex_unlock(&mu);
+  if (foff % PAGE == 0 && size % PAGE == 0 && (uintptr_t)rw % PAGE == 0)
+    return pread_full(f->fd, rw, size, foff);
+  /* Unaligned: bounce through an aligned buffer, as cuFile does. */
+  off_t a0 = foff & ~(off_t)(PAGE - 1);
+  size_t span = ((size_t)(foff - a0) + size + PAGE - 1) & ~(PAGE - 1);
+  void *tmp;
+  if (posix_memalign(&tmp, PAGE, span) != 0) return -5043;
+  ssize_t got = pread_full(f->fd, tmp, span, a0);
+  ssize_t r = -1;
+  if (got >= 0) {
+    ssize_t avail = got - (ssize_t)(foff - a0);
+    r = avail <= 0 ? 0 : avail < (ssize_t)size ? avail : (ssize_t)size;
+    memcpy(rw, (char *)tmp + (foff - a0), (size_t)r);
+  }
+  int saved = errno;
+  free(tmp);
+  errno = saved;
+  return r;
+}
+
+/* cuFileWrite supports aligned writes only (what the tests use). */
+EXPORT ssize_t cuFileWrite(void *h, const void *base, size_t size, off_t foff, off_t boff) {
+  struct fh *f = h;
+  if (!driver_open()) return -5001;
+  if (!f) return -5027;
+  char *rw = rw_of((uintptr_t)base + (uintptr_t)boff, size);
+  if (!rw) return -5014;
+  if (foff % PAGE || size % PAGE || (uintptr_t)rw % PAGE) {
+    errno = EINVAL;
+    return -1;
+  }
+  size_t put = 0;
+  while (put < size) {
+    ssize_t r = pwrite(f->fd, rw + put, size - put, foff + (off_t)put);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    put += (size_t)r;
+  }
+  return (ssize_t)put;
+}
+
+/* ---------------------------------------------------- CUDA driver (libcuda) */
+
+EXPORT int cuInit(unsigned flags) {
+  init();
+  (void)flags;
+  return ndev <= 0 ? 100 : 0;
+}
+
+EXPORT int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+
+EXPORT int cuGetErrorString(int e, const char **s) {
+  *s = e == 0 ? "no error" : e == 1 ? "invalid argument" : e == 100 ? "no CUDA-capable device is detected" : "unknown error";
+  return 0;
+}
+
+/* cuMemGetHandleForAddressRange hands out a dma-buf fd (type 1): here a dup
+ * of the allocation's memfd. */
+EXPORT int cuMemGetHandleForAddressRange(void *handle, unsigned long long dptr, size_t size, int type,
+                                         unsigned long long flags) {
+  (void)flags;
+  if (type != 1 || !handle) return 1;
+  pthread_mutex_lock(&mu);
+  struct alloc *a = find((uintptr_t)dptr, size);
+  int fd = a ? dup(a->fd) : -1;
+  pthread_mutex_unlock(&mu);
+  if (fd < 0) return 1;
+  *(int *)handle = fd;
+  return 0;
+}
+
+EXPORT int cuPointerSetAttribute(const void *value, int attr, unsigned long long ptr) {
+  if (!value || attr != 6) return 1; /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS */
+  return rw_of((uintptr_t)ptr, 0) ? 0 : 1;
+}

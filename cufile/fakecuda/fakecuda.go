@@ -1,0 +1,181 @@
+// Package fakecuda builds and drives a C test double of the parts of
+// libcudart, libcufile and libcuda that gdsload calls, so the cufile
+// bindings and the GPU data paths can be tested on machines without a GPU.
+//
+// The double is compiled from csrc/fakecuda.c with the system C compiler
+// into one shared object, linked under the real libraries' names, and
+// loaded through the same run-time loading code as the real ones (point
+// GDSLOAD_LIBCUDART, GDSLOAD_LIBCUFILE and GDSLOAD_LIBCUDA at it, or use
+// Libs.Config). Device memory is mapped PROT_NONE so host dereferences of
+// device pointers fault; asynchronous copies run later on another thread;
+// faults are injected with Control.
+package fakecuda
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+
+typedef int (*gd_fake_control)(const char *);
+typedef long long (*gd_fake_counter)(const char *);
+
+static void *gd_fake_open(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
+static void *gd_fake_sym(void *h, const char *name) { return dlsym(h, name); }
+static int gd_fake_call_control(void *f, const char *cmd) { return ((gd_fake_control)f)(cmd); }
+static long long gd_fake_call_counter(void *f, const char *name) { return ((gd_fake_counter)f)(name); }
+*/
+import "C"
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/gdsload/gdsload/cufile"
+)
+
+//go:embed csrc/fakecuda.c
+var source []byte
+
+// Libs are the paths of a built double.
+type Libs struct {
+	// Dir holds the build.
+	Dir string
+	// Object is the shared object itself; CUDART, CuFile and CUDA are
+	// symlinks to it under the real names, so the dynamic loader maps it
+	// once and the three APIs share one state.
+	Object, CUDART, CuFile, CUDA string
+}
+
+// Build compiles the double into dir with cc (or $CC, or "gcc").
+func Build(dir string) (*Libs, error) {
+	src := filepath.Join(dir, "fakecuda.c")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
+		return nil, err
+	}
+	l := layout(dir)
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "gcc"
+	}
+	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-g", "-fvisibility=hidden",
+		"-o", l.Object, src, "-lpthread")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the CUDA test double with %s: %v\n%s", cc, err, out)
+	}
+	for _, link := range []string{l.CUDART, l.CuFile, l.CUDA} {
+		os.Remove(link)
+		if err := os.Symlink(filepath.Base(l.Object), link); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// Cached returns a build kept in the system's temporary folder under a name
+// derived from the source, building it the first time (concurrent test
+// processes may race: each builds privately and renames into place).
+// Test binaries without their own TestMain cleanup use it.
+func Cached() (*Libs, error) {
+	sum := sha256.Sum256(source)
+	dir := filepath.Join(os.TempDir(), "gdsload-fakecuda-"+hex.EncodeToString(sum[:6]))
+	if _, err := os.Stat(filepath.Join(dir, "libcuda.so.1")); err == nil {
+		return layout(dir), nil
+	}
+	tmp, err := os.MkdirTemp(os.TempDir(), "gdsload-fakecuda-build-")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Build(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		if !errors.Is(err, fs.ErrExist) && !errors.Is(err, os.ErrExist) {
+			if _, serr := os.Stat(filepath.Join(dir, "libcuda.so.1")); serr != nil {
+				return nil, err
+			}
+		}
+	}
+	return layout(dir), nil
+}
+
+func layout(dir string) *Libs {
+	return &Libs{
+		Dir:    dir,
+		Object: filepath.Join(dir, "libfakecuda.so"),
+		CUDART: filepath.Join(dir, "libcudart.so.13"),
+		CuFile: filepath.Join(dir, "libcufile.so.0"),
+		CUDA:   filepath.Join(dir, "libcuda.so.1"),
+	}
+}
+
+// Config returns a cufile.Config that loads the double.
+func (l *Libs) Config() cufile.Config {
+	return cufile.Config{CuFile: l.CuFile, CUDART: l.CUDART, CUDA: l.CUDA}
+}
+
+// Env returns the environment variables that make cufile load the double.
+func (l *Libs) Env() map[string]string {
+	return map[string]string{
+		"GDSLOAD_LIBCUDART": l.CUDART,
+		"GDSLOAD_LIBCUFILE": l.CuFile,
+		"GDSLOAD_LIBCUDA":   l.CUDA,
+	}
+}
+
+// Control drives the loaded double: its state is per process, so tests
+// that change it must not run in parallel with tests that use it.
+type Control struct {
+	control, counter unsafe.Pointer // C function pointers
+}
+
+// Open maps the double (the same mapping cufile gets) and finds its
+// control functions.
+func (l *Libs) Open() (*Control, error) {
+	cs := C.CString(l.Object)
+	defer C.free(unsafe.Pointer(cs))
+	h := C.gd_fake_open(cs)
+	if h == nil {
+		return nil, fmt.Errorf("dlopen %s failed", l.Object)
+	}
+	sym := func(name string) unsafe.Pointer {
+		cn := C.CString(name)
+		defer C.free(unsafe.Pointer(cn))
+		return C.gd_fake_sym(h, cn)
+	}
+	c := &Control{control: sym("fakecuda_control"), counter: sym("fakecuda_counter")}
+	if c.control == nil || c.counter == nil {
+		return nil, fmt.Errorf("%s lacks its control functions", l.Object)
+	}
+	return c, nil
+}
+
+// Do applies one command (see fakecuda_control in csrc/fakecuda.c):
+// "reset", "fault=NAME[:ARG]", "devices=N", "mode=nvfs|p2pdma|compat",
+// "mem=BYTES", "delay_us=N". Faults: driver_open, init, oom, copy,
+// read_at:OFFSET, short_read, cufile_io.
+func (c *Control) Do(cmd string) error {
+	cs := C.CString(cmd)
+	defer C.free(unsafe.Pointer(cs))
+	if C.gd_fake_call_control(c.control, cs) != 0 {
+		return fmt.Errorf("fakecuda: unknown command %q", cmd)
+	}
+	return nil
+}
+
+// Counter returns a live count: "allocs", "bufreg", "pinned", "streams",
+// "events", "handles", "driver_refs", "async_bytes", "cufile_reads".
+func (c *Control) Counter(name string) int64 {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return int64(C.gd_fake_call_counter(c.counter, cs))
+}

@@ -1,0 +1,99 @@
+package cufile_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdsload/gdsload/cufile"
+)
+
+func TestMissingLibraryIsUnavailable(t *testing.T) {
+	cfg := cufile.Config{
+		CuFile: "/nonexistent/libcufile.so.0",
+		CUDART: "/nonexistent/libcudart.so.13",
+		CUDA:   "/nonexistent/libcuda.so.1",
+	}
+	_, err := cufile.OpenCuFile(cfg)
+	if !errors.Is(err, cufile.ErrUnavailable) {
+		t.Fatalf("OpenCuFile with a bad path: %v, want ErrUnavailable", err)
+	}
+	for _, want := range []string{"libcufile.so.0 not found", "/nonexistent/libcufile.so.0", "GDSLOAD_LIBCUFILE"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if _, err := cufile.OpenRuntime(cfg); !errors.Is(err, cufile.ErrUnavailable) || !strings.Contains(err.Error(), "GDSLOAD_LIBCUDART") {
+		t.Errorf("OpenRuntime with a bad path: %v", err)
+	}
+	if _, err := cufile.OpenCUDADriver(cfg); !errors.Is(err, cufile.ErrUnavailable) {
+		t.Errorf("OpenCUDADriver with a bad path: %v", err)
+	}
+}
+
+func TestEnvironmentOverridesSearch(t *testing.T) {
+	env := map[string]string{"GDSLOAD_LIBCUFILE": fake.CuFile}
+	cfg := cufile.Config{Getenv: func(k string) string { return env[k] }}
+	c, err := cufile.OpenCuFile(cfg)
+	must(t, err)
+	if got := c.Library().Path; got != fake.CuFile && got != fake.Object {
+		t.Errorf("loaded %s, want the double at %s", got, fake.CuFile)
+	}
+	env["GDSLOAD_LIBCUFILE"] = filepath.Join(t.TempDir(), "missing.so")
+	if _, err := cufile.OpenCuFile(cfg); !errors.Is(err, cufile.ErrUnavailable) || !strings.Contains(err.Error(), "missing.so") {
+		t.Errorf("a set variable must be the only path tried: %v", err)
+	}
+}
+
+// A pip-installed libcufile (nvidia/cufile/lib in a virtualenv's
+// site-packages) is found without the variable and without Python.
+func TestSearchFindsPipWheel(t *testing.T) {
+	venv := t.TempDir()
+	lib := filepath.Join(venv, "lib", "python3.12", "site-packages", "nvidia", "cufile", "lib")
+	must(t, os.MkdirAll(lib, 0o755))
+	must(t, os.Symlink(fake.Object, filepath.Join(lib, "libcufile.so.0")))
+	env := map[string]string{"VIRTUAL_ENV": venv}
+	c, err := cufile.OpenCuFile(cufile.Config{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatalf("libcufile.so.0 in %s not found: %v", lib, err)
+	}
+	if v := c.Library().Version; v != "1160" {
+		t.Errorf("version %q, want the double's 1160", v)
+	}
+}
+
+func TestMissingSymbolIsUnavailable(t *testing.T) {
+	// libm is a real library without cuFile in it.
+	_, err := cufile.OpenCuFile(cufile.Config{CuFile: "libm.so.6"})
+	var le *cufile.LoadError
+	if !errors.As(err, &le) || le.Symbol != "cuFileDriverOpen" || !errors.Is(err, cufile.ErrUnavailable) {
+		t.Fatalf("loading libm as libcufile: %v, want a LoadError naming cuFileDriverOpen", err)
+	}
+	if !strings.Contains(err.Error(), "lacks cuFileDriverOpen") {
+		t.Errorf("error %q does not name the missing symbol", err)
+	}
+}
+
+func TestProbeLibraries(t *testing.T) {
+	reset(t)
+	libs := cufile.ProbeLibraries(fake.Config())
+	want := map[string]string{"libcufile.so.0": "1160", "libcudart.so": "13.0", "libcuda.so.1": "13.0"}
+	if len(libs) != len(want) {
+		t.Fatalf("ProbeLibraries returned %d entries, want %d: %+v", len(libs), len(want), libs)
+	}
+	for _, l := range libs {
+		if !l.Found || l.Path == "" || l.Version != want[l.Name] {
+			t.Errorf("%+v: want found with version %q", l, want[l.Name])
+		}
+	}
+	missing := cufile.ProbeLibrary("libgdsload-does-not-exist.so.7")
+	if missing.Found || missing.Error == "" {
+		t.Errorf("probe of a missing library: %+v", missing)
+	}
+	libc := cufile.ProbeLibrary("libc.so.6")
+	if !libc.Found || libc.Path == "" {
+		t.Errorf("probe of libc: %+v", libc)
+	}
+}

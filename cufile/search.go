@@ -1,0 +1,126 @@
+package cufile
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Config says where to find the libraries. The zero value searches the
+// standard places and honours the environment variables.
+type Config struct {
+	// CuFile, CUDART and CUDA are explicit paths of libcufile, libcudart
+	// and libcuda; when set, nothing else is tried.
+	CuFile, CUDART, CUDA string
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+func (c Config) getenv(k string) string {
+	if c.Getenv != nil {
+		return c.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+// libSpec describes one library and how to look for it.
+type libSpec struct {
+	name     string   // for reports: "libcufile.so.0"
+	files    []string // file names, best first
+	env      string   // override variable, "" for none
+	explicit string   // Config's explicit path, "" for none
+}
+
+var (
+	specCuFile = libSpec{name: "libcufile.so.0", files: []string{"libcufile.so.0"}, env: "GDSLOAD_LIBCUFILE"}
+	specCUDART = libSpec{
+		name:  "libcudart.so",
+		files: []string{"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so.11"},
+		env:   "GDSLOAD_LIBCUDART",
+	}
+	specCUDA = libSpec{name: "libcuda.so.1", files: []string{"libcuda.so.1"}, env: "GDSLOAD_LIBCUDA"}
+)
+
+// candidates lists the paths to try for spec, best first. An explicit path
+// or a set environment variable is the only candidate.
+func (c Config) candidates(spec libSpec) []string {
+	if spec.explicit != "" {
+		return []string{spec.explicit}
+	}
+	if spec.env != "" {
+		if p := c.getenv(spec.env); p != "" {
+			return []string{p}
+		}
+	}
+	var dirs []string
+	if h := c.getenv("CUDA_HOME"); h != "" {
+		dirs = append(dirs, filepath.Join(h, "lib64"), filepath.Join(h, "lib"))
+	}
+	if h := c.getenv("CUDA_PATH"); h != "" {
+		dirs = append(dirs, filepath.Join(h, "lib64"))
+	}
+	dirs = append(dirs, "/usr/local/cuda/lib64")
+	for _, sp := range c.sitePackages() {
+		if m, _ := filepath.Glob(filepath.Join(sp, "nvidia", "*", "lib")); len(m) > 0 {
+			dirs = append(dirs, m...)
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, f := range spec.files {
+		add(f) // the dynamic loader's own search first
+	}
+	for _, d := range dirs {
+		for _, f := range spec.files {
+			p := filepath.Join(d, f)
+			if _, err := os.Stat(p); err == nil {
+				add(p)
+			}
+		}
+	}
+	return out
+}
+
+// sitePackages lists Python package folders where pip may have put CUDA
+// wheels (nvidia-cufile, nvidia-cuda-runtime), without running Python.
+func (c Config) sitePackages() []string {
+	var patterns []string
+	for _, prefix := range []string{"/usr/lib", "/usr/local/lib", "/opt/conda/lib"} {
+		patterns = append(patterns,
+			filepath.Join(prefix, "python3*", "site-packages"),
+			filepath.Join(prefix, "python3*", "dist-packages"))
+	}
+	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if p := c.getenv(v); p != "" {
+			patterns = append(patterns, filepath.Join(p, "lib", "python3*", "site-packages"))
+		}
+	}
+	if h := c.getenv("HOME"); h != "" {
+		patterns = append(patterns, filepath.Join(h, ".local", "lib", "python3*", "site-packages"))
+	}
+	var out []string
+	for _, p := range patterns {
+		m, _ := filepath.Glob(p)
+		out = append(out, m...)
+	}
+	return out
+}
+
+// open loads the first candidate of spec that dlopen accepts.
+func (c Config) open(spec libSpec) (*dlib, error) {
+	tried := c.candidates(spec)
+	var last error
+	for _, p := range tried {
+		l, err := dlopen(p)
+		if err == nil {
+			return l, nil
+		}
+		last = err
+	}
+	return nil, &LoadError{Library: spec.name, Env: spec.env, Tried: tried, Err: last}
+}

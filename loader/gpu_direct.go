@@ -1,0 +1,238 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/gdsload/gdsload/cufile"
+	"golang.org/x/sys/unix"
+)
+
+// GPUDirectConfig describes a destination that cuFile reads into.
+type GPUDirectConfig struct {
+	GPUConfig
+	// Driver is the cuFile driver; the destination holds a reference to
+	// it (Open) until Close. Required.
+	Driver *cufile.Driver
+	// FileOffset is the file offset whose byte lands at destination
+	// offset 0 (the data region of a safetensors file, say). Device
+	// addresses are shifted to share its alignment, so reads stay on
+	// cuFile's aligned fast path; 0 suits whole files.
+	FileOffset int64
+}
+
+// GPUDirect is a Destination in GPU memory that reads files itself with
+// cuFileRead (the gds path). It implements FileReaderDestination, Sized
+// and ReadBacker. Sources that offer no O_DIRECT descriptor go through a
+// pinned bounce ring created on first need. ReadFromFile may be called
+// from many goroutines. It is reused across loads until Close.
+type GPUDirect struct {
+	cfg        GPUDirectConfig
+	mem        *gpuMemory
+	drv        *cufile.Driver
+	registered bool // the device buffer is registered with cuFile
+
+	mu      sync.Mutex
+	handles map[uintptr]*cachedHandle
+	ring    *pinnedRing
+}
+
+// cachedHandle is a registered descriptor and the file it named, so a
+// reused descriptor number is never read through a stale handle.
+type cachedHandle struct {
+	h        *cufile.FileHandle
+	dev, ino uint64
+}
+
+// alignShift is the alignment device addresses are shifted to.
+const alignShift = 4096
+
+// NewGPUDirectDestination opens a reference to the cuFile driver,
+// allocates the device memory (checked against free memory first) and
+// registers it with cuFileBufRegister when it fits the library's pinned
+// memory limit.
+func NewGPUDirectDestination(cfg GPUDirectConfig) (_ *GPUDirect, err error) {
+	if cfg.Driver == nil {
+		return nil, errors.New("gds destination: no cuFile driver")
+	}
+	cfg.GPUConfig = cfg.GPUConfig.withDefaults()
+	if err := cfg.Driver.Open(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			cfg.Driver.Close()
+		}
+	}()
+	mem, err := allocGPU(cfg.Device, cfg.Size, cfg.FileOffset%alignShift)
+	if err != nil {
+		return nil, err
+	}
+	g := &GPUDirect{cfg: cfg, mem: mem, drv: cfg.Driver, handles: map[uintptr]*cachedHandle{}}
+	if props, perr := cfg.Driver.Properties(); perr == nil && props.MaxPinnedMemKiB*1024 >= mem.size+mem.shift {
+		// One registration for the whole buffer: reads then skip
+		// cuFile's per-call pinning. Failure only costs speed.
+		g.registered = cfg.Device.Do(func() error {
+			return cfg.Driver.RegisterBuffer(mem.base, mem.size+mem.shift)
+		}) == nil
+	}
+	return g, nil
+}
+
+// Registered reports whether the device buffer is registered with cuFile.
+func (g *GPUDirect) Registered() bool { return g.registered }
+
+// ReadFromFile reads n bytes at file offset fileOff of src into
+// destination offset dstOff with cuFileRead, repeating on partial
+// transfers; it returns fewer than n bytes only at end of file. A source
+// without O_DIRECT is read into a pinned buffer and copied instead.
+func (g *GPUDirect) ReadFromFile(ctx context.Context, src FileDescriptorSource, fileOff, dstOff, n int64) (int64, error) {
+	if err := g.mem.check(dstOff, n); err != nil {
+		return 0, err
+	}
+	if !src.Direct() {
+		return g.readBounce(ctx, src, fileOff, dstOff, n)
+	}
+	h, err := g.handle(src)
+	if err != nil {
+		return 0, err
+	}
+	var done int64
+	// cuFile reads into the calling thread's current CUDA context.
+	err = g.mem.dev.Do(func() error {
+		for done < n {
+			if err := ctx.Err(); err != nil {
+				return context.Cause(ctx)
+			}
+			got, err := h.Read(g.mem.base, n-done, fileOff+done, g.mem.shift+dstOff+done)
+			if err != nil {
+				return fmt.Errorf("into %s offset %d: %w", g.mem.kind(), dstOff+done, err)
+			}
+			if got == 0 {
+				return nil // end of file
+			}
+			done += got
+		}
+		return nil
+	})
+	return done, err
+}
+
+// handle returns src's registered cuFile handle, registering it once.
+func (g *GPUDirect) handle(src FileDescriptorSource) (*cufile.FileHandle, error) {
+	fd := src.Fd()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(fd), &st); err != nil {
+		return nil, fmt.Errorf("fstat %s: %w", src.Name(), err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c, ok := g.handles[fd]; ok {
+		if c.dev == uint64(st.Dev) && c.ino == st.Ino {
+			return c.h, nil
+		}
+		c.h.Close() // the descriptor now names another file
+	}
+	h, err := g.drv.RegisterFile(int(fd))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Name(), err)
+	}
+	g.handles[fd] = &cachedHandle{h: h, dev: uint64(st.Dev), ino: st.Ino}
+	return h, nil
+}
+
+// readBounce lands a chunk of a buffered source through the pinned ring.
+func (g *GPUDirect) readBounce(ctx context.Context, src Source, fileOff, dstOff, n int64) (int64, error) {
+	r, err := g.bounceRing()
+	if err != nil {
+		return 0, err
+	}
+	s, err := r.span(ctx, dstOff, n)
+	if err != nil {
+		return 0, err
+	}
+	got, err := src.ReadAt(s.Buf, fileOff)
+	if err != nil && !(got == len(s.Buf) && errors.Is(err, io.EOF)) {
+		s.Abort()
+		return int64(got), err
+	}
+	if err := s.Commit(ctx); err != nil {
+		return 0, err
+	}
+	return int64(got), nil
+}
+
+func (g *GPUDirect) bounceRing() (*pinnedRing, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ring == nil {
+		r, err := newPinnedRing(g.mem, g.cfg.Buffers, g.cfg.ChunkSize)
+		if err != nil {
+			return nil, err
+		}
+		g.ring = r
+	}
+	return g.ring, nil
+}
+
+// Span hands out a pinned buffer, for sources the loader reads itself
+// (those without a file descriptor).
+func (g *GPUDirect) Span(ctx context.Context, off, n int64) (Span, error) {
+	r, err := g.bounceRing()
+	if err != nil {
+		return Span{}, err
+	}
+	return r.span(ctx, off, n)
+}
+
+// Flush waits for bounced chunks; cuFile reads are done when they return.
+func (g *GPUDirect) Flush(ctx context.Context) error {
+	g.mu.Lock()
+	r := g.ring
+	g.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r.flush(ctx)
+}
+
+// Kind returns "gpu:N".
+func (g *GPUDirect) Kind() string { return g.mem.kind() }
+
+// Len is the destination's size in bytes.
+func (g *GPUDirect) Len() int64 { return g.mem.size }
+
+// DevicePtr is the device address of destination offset 0.
+func (g *GPUDirect) DevicePtr() cufile.DevicePtr { return g.mem.ptr() }
+
+// ReadBack flushes, then copies device bytes [off, off+len(p)) into p.
+func (g *GPUDirect) ReadBack(ctx context.Context, off int64, p []byte) error {
+	if err := g.Flush(ctx); err != nil {
+		return err
+	}
+	return g.mem.readBack(ctx, off, p)
+}
+
+// Close deregisters the file handles and the buffer, frees the memory and
+// drops the driver reference. Sources must stay open until Close.
+func (g *GPUDirect) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var errs []error
+	for fd, c := range g.handles {
+		c.h.Close()
+		delete(g.handles, fd)
+	}
+	if g.ring != nil {
+		errs = append(errs, g.ring.close())
+		g.ring = nil
+	}
+	if g.registered {
+		errs = append(errs, g.drv.DeregisterBuffer(g.mem.base))
+	}
+	errs = append(errs, g.mem.free(), g.drv.Close())
+	return errors.Join(errs...)
+}

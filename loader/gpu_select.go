@@ -1,0 +1,124 @@
+package loader
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/gdsload/gdsload/cufile"
+)
+
+// GPUStack is the GPU libraries of a process, opened once: the CUDA
+// runtime and libcufile, each with the error that kept it from loading.
+// It holds one reference to the cuFile driver from the first GPU path
+// selection that opened it until Close, so later destinations do not pay
+// for opening it again.
+type GPUStack struct {
+	// Runtime is the CUDA runtime, nil when RuntimeErr says why.
+	Runtime    *cufile.Runtime
+	RuntimeErr error
+	// CuFile is libcufile, nil when CuFileErr says why.
+	CuFile    *cufile.CuFile
+	CuFileErr error
+
+	mu        sync.Mutex
+	driverRef bool  // this stack holds a driver reference
+	driverErr error // why the driver did not open, once tried
+}
+
+// OpenGPUStack loads the libraries cfg points at. It never fails: what is
+// missing is recorded and explains later refusals.
+func OpenGPUStack(cfg cufile.Config) *GPUStack {
+	s := &GPUStack{}
+	s.Runtime, s.RuntimeErr = cufile.OpenRuntime(cfg)
+	s.CuFile, s.CuFileErr = cufile.OpenCuFile(cfg)
+	return s
+}
+
+// Driver opens the cuFile driver once for the stack and returns it.
+func (s *GPUStack) Driver() (*cufile.Driver, error) {
+	if s.CuFileErr != nil {
+		return nil, s.CuFileErr
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.driverRef && s.driverErr == nil {
+		if err := s.CuFile.Driver().Open(); err != nil {
+			s.driverErr = err
+		} else {
+			s.driverRef = true
+		}
+	}
+	if s.driverErr != nil {
+		return nil, s.driverErr
+	}
+	return s.CuFile.Driver(), nil
+}
+
+// Close drops the stack's driver reference, if it holds one.
+func (s *GPUStack) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.driverRef {
+		return nil
+	}
+	s.driverRef = false
+	return s.CuFile.Driver().Close()
+}
+
+// GDSMode reports cuFile's mode and the evidence, or ModeUnavailable and
+// why cuFile cannot be used.
+func (s *GPUStack) GDSMode() (cufile.Mode, string) {
+	drv, err := s.Driver()
+	if err != nil {
+		return cufile.ModeUnavailable, err.Error()
+	}
+	mode, why, err := drv.Mode()
+	if err != nil {
+		return cufile.ModeUnavailable, err.Error()
+	}
+	return mode, why
+}
+
+// SelectGPUPath picks the route to GPU device for a load: gds when
+// libcufile opens in p2pdma or nvfs mode, else bounce. want is "" or
+// "auto" for that choice, or PathGDS or PathBounce to insist. The reason
+// says why better paths were refused ("libcufile.so.0 not found: ...",
+// "cuFile in compat mode: ...", "cuFileDriverOpen failed:
+// CU_FILE_DRIVER_NOT_INITIALIZED (5001) ...") or what was chosen. With no
+// usable GPU, or when the path insisted on is impossible, it returns an
+// error matching cufile.ErrUnavailable, and the reason says why.
+func SelectGPUPath(s *GPUStack, device int, want Path) (Path, string, error) {
+	switch want {
+	case "", "auto", PathGDS, PathBounce:
+	default:
+		return "", "", fmt.Errorf("GPU path %q: want auto, gds or bounce", want)
+	}
+	if s.RuntimeErr != nil {
+		why := "no GPU: " + s.RuntimeErr.Error()
+		return "", why, unavailableReason(why)
+	}
+	if _, err := s.Runtime.Device(device); err != nil {
+		why := "no GPU: " + err.Error()
+		return "", why, unavailableReason(why)
+	}
+	if want == PathBounce {
+		return PathBounce, "bounce asked for", nil
+	}
+	mode, why := s.GDSMode()
+	switch {
+	case mode == cufile.ModeP2PDMA || mode == cufile.ModeNVFS:
+		return PathGDS, fmt.Sprintf("cuFile in %s mode (%s)", mode, why), nil
+	case want == PathGDS && mode == cufile.ModeCompat:
+		// Asked for: cuFile's POSIX fallback still works, only slower.
+		return PathGDS, fmt.Sprintf("gds asked for; cuFile in compat mode (%s)", why), nil
+	case want == PathGDS:
+		return "", "gds refused: " + why, unavailableReason("gds refused: " + why)
+	case mode == cufile.ModeCompat:
+		return PathBounce, fmt.Sprintf("gds refused: cuFile in compat mode (%s)", why), nil
+	}
+	return PathBounce, "gds refused: " + why, nil
+}
+
+func unavailableReason(why string) error {
+	return fmt.Errorf("%s (%w)", why, cufile.ErrUnavailable)
+}

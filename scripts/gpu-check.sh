@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# gpu-check.sh: the real-GPU checks gdsload's tests cannot make (they run
+# against a C test double). Run from the repository root on a GPU machine
+# with CUDA 13, PyTorch, safetensors and the nvidia-cufile wheel, with a
+# prebuilt binary at ./.gpu/gdsload (no Go needed there):
+#
+#   GOOS=linux go build -o .gpu/gdsload ./cmd/gdsload   # on the dev machine
+#   bash scripts/gpu-check.sh                             # on the GPU machine
+#
+# It prints:
+#   1. gdsload doctor (libraries, GDS mode, memlock, O_DIRECT, GPU path);
+#   2. gdsload bench --modes gds,bounce,cached-bounce,posix on a multi-GiB file;
+#   3. pinned cudaMemcpy host-to-device bandwidth measured by PyTorch (the peer);
+#   4. on a multi-GiB safetensors file written by the safetensors library, page
+#      cache warm: safetensors.torch.load_file(device="cuda") against
+#      gdsload load --to gpu:0 --checksum sha256, and whether the sha256 of
+#      what landed on the GPU matches the file's data region for both.
+#
+# Settings (environment): GDSLOAD_BIN (default ./.gpu/gdsload), CHECK_DIR
+# (where the test files go; default ./.gpu/check, ideally on NVMe), CHECK_GIB
+# (file size, default 4), PYTHON (default python3), CHECK_RUNS (bench runs,
+# default 2). The whole script is bounded to about 6 minutes: each step has
+# its own timeout, and a failing step is reported and skipped, not fatal.
+set -u -o pipefail
+
+BIN=${GDSLOAD_BIN:-./.gpu/gdsload}
+CHECK_DIR=${CHECK_DIR:-./.gpu/check}
+CHECK_GIB=${CHECK_GIB:-4}
+CHECK_RUNS=${CHECK_RUNS:-2}
+PY=${PYTHON:-python3}
+START=$(date +%s)
+FAILS=0
+
+section() { printf '\n==== %s (t+%ss)\n' "$1" "$(($(date +%s) - START))"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+now() { date +%s.%N; }
+
+# run_step SECONDS CMD...: runs CMD with a time limit and says when it fails.
+run_step() {
+	local limit=$1
+	shift
+	timeout --kill-after=10 "$limit" "$@"
+	local rc=$?
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		fail "timed out after ${limit}s: $*"
+	elif [ "$rc" -ne 0 ]; then
+		fail "exit $rc: $*"
+	fi
+	return "$rc"
+}
+
+if [ ! -x "$BIN" ]; then
+	echo "gpu-check: no gdsload binary at $BIN (build it with: go build -o .gpu/gdsload ./cmd/gdsload)" >&2
+	exit 1
+fi
+if ! command -v "$PY" >/dev/null 2>&1; then
+	echo "gpu-check: $PY not found" >&2
+	exit 1
+fi
+mkdir -p "$CHECK_DIR" || exit 1
+RAW=$CHECK_DIR/raw-${CHECK_GIB}g.bin
+ST=$CHECK_DIR/model-${CHECK_GIB}g.safetensors
+cleanup() { rm -f "$RAW" "$ST" "$CHECK_DIR"/*.json; }
+trap cleanup EXIT
+
+need_kib=$(((CHECK_GIB * 2 + 1) * 1024 * 1024))
+avail_kib=$(df -Pk "$CHECK_DIR" | awk 'NR==2 {print $4}')
+if [ -n "$avail_kib" ] && [ "$avail_kib" -lt "$need_kib" ]; then
+	echo "gpu-check: $CHECK_DIR has $((avail_kib / 1024)) MiB free, need $((need_kib / 1024)) MiB; set CHECK_DIR or CHECK_GIB" >&2
+	exit 1
+fi
+
+section "machine"
+uname -a
+nvidia-smi --query-gpu=index,name,memory.total,memory.used,pcie.link.gen.current,pcie.link.width.current,driver_version \
+	--format=csv 2>&1 | head -20 || true
+"$PY" - <<'EOF' 2>&1 || true
+import importlib, sys
+print("python", sys.version.split()[0])
+for m in ("torch", "safetensors", "numpy"):
+    try:
+        mod = importlib.import_module(m)
+        print(m, getattr(mod, "__version__", "?"))
+    except Exception as e:
+        print(m, "MISSING:", e)
+try:
+    import torch
+    print("torch cuda", torch.version.cuda, "devices", torch.cuda.device_count())
+except Exception as e:
+    print("torch cuda: ", e)
+EOF
+
+# Where pip put libcufile, to tell whether gdsload's own search finds it.
+PIP_CUFILE=$("$PY" - <<'EOF' 2>/dev/null
+import glob, os, site, sys
+dirs = list(site.getsitepackages()) + [site.getusersitepackages()] + sys.path
+for d in dirs:
+    for p in glob.glob(os.path.join(d, "nvidia", "*", "lib", "libcufile.so.0")):
+        print(os.path.realpath(p)); raise SystemExit
+EOF
+)
+echo "pip's libcufile.so.0: ${PIP_CUFILE:-not found}"
+
+section "gdsload doctor (gdsload's own library search)"
+run_step 60 "$BIN" doctor "$CHECK_DIR"
+run_step 60 "$BIN" doctor --json "$CHECK_DIR" >"$CHECK_DIR/doctor.json"
+found_cufile=$("$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(next((l.get("found") for l in r["libraries"] if l["name"].startswith("libcufile")), False))' "$CHECK_DIR/doctor.json" 2>/dev/null)
+if [ "$found_cufile" != "True" ] && [ -n "$PIP_CUFILE" ]; then
+	fail "gdsload's search missed $PIP_CUFILE; retrying with GDSLOAD_LIBCUFILE set"
+	export GDSLOAD_LIBCUFILE=$PIP_CUFILE
+	run_step 60 "$BIN" doctor "$CHECK_DIR"
+fi
+
+section "test files (${CHECK_GIB} GiB raw, ${CHECK_GIB} GiB safetensors)"
+run_step 120 dd if=/dev/urandom of="$RAW" bs=16M count=$((CHECK_GIB * 64)) iflag=fullblock status=none
+run_step 150 "$PY" - "$ST" "$CHECK_GIB" <<'EOF'
+import sys, time, torch
+from safetensors.torch import save_file
+path, gib = sys.argv[1], int(sys.argv[2])
+t0 = time.time()
+n = 16 * gib                        # 64 MiB tensors
+tensors = {}
+g = torch.Generator(device="cuda").manual_seed(1234)
+for i in range(n):
+    # Random bytes made on the GPU (fast), stored as several dtypes.
+    dt = (torch.float16, torch.bfloat16, torch.float32, torch.int8)[i % 4]
+    raw = torch.randint(0, 256, (64 << 20,), dtype=torch.uint8, device="cuda", generator=g)
+    tensors[f"layer.{i:03d}.weight"] = raw.view(dt).reshape(1024, -1).cpu()
+save_file(tensors, path)
+print(f"wrote {path}: {n} tensors in {time.time() - t0:.1f} s")
+EOF
+
+section "gdsload bench --modes gds,bounce,cached-bounce,posix (${CHECK_RUNS} runs)"
+if run_step 200 "$BIN" bench --modes gds,bounce,cached-bounce,posix --runs "$CHECK_RUNS" --json "$RAW" >"$CHECK_DIR/bench.json"; then
+	"$PY" - "$CHECK_DIR/bench.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"file {r.get('file')} {r.get('bytes', 0) / 2**30:.2f} GiB, cache {r.get('cache')}, runs {r.get('runs')}")
+print(f"{'mode':15} {'GiB/s':>8} {'min':>8} {'max':>8} {'cpu s/GiB':>10} {'p50 ms':>8} {'p99 ms':>8}")
+for m in r.get("results", []):
+    print(f"{m['mode']:15} {m.get('gib_per_s', 0):8.2f} {m.get('min_gib_per_s', 0):8.2f} {m.get('max_gib_per_s', 0):8.2f} "
+          f"{m.get('cpu_seconds_per_gib', 0):10.3f} {m.get('p50_ms', 0):8.2f} {m.get('p99_ms', 0):8.2f}")
+for mode, why in (r.get("skipped") or {}).items():
+    print(f"{mode:15} skipped: {why}")
+EOF
+else
+	head -40 "$CHECK_DIR/bench.json" 2>/dev/null
+fi
+
+section "PyTorch pinned cudaMemcpy host-to-device (the peer)"
+run_step 60 "$PY" - <<'EOF'
+import torch
+n = 1 << 30
+host = torch.empty(n, dtype=torch.uint8).pin_memory()
+dev = torch.empty(n, dtype=torch.uint8, device="cuda")
+for _ in range(2):
+    dev.copy_(host, non_blocking=True)
+torch.cuda.synchronize()
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+reps = 8
+start.record()
+for _ in range(reps):
+    dev.copy_(host, non_blocking=True)
+end.record()
+torch.cuda.synchronize()
+s = start.elapsed_time(end) / 1000
+print(f"pinned H2D: {reps} x 1 GiB in {s:.3f} s = {reps / s:.2f} GiB/s")
+EOF
+
+section "safetensors.torch.load_file(device='cuda') vs gdsload load --to gpu:0 (warm page cache)"
+if [ ! -s "$ST" ]; then
+	fail "no safetensors file: comparison skipped"
+else
+cat "$ST" >/dev/null
+run_step 150 "$PY" - "$ST" >"$CHECK_DIR/torch.json" <<'EOF'
+import hashlib, json, struct, sys, time
+import torch, safetensors
+from safetensors.torch import load_file
+path = sys.argv[1]
+torch.cuda.init()
+torch.empty(1, device="cuda")
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+ts = load_file(path, device="cuda")
+torch.cuda.synchronize()
+load_s = time.perf_counter() - t0
+with open(path, "rb") as f:
+    hlen = struct.unpack("<Q", f.read(8))[0]
+    header = json.loads(f.read(hlen))
+    # The file's data region, hashed from disk.
+    fh = hashlib.sha256()
+    while chunk := f.read(64 << 20):
+        fh.update(chunk)
+    f.seek(0)
+    whole = hashlib.sha256()
+    while chunk := f.read(64 << 20):
+        whole.update(chunk)
+# What landed on the GPU, copied back in file order.
+order = sorted((v["data_offsets"][0], k) for k, v in header.items() if k != "__metadata__")
+gh = hashlib.sha256()
+for _, k in order:
+    gh.update(ts[k].contiguous().view(torch.uint8).flatten().cpu().numpy().tobytes())
+print(json.dumps({
+    "safetensors_version": safetensors.__version__, "torch_version": torch.__version__,
+    "load_seconds": load_s, "data_offset": 8 + hlen,
+    "data_sha256": fh.hexdigest(), "file_sha256": whole.hexdigest(), "gpu_sha256": gh.hexdigest(),
+}))
+EOF
+cat "$CHECK_DIR/torch.json"
+
+cat "$ST" >/dev/null
+t0=$(now)
+run_step 150 "$BIN" load --to gpu:0 --checksum sha256 --json "$ST" >"$CHECK_DIR/gdsload.json"
+t1=$(now)
+echo "gdsload process wall time: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s"
+head -c 4000 "$CHECK_DIR/gdsload.json"
+echo
+
+"$PY" - "$CHECK_DIR/torch.json" "$CHECK_DIR/gdsload.json" "$t0" "$t1" "$ST" <<'EOF' || fail "comparison"
+import json, os, sys
+tj, gj, t0, t1, path = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+size = os.path.getsize(path)
+try:
+    t = json.load(open(tj))
+except Exception as e:
+    sys.exit(f"no safetensors result: {e}")
+try:
+    g = json.load(open(gj))
+except Exception as e:
+    sys.exit(f"no gdsload result: {e}")
+gib = size / 2**30
+print(f"safetensors {t['safetensors_version']} (torch {t['torch_version']}): load_file {t['load_seconds']:.3f} s "
+      f"= {gib / t['load_seconds']:.2f} GiB/s")
+print(f"gdsload {g.get('path')} ({g.get('reason')}): load {g['seconds']:.3f} s = {g.get('gib_per_s', 0):.2f} GiB/s, "
+      f"whole process {t1 - t0:.3f} s")
+print(f"speed-up of the load phase: {t['load_seconds'] / g['seconds']:.2f}x")
+ok = True
+if t["gpu_sha256"] != t["data_sha256"]:
+    print("MISMATCH: torch's GPU bytes differ from the file's data region"); ok = False
+else:
+    print("torch GPU bytes == file data region (sha256 %s)" % t["data_sha256"][:16])
+files = g.get("files") or [{}]
+d = files[0].get("sha256", "")
+if d == t["data_sha256"]:
+    print("gdsload GPU bytes == file data region (sha256 %s)" % d[:16])
+elif d == t["file_sha256"]:
+    print("gdsload GPU bytes == whole file (sha256 %s): it loaded the file, header included" % d[:16])
+else:
+    print(f"MISMATCH: gdsload digest {d!r} is neither the data region nor the whole file"); ok = False
+sys.exit(0 if ok else 1)
+EOF
+fi
+
+section "done in $(($(date +%s) - START)) s, $FAILS failure(s)"
+[ "$FAILS" -eq 0 ]

@@ -1,0 +1,148 @@
+//go:build cgo
+
+// The CUDA test double is a C library loaded through cgo.
+
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/cufile/fakecuda"
+	"github.com/gdsload/gdsload/loader"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeGPU builds the CUDA test double once per test binary.
+var fakeGPU = sync.OnceValues(func() (*fakeGPULibs, error) {
+	libs, err := fakecuda.Cached()
+	if err != nil {
+		return nil, err
+	}
+	ctl, err := libs.Open()
+	if err != nil {
+		return nil, err
+	}
+	return &fakeGPULibs{libs: libs, ctl: ctl}, nil
+})
+
+type fakeGPULibs struct {
+	libs *fakecuda.Libs
+	ctl  *fakecuda.Control
+}
+
+// withFakeGPU resets the double, applies cmds, and checks at the end of the
+// test that everything taken from it was given back.
+func withFakeGPU(t *testing.T, cmds ...string) *fakeGPULibs {
+	t.Helper()
+	f, err := fakeGPU()
+	require.NoError(t, err)
+	require.NoError(t, f.ctl.Do("reset"))
+	for _, c := range cmds {
+		require.NoError(t, f.ctl.Do(c))
+	}
+	t.Cleanup(func() {
+		for _, c := range []string{"allocs", "pinned", "streams", "events", "handles", "driver_refs", "bufreg"} {
+			if n := f.ctl.Counter(c); n != 0 {
+				t.Errorf("test double still holds %d %s at the end of the test", n, c)
+			}
+		}
+		require.NoError(t, f.ctl.Do("reset"))
+	})
+	return f
+}
+
+func (f *fakeGPULibs) device(t *testing.T) *cufile.Device {
+	t.Helper()
+	rt, err := cufile.OpenRuntime(f.libs.Config())
+	require.NoError(t, err)
+	d, err := rt.Device(0)
+	require.NoError(t, err)
+	return d
+}
+
+func (f *fakeGPULibs) driver(t *testing.T) *cufile.Driver {
+	t.Helper()
+	c, err := cufile.OpenCuFile(f.libs.Config())
+	require.NoError(t, err)
+	return c.Driver()
+}
+
+// gpuAllocator makes one GPU destination per file: bounce, or gds when drv
+// is not nil.
+func gpuAllocator(dev *cufile.Device, drv *cufile.Driver, chunk int64) Allocator {
+	return func(size int64) (loader.Destination, func() error, error) {
+		cfg := loader.GPUConfig{Device: dev, Size: size, ChunkSize: chunk, Buffers: 4}
+		if drv != nil {
+			d, err := loader.NewGPUDirectDestination(loader.GPUDirectConfig{GPUConfig: cfg, Driver: drv})
+			if err != nil {
+				return nil, nil, err
+			}
+			return d, d.Close, nil
+		}
+		d, err := loader.NewGPUBounceDestination(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Close, nil
+	}
+}
+
+// A sharded checkpoint loads into GPU memory through the bounce and the gds
+// paths; every tensor read back from its device allocation at its view
+// offset equals what was encoded.
+func TestLoadShardedIntoGPU(t *testing.T) {
+	const chunk = 64 << 10
+	for _, path := range []loader.Path{loader.PathBounce, loader.PathGDS} {
+		t.Run(string(path), func(t *testing.T) {
+			f := withFakeGPU(t)
+			s := writeSharded(t)
+			mode := loader.DirectAuto
+			var drv *cufile.Driver
+			if path == loader.PathGDS {
+				mode, drv = loader.DirectOn, f.driver(t)
+			}
+			c := openOrSkip(t, s.index, mode)
+			l, err := c.Load(context.Background(), gpuAllocator(f.device(t), drv, chunk), loader.Options{
+				ChunkSize: chunk, Workers: 4, Path: path, Reason: "test",
+			})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, l.Close()) }() // before the checkpoint: gds handles use its descriptors
+			require.Equal(t, path, l.Result.Path)
+			for _, a := range l.Allocations {
+				require.Regexp(t, `^gpu:0$`, a.Dest.Kind())
+			}
+			want := s.want()
+			require.Len(t, l.Tensors, len(want))
+			for _, v := range l.Tensors {
+				require.Nil(t, l.Bytes(v.Name), "device memory has no host bytes")
+				got := make([]byte, v.Bytes)
+				rb := l.Allocations[v.File].Dest.(loader.ReadBacker)
+				require.NoError(t, rb.ReadBack(context.Background(), v.Offset, got))
+				require.Equal(t, want[v.Name].Data, got, v.Name)
+			}
+			if path == loader.PathGDS {
+				require.Positive(t, f.ctl.Counter("cufile_reads"), "the gds path read through cuFile")
+			}
+		})
+	}
+}
+
+// When device memory runs out on a later file, the load fails naming that
+// file, and the allocations made for earlier files are freed.
+func TestLoadGPUOutOfMemoryFreesEarlierFiles(t *testing.T) {
+	s := writeSharded(t)
+	c := openOrSkip(t, s.index, loader.DirectAuto)
+	st, err := os.Stat(c.Files()[0].Path)
+	require.NoError(t, err)
+	first := (st.Size() + loader.DefaultAlignment - 1) / loader.DefaultAlignment * loader.DefaultAlignment
+	f := withFakeGPU(t, fmt.Sprintf("mem=%d", first+100)) // the first shard fits, the second does not
+	_, err = c.Load(context.Background(), gpuAllocator(f.device(t), nil, 64<<10), loader.Options{ChunkSize: 64 << 10})
+	require.ErrorIs(t, err, cufile.ErrOutOfMemory)
+	require.ErrorContains(t, err, c.Files()[1].Path)
+	require.Zero(t, f.ctl.Counter("allocs"))
+}

@@ -1,0 +1,207 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/safetensors"
+)
+
+// Options tune Open. The zero value is usable.
+type Options struct {
+	// Direct says whether files are opened with O_DIRECT: loader.DirectAuto
+	// (the zero value) where the file system accepts it, loader.DirectOn
+	// or fail, loader.DirectOff never.
+	Direct loader.DirectMode
+}
+
+// Checkpoint is an opened checkpoint whose headers have been validated. It
+// holds its files open until Close; Load may be called any number of times
+// in between, also concurrently.
+type Checkpoint struct {
+	path  string
+	files []*shard
+}
+
+// shard is one opened file with its validated header. A .npy file is
+// described by a header of one tensor, so every file loads the same way.
+type shard struct {
+	src    *loader.File
+	header *safetensors.Header
+}
+
+// Open opens the checkpoint at path: a .safetensors file, a
+// *.safetensors.index.json index (its shards are named relative to it), a
+// .npy file (one tensor named after the file, without ".npy"), or a
+// directory holding exactly one index or, without an index, exactly one
+// .safetensors file. It opens every file and validates its header through
+// the opened descriptor, so the header and the data a later Load reads
+// are the same file (the loader verifies it did not change). For an index
+// it also checks that the "weight_map" and the shards agree: every listed
+// tensor is in the shard it is listed under, and every tensor of a shard
+// is listed under that shard and appears in no other shard. Nothing is
+// allocated. The caller must Close the Checkpoint.
+func Open(ctx context.Context, path string, opts Options) (_ *Checkpoint, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	path, err = resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Checkpoint{path: path}
+	defer func() {
+		if err != nil {
+			_ = c.Close()
+		}
+	}()
+	switch format(path) {
+	case ".safetensors":
+		s, err := openSafetensors(ctx, path, opts)
+		if err != nil {
+			return nil, err
+		}
+		c.files = append(c.files, s)
+	case ".npy":
+		s, err := openNPY(ctx, path, opts)
+		if err != nil {
+			return nil, err
+		}
+		c.files = append(c.files, s)
+	case ".json":
+		if err := c.openIndex(ctx, opts); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("checkpoint %s: %w: want a .safetensors file, a .safetensors.index.json index, a .npy file or a directory holding one checkpoint", path, ErrFormat)
+	}
+	return c, nil
+}
+
+// format returns the extension that decides how path is read.
+func format(path string) string {
+	return strings.ToLower(filepath.Ext(path))
+}
+
+// resolve turns a directory into the one checkpoint it holds.
+func resolve(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	if !st.IsDir() {
+		return path, nil
+	}
+	indexes, err := filepath.Glob(filepath.Join(globEscape(path), "*.safetensors.index.json"))
+	if err != nil {
+		return "", fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if len(indexes) == 1 {
+		return indexes[0], nil
+	}
+	if len(indexes) > 1 {
+		return "", fmt.Errorf("checkpoint %s: %w: the directory holds %d indexes (%s); name the one to load", path, ErrFormat, len(indexes), strings.Join(baseNames(indexes), ", "))
+	}
+	files, err := filepath.Glob(filepath.Join(globEscape(path), "*.safetensors"))
+	if err != nil {
+		return "", fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	switch len(files) {
+	case 1:
+		return files[0], nil
+	case 0:
+		return "", fmt.Errorf("checkpoint %s: %w: the directory holds no .safetensors file and no .safetensors.index.json", path, ErrFormat)
+	}
+	return "", fmt.Errorf("checkpoint %s: %w: the directory holds %d .safetensors files and no index; name one file, or the *.safetensors.index.json of a sharded checkpoint", path, ErrFormat, len(files))
+}
+
+// globEscape quotes the glob metacharacters of a directory name.
+func globEscape(dir string) string {
+	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
+	return r.Replace(dir)
+}
+
+func baseNames(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = filepath.Base(p)
+	}
+	return out
+}
+
+// openSafetensors opens one safetensors file and validates its header.
+func openSafetensors(ctx context.Context, path string, opts Options) (*shard, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := loader.OpenFile(path, opts.Direct)
+	if err != nil {
+		return nil, err // names the path
+	}
+	h, err := safetensors.ParseHeader(f, f.Size())
+	if err != nil {
+		f.Close()
+		var e *safetensors.Error
+		if errors.As(err, &e) && e.Path == "" {
+			e.Path = path
+		}
+		return nil, err
+	}
+	return &shard{src: f, header: h}, nil
+}
+
+// Path returns the path of the checkpoint: the file or index opened (for a
+// directory, the one it holds).
+func (c *Checkpoint) Path() string { return c.path }
+
+// File describes one data file of a checkpoint as its validated header
+// says.
+type File struct {
+	// Path is the file's path; for an index's shards, joined to the
+	// index's directory.
+	Path string
+	// Tensors are in data-region order; Begin and End are relative to
+	// DataOffset. A .npy file has one tensor, named after the file.
+	Tensors []safetensors.TensorInfo
+	// DataOffset is the file offset of the data region.
+	DataOffset int64
+	// Bytes is the length of the data region: the tensors' bytes.
+	Bytes int64
+}
+
+// Files describes the checkpoint's data files in load order: the file
+// itself, or an index's shards sorted by name. Loaded.Allocations follow
+// the same order. The caller must not modify the tensors' shapes.
+func (c *Checkpoint) Files() []File {
+	out := make([]File, len(c.files))
+	for i, s := range c.files {
+		out[i] = File{Path: s.src.Name(), Tensors: s.header.Tensors, DataOffset: s.header.DataOffset, Bytes: s.header.DataLen}
+	}
+	return out
+}
+
+// Bytes returns the total size of the tensors' data in all files. A load
+// reads slightly more: each file's head slack (under one alignment unit).
+func (c *Checkpoint) Bytes() int64 {
+	var n int64
+	for _, s := range c.files {
+		n += s.header.DataLen
+	}
+	return n
+}
+
+// Close closes the checkpoint's files. It does not free what Load
+// allocated; Loaded.Close does.
+func (c *Checkpoint) Close() error {
+	var errs []error
+	for _, s := range c.files {
+		errs = append(errs, s.src.Close())
+	}
+	c.files = nil
+	return errors.Join(errs...)
+}

@@ -34,9 +34,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// plan is a job cut into chunks whose boundaries sit on multiples of the
-// chunk size in source coordinates, so every chunk but the first starts
-// aligned for direct I/O.
+// plan is a job cut into chunks. When the job starts at an unaligned
+// offset (a safetensors data region, say), the first chunk only reaches the
+// next alignment boundary; every later chunk starts aligned for direct I/O
+// and is chunk bytes long, the last one excepted.
 type plan struct {
 	Job
 	index   int
@@ -46,7 +47,7 @@ type plan struct {
 	nChunks int
 }
 
-func newPlan(index int, j Job, chunk int64) (plan, error) {
+func newPlan(index int, j Job, chunk, align int64) (plan, error) {
 	if j.Source == nil || j.Dest == nil {
 		return plan{}, fmt.Errorf("job %d: source and destination are required", index)
 	}
@@ -65,7 +66,10 @@ func newPlan(index int, j Job, chunk int64) (plan, error) {
 	}
 	p := plan{Job: j, index: index, end: j.Offset + length, chunk: chunk}
 	p.Length = length
-	p.first = (j.Offset/chunk + 1) * chunk
+	p.first = alignUp(j.Offset, align)
+	if p.first == j.Offset {
+		p.first += chunk
+	}
 	if length > 0 {
 		p.nChunks = 1
 		if p.end > p.first {
@@ -85,17 +89,24 @@ func (p *plan) chunkAt(i int) (off, n int64) {
 }
 
 // EffectiveChunkSize is the chunk size a load of srcs uses when asked for
-// chunk: rounded up to the largest direct-I/O alignment among the sources
-// (default when chunk is 0). Buffers sized with it fit every chunk.
+// chunk: rounded up to the sources' alignment (default when chunk is 0).
+// Buffers sized with it fit every chunk.
 func EffectiveChunkSize(chunk int64, srcs []Source) int64 {
+	if chunk <= 0 {
+		chunk = DefaultChunkSize
+	}
+	return alignUp(chunk, alignmentOf(srcs))
+}
+
+// alignmentOf is the largest direct-I/O alignment among srcs, at least
+// DefaultAlignment (cuFile's fast path wants 4 KiB whatever the file
+// system says).
+func alignmentOf(srcs []Source) int64 {
 	align := int64(DefaultAlignment)
 	for _, s := range srcs {
 		if a, ok := s.(interface{ Alignment() int64 }); ok && a.Alignment() > align {
 			align = a.Alignment()
 		}
 	}
-	if chunk <= 0 {
-		chunk = DefaultChunkSize
-	}
-	return alignUp(chunk, align)
+	return align
 }

@@ -66,7 +66,7 @@ func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 	plans := make([]plan, len(jobs))
 	totalChunks := 0
 	for i, j := range jobs {
-		p, err := newPlan(i, j, opts.ChunkSize)
+		p, err := newPlan(i, j, opts.ChunkSize, alignmentOf(srcs))
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ type loadOptions struct {
 	workers   int
 	chunkSize string
 	checksum  string
+	format    string
 	asJSON    bool
 	remote    remoteOptions
 }
@@ -44,6 +45,7 @@ says why not otherwise.`,
 	f.IntVar(&o.workers, "workers", loader.DefaultWorkers, "concurrent chunk reads")
 	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size (a multiple of the direct-I/O alignment)")
 	f.StringVar(&o.checksum, "checksum", "none", "digest of the bytes as they landed: none, sha256 or crc32c")
+	f.StringVar(&o.format, "format", "auto", "raw (files as bytes), checkpoint (safetensors data regions, .npy tensors), or auto: checkpoint for one .safetensors, .safetensors.index.json or .npy PATH")
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
 	o.remote.addFlags(f)
 	return cmd
@@ -70,6 +72,14 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 		return usageError{err}
 	}
 	ctx := cmd.Context()
+	switch {
+	case o.format == "checkpoint" && len(paths) != 1:
+		return usagef("--format checkpoint takes one PATH (a .safetensors file, an index or a .npy file), got %d", len(paths))
+	case o.format == "checkpoint" || (o.format == "auto" && len(paths) == 1 && isCheckpointPath(paths[0])):
+		return runLoadCheckpoint(cmd, o, paths[0], target, mode, loader.Options{Workers: o.workers, ChunkSize: chunk, Checksum: sum})
+	case o.format != "auto" && o.format != "raw":
+		return usagef("--format %q: want auto, raw or checkpoint", o.format)
+	}
 	files, err := expandPaths(paths)
 	if err != nil {
 		return err
@@ -96,11 +106,30 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 		return err
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return printJSON(cmd.OutOrStdout(), res)
 	}
 	return printLoad(cmd.OutOrStdout(), res, sum)
+}
+
+func runLoadCheckpoint(cmd *cobra.Command, o *loadOptions, path string, t target, mode loader.DirectMode, lopts loader.Options) error {
+	bar := startProgress(cmd.ErrOrStderr(), "load", 0)
+	lopts.OnProgress = bar.Add
+	res, err := loadCheckpoint(cmd.Context(), path, t, mode, lopts, bar.SetTotal)
+	bar.Stop()
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return printJSON(cmd.OutOrStdout(), res)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "checkpoint     %s: %d tensors\n", res.Checkpoint, res.Tensors)
+	return printLoad(cmd.OutOrStdout(), res.Result, lopts.Checksum)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {

@@ -28,7 +28,7 @@ func isTerminal(w io.Writer) bool {
 type progress struct {
 	w     io.Writer
 	label string
-	total int64
+	total atomic.Int64
 	done  atomic.Int64
 	start time.Time
 	stop  chan struct{}
@@ -41,7 +41,8 @@ func startProgress(w io.Writer, label string, total int64) *progress {
 	if !isTerminal(w) {
 		return nil
 	}
-	p := &progress{w: w, label: label, total: total, start: time.Now(), stop: make(chan struct{})}
+	p := &progress{w: w, label: label, start: time.Now(), stop: make(chan struct{})}
+	p.total.Store(total)
 	p.wg.Go(func() {
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
@@ -63,22 +64,29 @@ func (p *progress) Add(n int64) {
 	}
 }
 
+// SetTotal changes the byte count the bar goes to.
+func (p *progress) SetTotal(n int64) {
+	if p != nil {
+		p.total.Store(n)
+	}
+}
+
 func (p *progress) draw() {
-	done := p.done.Load()
+	done, total := p.done.Load(), p.total.Load()
 	el := time.Since(p.start).Seconds()
 	rate := float64(done) / max(el, 1e-9)
 	frac := 1.0
-	if p.total > 0 {
-		frac = min(1, float64(done)/float64(p.total))
+	if total > 0 {
+		frac = min(1, float64(done)/float64(total))
 	}
 	const width = 30
 	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
 	eta := "--"
-	if rate > 0 && p.total > done {
-		eta = (time.Duration(float64(p.total-done)/rate) * time.Second / time.Second).Round(time.Second).String()
+	if rate > 0 && total > done {
+		eta = (time.Duration(float64(total-done)/rate*float64(time.Second))).Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "\r%s [%s] %5.1f%% %s/%s %s/s ETA %s   ", p.label, bar, frac*100,
-		formatBytes(done), formatBytes(p.total), formatBytes(int64(rate)), eta)
+		formatBytes(done), formatBytes(total), formatBytes(int64(rate)), eta)
 }
 
 func (p *progress) Stop() {

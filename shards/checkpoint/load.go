@@ -85,7 +85,11 @@ func (c *Checkpoint) Load(ctx context.Context, alloc Allocator, lopts loader.Opt
 		l.Allocations = append(l.Allocations, Allocation{
 			File: s.src.Name(), Dest: dst, Size: p.AllocLength, FileOffset: p.FileOffset, Alignment: align,
 		})
-		jobs[i] = loader.Job{Source: s.src, Offset: p.FileOffset, Length: p.Length, Dest: dst}
+		// Read the data region only, at the head slack, so the checksum of
+		// the job is that of the tensor data and device offsets still
+		// match file offsets modulo the alignment.
+		jobs[i] = loader.Job{Source: s.src, Offset: p.FileOffset + p.HeadSlack, Length: p.Length - p.HeadSlack,
+			Dest: dst, DestOffset: p.HeadSlack}
 		for _, v := range p.Views {
 			l.index[v.Name] = len(l.Tensors)
 			l.Tensors = append(l.Tensors, Tensor{Name: v.Name, Dtype: v.Dtype, Shape: v.Shape, File: i, Offset: v.Offset, Bytes: v.Bytes})

@@ -9,7 +9,7 @@ import "fmt"
 // position in the allocation equals its file offset modulo Alignment.
 type Plan struct {
 	Alignment   int64  // the I/O alignment A
-	FileOffset  int64  // DataOffset rounded down to a multiple of A
+	FileOffset  int64  // DataOffset rounded down to a multiple of A: file offset of allocation byte 0
 	Length      int64  // bytes to read: from FileOffset to end of file
 	AllocLength int64  // Length rounded up to a multiple of A, room for whole-block reads
 	HeadSlack   int64  // header bytes read before the data region: DataOffset - FileOffset

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/checkpoint"
+)
+
+// isCheckpointPath reports whether p names a file `load` treats as a
+// checkpoint in --format auto: a safetensors file, a sharded checkpoint's
+// index, or a .npy tensor.
+func isCheckpointPath(p string) bool {
+	l := strings.ToLower(p)
+	return strings.HasSuffix(l, ".safetensors") || strings.HasSuffix(l, ".safetensors.index.json") || strings.HasSuffix(l, ".npy")
+}
+
+// checkpointResult is the JSON of a checkpoint load: the loader's result
+// (the digest of each file covers its data region) and the tensors.
+type checkpointResult struct {
+	*loader.Result
+	Checkpoint string `json:"checkpoint"`
+	Tensors    int    `json:"tensors"`
+}
+
+// loadCheckpoint loads one checkpoint: each file's data region into its own
+// allocation on the destination --to names, tensors as views.
+func loadCheckpoint(ctx context.Context, path string, t target, mode loader.DirectMode, lopts loader.Options, onAlloc func(int64)) (*checkpointResult, error) {
+	ck, err := checkpoint.Open(ctx, path, checkpoint.Options{Direct: mode})
+	if err != nil {
+		return nil, err
+	}
+	defer ck.Close()
+	onAlloc(ck.Bytes())
+	alloc := checkpoint.HostAllocator
+	lopts.Path, lopts.Reason = loader.PathHost, "host destination requested"
+	if t.kind != "host" {
+		stack := loader.OpenGPUStack(cufile.Config{})
+		defer stack.Close()
+		path, reason, err := loader.SelectGPUPath(stack, t.device, "auto")
+		switch {
+		case err != nil && t.kind == "auto":
+			lopts.Reason = "auto: " + reason
+		case err != nil:
+			return nil, fmt.Errorf("--to gpu:%d: %w; use --to host, or run 'gdsload doctor' to see what is missing", t.device, err)
+		default:
+			lopts.Path, lopts.Reason = path, reason
+			buffers := max(2, 2*lopts.Workers/max(1, len(ck.Files())))
+			alloc, err = gpuAllocator(stack, t.device, path, lopts.ChunkSize, buffers)
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	l, err := ck.Load(ctx, alloc, lopts)
+	if err != nil {
+		return nil, err
+	}
+	// GPU destinations hold cuFile handles on the checkpoint's files:
+	// free them before the files close.
+	defer l.Close()
+	return &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors)}, nil
+}
+
+// gpuAllocator gives each checkpoint file its own device allocation on the
+// path chosen.
+func gpuAllocator(stack *loader.GPUStack, device int, path loader.Path, chunk int64, buffers int) (checkpoint.Allocator, error) {
+	dev, err := stack.Runtime.Device(device)
+	if err != nil {
+		return nil, err
+	}
+	chunk = loader.EffectiveChunkSize(chunk, nil)
+	return func(size int64) (loader.Destination, func() error, error) {
+		cfg := loader.GPUConfig{Device: dev, Size: max(size, 1), ChunkSize: chunk, Buffers: buffers}
+		if path == loader.PathGDS {
+			drv, err := stack.Driver()
+			if err != nil {
+				return nil, nil, err
+			}
+			d, err := loader.NewGPUDirectDestination(loader.GPUDirectConfig{GPUConfig: cfg, Driver: drv})
+			if err != nil {
+				return nil, nil, err
+			}
+			return d, d.Close, nil
+		}
+		d, err := loader.NewGPUBounceDestination(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Close, nil
+	}, nil
+}

@@ -83,7 +83,7 @@ func (p *progress) draw() {
 	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
 	eta := "--"
 	if rate > 0 && total > done {
-		eta = (time.Duration(float64(total-done)/rate*float64(time.Second))).Round(time.Second).String()
+		eta = (time.Duration(float64(total-done) / rate * float64(time.Second))).Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "\r%s [%s] %5.1f%% %s/%s %s/s ETA %s   ", p.label, bar, frac*100,
 		formatBytes(done), formatBytes(total), formatBytes(int64(rate)), eta)

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gdsload/gdsload/shards/iterator"
+	"github.com/spf13/cobra"
+)
+
+type iterateOptions struct {
+	rank, worldSize int
+	partitions      int
+	seed            uint64
+	shuffle         bool
+	shuffleBuffer   string
+	epochs          int64
+	dropRemainder   bool
+	workers         int
+	prefetch        int
+	verify          bool
+	stateOut        string
+	resume          string
+	limit           int64
+	asJSON          bool
+}
+
+func newIterateCmd() *cobra.Command {
+	o := &iterateOptions{}
+	cmd := &cobra.Command{
+		Use:   "iterate [flags] SOURCE",
+		Short: "Iterate a WebDataset deterministically, as one rank of a job, and report throughput",
+		Long: `Iterate reads a WebDataset (a directory with or without index.json, a
+manifest file, a brace pattern such as 'shards/train-{000000..000099}.tar', or
+one shard) the way a training job's rank would: deterministic order from
+--seed and the epoch, split between --world-size ranks (defaults from RANK and
+WORLD_SIZE), equal sample counts on every rank, resumable with --resume from a
+state written by --state-out, also at another world size.
+
+Throughput goes to stderr; --json prints one line per sample ("key", "shard")
+and a final summary line on stdout.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return runIterate(cmd, o, a[0])
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.rank, "rank", 0, "this process's rank (default $RANK or 0)")
+	f.IntVar(&o.worldSize, "world-size", 1, "number of ranks (default $WORLD_SIZE or 1)")
+	f.IntVar(&o.partitions, "partitions", 0, "canonical partitions fixed for the run (default: the world size)")
+	f.Uint64Var(&o.seed, "seed", 0, "shuffle seed")
+	f.BoolVar(&o.shuffle, "shuffle", true, "permute shards each epoch and shuffle samples within --shuffle-buffer")
+	f.StringVar(&o.shuffleBuffer, "shuffle-buffer", "0", "sample shuffle window per partition, in bytes (e.g. 256MiB; 0: shard order)")
+	f.Int64Var(&o.epochs, "epochs", 1, "epochs to run (a resumed run continues up to this many)")
+	f.BoolVar(&o.dropRemainder, "drop-remainder", false, "drop the samples that do not split evenly instead of padding ranks by wrapping around")
+	f.IntVar(&o.workers, "workers", 1, "shards decoded in parallel")
+	f.IntVar(&o.prefetch, "prefetch", 0, "shards read ahead (default 2 x workers)")
+	f.BoolVar(&o.verify, "verify", false, "check each shard's SHA-256 against the manifest")
+	f.StringVar(&o.stateOut, "state-out", "", "write the iterator state (JSON) here when stopping")
+	f.StringVar(&o.resume, "resume", "", "resume from a state file written by --state-out")
+	f.Int64Var(&o.limit, "limit", 0, "stop after this many samples (0: no limit)")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON line per sample and a summary line on stdout")
+	return cmd
+}
+
+func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
+	ctx := cmd.Context()
+	window, err := parseSize(o.shuffleBuffer)
+	if err != nil {
+		return usagef("--shuffle-buffer: %v", err)
+	}
+	if o.workers < 1 || o.prefetch < 0 || o.limit < 0 || o.epochs < 1 || o.partitions < 0 {
+		return usagef("--workers, --epochs must be at least 1; --prefetch, --limit, --partitions not negative")
+	}
+	place, err := iterator.FromEnv()
+	if err != nil {
+		return usageError{err}
+	}
+	if cmd.Flags().Changed("rank") {
+		place.Rank = o.rank
+	}
+	if cmd.Flags().Changed("world-size") {
+		place.WorldSize = o.worldSize
+	}
+	ds, err := iterator.Open(ctx, source)
+	if err != nil {
+		return fmt.Errorf("opening dataset %s: %w", source, err)
+	}
+	it, err := iterator.New(ds, iterator.Options{
+		Rank: place.Rank, WorldSize: place.WorldSize, Partitions: o.partitions,
+		Seed: o.seed, Shuffle: o.shuffle, ShuffleBytes: window, Epochs: o.epochs,
+		DropRemainder: o.dropRemainder, Workers: o.workers, Prefetch: o.prefetch, Verify: o.verify,
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	defer it.Close()
+	if o.resume != "" {
+		st, err := readState(o.resume)
+		if err != nil {
+			return err
+		}
+		if err := it.Restore(st); err != nil {
+			return fmt.Errorf("resuming from %s: %w", o.resume, err)
+		}
+	}
+	out := bufio.NewWriterSize(cmd.OutOrStdout(), 256<<10)
+	enc := json.NewEncoder(out)
+	var samples, bytes int64
+	start := time.Now()
+	var iterErr error
+	for o.limit == 0 || samples < o.limit {
+		s, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			iterErr = fmt.Errorf("iterating %s: %w", source, err)
+			break
+		}
+		var n int64
+		for _, f := range s.Fields {
+			n += int64(len(f.Data))
+		}
+		samples++
+		bytes += n
+		if o.asJSON {
+			if err := enc.Encode(sampleLine{Key: s.Key, Shard: s.Shard, Epoch: s.Epoch, Position: s.Position, Padding: s.Padding, Bytes: n}); err != nil {
+				return fmt.Errorf("writing output: %w", err)
+			}
+		}
+	}
+	sum := newSummary(samples, bytes, time.Since(start))
+	sum.Rank, sum.WorldSize, sum.State = place.Rank, place.WorldSize, it.State()
+	// The state is exact even after an error or interruption: save it.
+	if o.stateOut != "" {
+		if err := writeState(o.stateOut, sum.State); err != nil {
+			return errors.Join(iterErr, err)
+		}
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), sum)
+	if o.asJSON && iterErr == nil {
+		if err := enc.Encode(sum); err != nil {
+			return fmt.Errorf("writing output: %w", err)
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return errors.Join(iterErr, fmt.Errorf("writing output: %w", err))
+	}
+	return iterErr
+}

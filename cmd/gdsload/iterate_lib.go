@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gdsload/gdsload/shards/iterator"
+)
+
+// readState reads an iterator state written by writeState.
+func readState(path string) (iterator.State, error) {
+	var st iterator.State
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return st, fmt.Errorf("reading iterator state: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("iterator state %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// writeState writes st as JSON atomically (temporary file in the same
+// directory, fsync, rename), so a crash never leaves a torn state.
+func writeState(path string, st iterator.State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing iterator state: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err = tmp.Write(append(b, '\n')); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing iterator state %s: %w", path, err)
+	}
+	return nil
+}
+
+// sampleLine is one --json output line per sample.
+type sampleLine struct {
+	Key      string `json:"key"`
+	Shard    string `json:"shard"`
+	Epoch    int64  `json:"epoch"`
+	Position int64  `json:"position"`
+	Padding  bool   `json:"padding,omitempty"`
+	Bytes    int64  `json:"bytes"`
+}
+
+// iterateSummary is the last --json line: totals and the final state.
+type iterateSummary struct {
+	Samples     int64          `json:"samples"`
+	Bytes       int64          `json:"bytes"`
+	Seconds     float64        `json:"seconds"`
+	SamplesPerS float64        `json:"samples_per_s"`
+	MBPerS      float64        `json:"mb_per_s"`
+	Rank        int            `json:"rank"`
+	WorldSize   int            `json:"world_size"`
+	State       iterator.State `json:"state"`
+}
+
+func newSummary(samples, bytes int64, elapsed time.Duration) iterateSummary {
+	s := iterateSummary{Samples: samples, Bytes: bytes, Seconds: elapsed.Seconds()}
+	if sec := elapsed.Seconds(); sec > 0 {
+		s.SamplesPerS = float64(samples) / sec
+		s.MBPerS = float64(bytes) / 1e6 / sec
+	}
+	return s
+}
+
+// String is the human line printed to stderr.
+func (s iterateSummary) String() string {
+	return fmt.Sprintf("iterate: rank %d/%d: %d samples, %s in %.2fs: %.0f samples/s, %.1f MB/s; state epoch %d, consumed %d",
+		s.Rank, s.WorldSize, s.Samples, formatBytes(s.Bytes), s.Seconds, s.SamplesPerS, s.MBPerS, s.State.Epoch, s.State.Consumed)
+}

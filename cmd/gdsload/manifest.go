@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/spf13/cobra"
+)
+
+type manifestOptions struct {
+	verify bool
+	asJSON bool
+}
+
+func newManifestCmd() *cobra.Command {
+	o := &manifestOptions{}
+	cmd := &cobra.Command{
+		Use:   "manifest [flags] DIR",
+		Short: "Write (or verify) index.json for the WebDataset shards in a directory",
+		Long: `Manifest scans every shard in DIR (*.tar, *.tar.gz, *.tgz, *.tar.zst), counts
+its samples, hashes it, and writes DIR/index.json atomically. With --verify it
+instead checks every shard listed in an existing index.json for size and
+SHA-256 and names the shards that differ.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return runManifest(cmd, o, a[0])
+		},
+	}
+	cmd.Flags().BoolVar(&o.verify, "verify", false, "verify the shards against the existing index.json instead of writing it")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the manifest as JSON on stdout")
+	return cmd
+}
+
+func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
+	ctx := cmd.Context()
+	var m *webdataset.Manifest
+	var err error
+	if o.verify {
+		if m, err = webdataset.ReadManifest(dir); err != nil {
+			return err
+		}
+		var errs []error
+		for _, e := range m.Shards {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := webdataset.VerifyShard(filepath.Join(dir, filepath.FromSlash(e.Name)), e); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("%d of %d shards in %s differ from the manifest:\n%w", len(errs), len(m.Shards), dir, err)
+		}
+	} else {
+		if m, err = webdataset.BuildManifest(ctx, dir); err != nil {
+			return fmt.Errorf("building manifest for %s: %w", dir, err)
+		}
+		if len(m.Shards) == 0 {
+			return fmt.Errorf("no shards (*.tar, *.tar.gz, *.tgz, *.tar.zst) in %s", dir)
+		}
+		if err := webdataset.WriteManifest(dir, m); err != nil {
+			return err
+		}
+	}
+	var samples, bytes int64
+	for _, e := range m.Shards {
+		samples += e.Samples
+		bytes += e.Bytes
+	}
+	verb := "wrote"
+	if o.verify {
+		verb = "verified"
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "manifest: %s %s: %d shards, %d samples, %s\n", verb, filepath.Join(dir, webdataset.ManifestName), len(m.Shards), samples, formatBytes(bytes))
+	if o.asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	}
+	return nil
+}

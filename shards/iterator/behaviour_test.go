@@ -1,0 +1,374 @@
+package iterator
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gdsload/gdsload/shards/webdataset"
+)
+
+func TestShuffleWindowsStayWithinBudget(t *testing.T) {
+	ds := makeShards(t, []int{10, 10, 10, 10, 10, 10})
+	per := ds.Shards[0].memBytes()
+	for i, s := range ds.Shards {
+		if s.memBytes() != per {
+			t.Fatalf("shard %d holds %d sample bytes, shard 0 %d; the test needs equal shards", i, s.memBytes(), per)
+		}
+	}
+	// A budget of two shards: positions [20j, 20j+20) come from exactly two
+	// shards, shuffled among themselves.
+	got, _ := collect(t, ds, Options{Shuffle: true, Seed: 5, ShuffleBytes: 2 * per}, nil, 0)
+	shuffled := false
+	for w := 0; w < 3; w++ {
+		block := got[20*w : 20*w+20]
+		shards := map[string]bool{}
+		for j, s := range block {
+			shards[s.Shard] = true
+			if j > 0 && s.Shard == block[j-1].Shard && s.Index < block[j-1].Index {
+				shuffled = true
+			}
+		}
+		if len(shards) != 2 {
+			t.Fatalf("window %d mixes %d shards, budget allows 2", w, len(shards))
+		}
+	}
+	if !shuffled {
+		t.Fatal("samples within windows kept shard order")
+	}
+	// Budget 0: shards permuted, samples in order.
+	got, _ = collect(t, ds, Options{Shuffle: true, Seed: 5}, nil, 0)
+	for j := 1; j < len(got); j++ {
+		if got[j].Shard == got[j-1].Shard && got[j].Index != got[j-1].Index+1 {
+			t.Fatalf("without a shuffle window, sample %d of %s follows %d", got[j].Index, got[j].Shard, got[j-1].Index)
+		}
+	}
+}
+
+// countingOpener counts opens and can fail or block.
+type countingOpener struct {
+	inner ShardOpener
+	mu    sync.Mutex
+	opens int
+}
+
+func (c *countingOpener) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	c.mu.Lock()
+	c.opens++
+	c.mu.Unlock()
+	return c.inner.Open(ctx, name)
+}
+
+func (c *countingOpener) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opens
+}
+
+func TestPrefetchIsBounded(t *testing.T) {
+	ds := makeShards(t, []int{4, 4, 4, 4, 4, 4, 4, 4, 4, 4})
+	for _, prefetch := range []int{1, 3} {
+		op := &countingOpener{inner: DirOpener{Root: ds.Root}}
+		it, err := New(ds, Options{Prefetch: prefetch, Workers: 2, Opener: op})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := it.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // let prefetch run as far as it may
+		// One shard taken by the consumer, prefetch more in flight.
+		if got := op.count(); got > 1+prefetch {
+			t.Errorf("prefetch %d: %d shards opened while the consumer holds the first", prefetch, got)
+		}
+		if got := op.count(); got < 1+prefetch {
+			t.Errorf("prefetch %d: only %d shards opened; prefetch is not reading ahead", prefetch, got)
+		}
+		it.Close()
+	}
+}
+
+func TestCorruptAndStaleShardsAreNamed(t *testing.T) {
+	ds := makeShards(t, []int{5, 5, 5})
+	p := filepath.Join(ds.Root, ds.Shards[1].Name)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stale manifest: the dataset claims more samples than shard 1 has.
+	stale := &Dataset{Root: ds.Root, Shards: slices.Clone(ds.Shards)}
+	stale.Shards[1].Samples = 7
+	if err := runToEnd(stale, Options{}); err == nil || !strings.Contains(err.Error(), ds.Shards[1].Name) {
+		t.Fatalf("stale sample count: %v, want an error naming %s", err, ds.Shards[1].Name)
+	}
+	// Flipped byte in a member header: decoding fails, naming the shard.
+	bad := slices.Clone(data)
+	bad[100] ^= 0x55
+	if err := os.WriteFile(p, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(ds, Options{Verify: true}); !errors.Is(err, webdataset.ErrShardChecksum) || !strings.Contains(err.Error(), ds.Shards[1].Name) {
+		t.Fatalf("with Verify: %v, want ErrShardChecksum naming %s", err, ds.Shards[1].Name)
+	}
+	if err := runToEnd(ds, Options{}); err == nil || !strings.Contains(err.Error(), ds.Shards[1].Name) {
+		t.Fatalf("without Verify: %v, want a decode error naming %s", err, ds.Shards[1].Name)
+	}
+}
+
+func runToEnd(ds *Dataset, opts Options) error {
+	it, err := New(ds, opts)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for {
+		if _, err := it.Next(context.Background()); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
+func TestCancelAndCloseMidEpoch(t *testing.T) {
+	ds := makeShards(t, []int{20, 20, 20, 20})
+	opts := Options{Shuffle: true, Seed: 2, ShuffleBytes: 1 << 20, Workers: 2}
+	ref, _ := collect(t, ds, opts, nil, 0)
+	blocked := &blockingOpener{inner: DirOpener{Root: ds.Root}, release: make(chan struct{})}
+	o := opts
+	o.Opener = blocked
+	it, err := New(ds, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if _, err := it.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next with a blocked opener: %v, want deadline exceeded", err)
+	}
+	st := it.State()
+	close(blocked.release)
+	it.Close() // must not leak the prefetcher or workers (goleak checks)
+	if st.Consumed != 0 {
+		t.Fatalf("state after a failed first Next: %+v, want consumed 0", st)
+	}
+	rest, _ := collect(t, ds, opts, &st, 0)
+	if !slices.Equal(keysOf(rest), keysOf(ref)) {
+		t.Fatal("restoring after a cancelled Next changed the order")
+	}
+	// Close in the middle of an epoch with prefetch in flight.
+	it, err = New(ds, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		if _, err := it.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it.Close()
+	if _, err := it.Next(context.Background()); err == nil {
+		t.Fatal("Next after Close succeeded")
+	}
+}
+
+type blockingOpener struct {
+	inner   ShardOpener
+	release chan struct{}
+}
+
+func (b *blockingOpener) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return b.inner.Open(ctx, name)
+}
+
+func TestShardIterator(t *testing.T) {
+	ds := makeShards(t, []int{3, 1, 4, 1, 5, 9, 2})
+	m := len(ds.Shards)
+	opts := Options{Shuffle: true, Seed: 4, Epochs: 1}
+	var ref []string
+	collectShards := func(o Options, st *State, limit int) ([]string, State) {
+		it, err := NewShards(ds, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		if st != nil {
+			if err := it.Restore(*st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var names []string
+		for limit <= 0 || len(names) < limit {
+			sd, err := it.Next(context.Background())
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := os.ReadFile(filepath.Join(ds.Root, sd.Name))
+			if !slices.Equal(sd.Data, want) {
+				t.Fatalf("shard %s: data differs from the file", sd.Name)
+			}
+			names = append(names, sd.Name)
+		}
+		return names, it.State()
+	}
+	ref, _ = collectShards(opts, nil, 0)
+	if len(ref) != m {
+		t.Fatalf("%d shards, want %d", len(ref), m)
+	}
+	for world := 2; world <= 4; world++ {
+		per := make([][]*Sample, world)
+		var st State
+		for r := range world {
+			o := opts
+			o.Rank, o.WorldSize = r, world
+			names, s := collectShards(o, nil, 1)
+			st = s
+			for _, n := range names {
+				per[r] = append(per[r], &Sample{Key: n})
+			}
+		}
+		// Resume everyone at world size 1 after one shard per rank.
+		rest, _ := collectShards(Options{}, &st, 0)
+		got := append(merge(per), rest...)
+		if !slices.Equal(got, ref) {
+			t.Fatalf("W=%d then 1: shard order %v, want %v", world, got, ref)
+		}
+	}
+	// A whole-shard state is refused by the sample iterator.
+	_, st := collectShards(opts, nil, 2)
+	it, _ := New(ds, opts)
+	defer it.Close()
+	if err := it.Restore(st); !errors.Is(err, ErrOtherDataset) {
+		t.Fatalf("sample iterator restoring a shard state: %v", err)
+	}
+}
+
+func TestOpenSources(t *testing.T) {
+	ds := makeShards(t, []int{2, 3, 4})
+	fp := ds.Fingerprint()
+	m := &webdataset.Manifest{Format: webdataset.ManifestFormat, Version: webdataset.ManifestVersion}
+	for _, s := range ds.Shards {
+		m.Shards = append(m.Shards, webdataset.ShardEntry{Name: s.Name, Bytes: s.Bytes, Samples: s.Samples, SHA256: s.SHA256, SampleBytes: s.SampleBytes})
+	}
+	if err := webdataset.WriteManifest(ds.Root, m); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, src := range []string{ds.Root, filepath.Join(ds.Root, "index.json")} {
+		got, err := Open(ctx, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Fingerprint() != fp || got.Samples() != 9 {
+			t.Errorf("Open(%s): fingerprint %s, %d samples; want %s, 9", src, got.Fingerprint(), got.Samples(), fp)
+		}
+	}
+	// shard-00.tar.zst does not exist: a pattern naming it must fail.
+	if got, err := Open(ctx, filepath.Join(ds.Root, "shard-{00..01}.tar{,.zst}")); err == nil {
+		t.Fatalf("pattern with a missing shard accepted: %+v", got)
+	}
+	got, err := Open(ctx, filepath.Join(ds.Root, "shard-0{0,1}.tar"))
+	if err != nil || len(got.Shards) != 2 || got.Shards[1].Name != "shard-01.tar" || got.Root != ds.Root {
+		t.Fatalf("brace pattern: %+v, %v", got, err)
+	}
+	got, err = Open(ctx, filepath.Join(ds.Root, "shard-02.tar.zst"))
+	if err != nil || got.Samples() != 4 {
+		t.Fatalf("single zstd shard: %+v, %v", got, err)
+	}
+}
+
+func TestPlacementFromEnv(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	p, err := placementFrom(env(nil))
+	if err != nil || p != (Placement{Rank: 0, WorldSize: 1}) {
+		t.Fatalf("empty environment: %+v, %v", p, err)
+	}
+	p, err = placementFrom(env(map[string]string{"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}))
+	if err != nil || p != (Placement{Rank: 3, WorldSize: 8, LocalRank: 1}) {
+		t.Fatalf("torchrun environment: %+v, %v", p, err)
+	}
+	for _, bad := range []map[string]string{{"RANK": "x"}, {"WORLD_SIZE": "0"}, {"RANK": "4", "WORLD_SIZE": "4"}, {"LOCAL_RANK": "-1"}} {
+		if _, err := placementFrom(env(bad)); err == nil {
+			t.Errorf("environment %v accepted", bad)
+		}
+	}
+}
+
+func TestEdgeCases(t *testing.T) {
+	// More partitions than samples, and more ranks than samples.
+	ds := makeShards(t, []int{2, 0, 3})
+	ref, _ := collect(t, ds, Options{Partitions: 16, Shuffle: true, Seed: 1, ShuffleBytes: 64}, nil, 0)
+	if len(ref) != 5 {
+		t.Fatalf("P=16 over 5 samples: %d samples", len(ref))
+	}
+	perRank, _ := allRanks(t, ds, Options{Partitions: 16, Shuffle: true, Seed: 1, ShuffleBytes: 64}, 7, nil, 0)
+	for r, rs := range perRank {
+		if len(rs) != 1 {
+			t.Fatalf("world 7 over 5 samples: rank %d yields %d, want 1", r, len(rs))
+		}
+	}
+	if got := merge(perRank)[:5]; !slices.Equal(got, keysOf(ref)) {
+		t.Fatalf("world 7: order %v, want %v", got, keysOf(ref))
+	}
+	perRank, _ = allRanks(t, ds, Options{DropRemainder: true}, 7, nil, 0)
+	for r, rs := range perRank {
+		if len(rs) != 0 {
+			t.Fatalf("world 7 dropping the remainder of 5 samples: rank %d yields %d", r, len(rs))
+		}
+	}
+	// No samples at all.
+	empty := makeShards(t, []int{0, 0})
+	if got, st := collect(t, empty, Options{Epochs: 3}, nil, 0); len(got) != 0 || st.Epoch != 3 {
+		t.Fatalf("empty dataset: %d samples, state %+v", len(got), st)
+	}
+}
+
+func TestWorkersAndPrefetchDoNotChangeTheOrder(t *testing.T) {
+	ds := makeShards(t, testCounts)
+	base := Options{WorldSize: 3, Rank: 1, Partitions: 6, Shuffle: true, Seed: 9, ShuffleBytes: 400}
+	ref, _ := collect(t, ds, base, nil, 0)
+	for _, wp := range [][2]int{{2, 1}, {3, 8}, {4, 2}} {
+		o := base
+		o.Workers, o.Prefetch = wp[0], wp[1]
+		got, _ := collect(t, ds, o, nil, 0)
+		if !slices.Equal(keysOf(got), keysOf(ref)) {
+			t.Fatalf("workers %d, prefetch %d: order differs from 1 worker", wp[0], wp[1])
+		}
+	}
+}
+
+func TestDirOpenerStaysInRoot(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(filepath.Dir(root), "outside.tar")
+	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(outside)
+	if err := os.Symlink(outside, filepath.Join(root, "link.tar")); err != nil {
+		t.Fatal(err)
+	}
+	op := DirOpener{Root: root}
+	for _, name := range []string{"../outside.tar", "/etc/passwd", "link.tar"} {
+		if rc, err := op.Open(context.Background(), name); err == nil {
+			rc.Close()
+			t.Errorf("DirOpener opened %q outside its root", name)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package iterator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gdsload/gdsload/shards/webdataset"
+)
+
+// Shard is one shard as the iterator sees it.
+type Shard struct {
+	// Name is what the ShardOpener opens: a slash-separated path relative to
+	// the dataset root.
+	Name string
+	// Bytes is the stored size; Samples the number of samples.
+	Bytes, Samples int64
+	// SampleBytes is the total field bytes of the shard's samples, the
+	// memory that holding them costs; 0 means unknown (Bytes is used).
+	SampleBytes int64
+	// SHA256 of the stored bytes, hex; empty when unknown. Checked when
+	// Options.Verify is set.
+	SHA256 string
+}
+
+func (s Shard) memBytes() int64 {
+	if s.SampleBytes > 0 {
+		return s.SampleBytes
+	}
+	return s.Bytes
+}
+
+// Dataset is an ordered list of shards under one root directory.
+type Dataset struct {
+	Root   string
+	Shards []Shard
+}
+
+// Samples returns the number of samples in the dataset.
+func (d *Dataset) Samples() int64 {
+	var n int64
+	for _, s := range d.Shards {
+		n += s.Samples
+	}
+	return n
+}
+
+// Fingerprint identifies the dataset for resumption: a hash of everything
+// that shapes the epoch order (shard names in order, sizes, sample counts,
+// sample bytes). A state taken on one dataset is refused on another.
+func (d *Dataset) Fingerprint() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "gdsload-iterator-v1\n")
+	for _, s := range d.Shards {
+		fmt.Fprintf(h, "%q %d %d %d\n", s.Name, s.Bytes, s.Samples, s.SampleBytes)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// FromManifest makes a Dataset from a manifest whose shards live in root.
+func FromManifest(root string, m *webdataset.Manifest) *Dataset {
+	d := &Dataset{Root: root}
+	for _, e := range m.Shards {
+		d.Shards = append(d.Shards, Shard{Name: e.Name, Bytes: e.Bytes, Samples: e.Samples, SampleBytes: e.SampleBytes, SHA256: e.SHA256})
+	}
+	return d
+}
+
+// Open resolves a dataset source:
+//   - a directory with index.json: its manifest;
+//   - a directory without one: every shard in it, scanned now;
+//   - a path ending in ".json": that manifest, shards beside it;
+//   - a brace pattern ("dir/shard-{000..009}.tar"): the expanded shards,
+//     scanned now, named relative to the directory before the first brace;
+//   - any other path: that single shard, scanned now.
+//
+// Scanning reads each shard once to count its samples.
+func Open(ctx context.Context, source string, opts ...webdataset.Option) (*Dataset, error) {
+	if strings.Contains(source, "{") {
+		return openPattern(ctx, source, opts)
+	}
+	fi, err := os.Stat(source)
+	if err != nil {
+		return nil, fmt.Errorf("iterator: dataset source: %w", err)
+	}
+	switch {
+	case fi.IsDir():
+		if _, err := os.Stat(filepath.Join(source, webdataset.ManifestName)); err == nil {
+			m, err := webdataset.ReadManifest(source)
+			if err != nil {
+				return nil, err
+			}
+			return FromManifest(source, m), nil
+		}
+		m, err := webdataset.BuildManifest(ctx, source, opts...)
+		if err != nil {
+			return nil, err
+		}
+		if len(m.Shards) == 0 {
+			return nil, fmt.Errorf("iterator: no shards (*.tar, *.tar.gz, *.tgz, *.tar.zst) in %s", source)
+		}
+		return FromManifest(source, m), nil
+	case strings.HasSuffix(source, ".json"):
+		m, err := webdataset.ReadManifest(source)
+		if err != nil {
+			return nil, err
+		}
+		return FromManifest(filepath.Dir(source), m), nil
+	}
+	e, err := webdataset.ScanShard(ctx, source, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Dataset{Root: filepath.Dir(source), Shards: []Shard{shardOf(e, filepath.Base(source))}}, nil
+}
+
+func openPattern(ctx context.Context, pattern string, opts []webdataset.Option) (*Dataset, error) {
+	paths, err := webdataset.Expand(pattern)
+	if err != nil {
+		return nil, err
+	}
+	root := "."
+	if i := strings.LastIndexByte(pattern[:strings.IndexByte(pattern, '{')], '/'); i >= 0 {
+		root = pattern[:i+1]
+	}
+	d := &Dataset{Root: filepath.Clean(root)}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		e, err := webdataset.ScanShard(ctx, p, opts...)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(d.Root, p)
+		if err != nil {
+			return nil, fmt.Errorf("iterator: shard %s outside %s: %w", p, d.Root, err)
+		}
+		d.Shards = append(d.Shards, shardOf(e, filepath.ToSlash(rel)))
+	}
+	return d, nil
+}
+
+func shardOf(e webdataset.ShardEntry, name string) Shard {
+	return Shard{Name: name, Bytes: e.Bytes, Samples: e.Samples, SampleBytes: e.SampleBytes, SHA256: e.SHA256}
+}

@@ -1,0 +1,41 @@
+package iterator
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// Placement is where this process sits in a distributed job.
+type Placement struct {
+	Rank, WorldSize, LocalRank int
+}
+
+// FromEnv reads RANK, WORLD_SIZE and LOCAL_RANK as torchrun sets them;
+// unset variables default to rank 0 of a world of 1.
+func FromEnv() (Placement, error) {
+	return placementFrom(os.LookupEnv)
+}
+
+func placementFrom(lookup func(string) (string, bool)) (Placement, error) {
+	p := Placement{WorldSize: 1}
+	for _, v := range []struct {
+		name string
+		dst  *int
+		min  int
+	}{{"RANK", &p.Rank, 0}, {"WORLD_SIZE", &p.WorldSize, 1}, {"LOCAL_RANK", &p.LocalRank, 0}} {
+		s, ok := lookup(v.name)
+		if !ok || s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < v.min {
+			return Placement{}, fmt.Errorf("iterator: environment %s=%q is not an integer >= %d", v.name, s, v.min)
+		}
+		*v.dst = n
+	}
+	if p.Rank >= p.WorldSize {
+		return Placement{}, fmt.Errorf("iterator: RANK %d is not below WORLD_SIZE %d", p.Rank, p.WorldSize)
+	}
+	return p, nil
+}

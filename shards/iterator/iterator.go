@@ -1,0 +1,225 @@
+package iterator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gdsload/gdsload/shards/webdataset"
+)
+
+// Options configure an Iterator. The zero value of each field is a usable
+// default except where noted.
+type Options struct {
+	// Rank and WorldSize place this process among the ranks of a job
+	// (0 <= Rank < WorldSize; WorldSize 0 means 1). See FromEnv.
+	Rank, WorldSize int
+	// Partitions is the number of canonical partitions P fixed for the
+	// whole run (default WorldSize). The order depends on it, never on the
+	// world size; choose a multiple of the world sizes the run may use so
+	// every rank reads only its own partitions' shards.
+	Partitions int
+	// Seed and Shuffle: with Shuffle, each epoch permutes the shards and
+	// shuffles samples within windows of ShuffleBytes per partition
+	// (0: shards permuted, samples in shard order).
+	Seed         uint64
+	Shuffle      bool
+	ShuffleBytes int64
+	// Epochs is the number of epochs of the run (default 1); iteration ends
+	// with io.EOF after epoch Epochs-1.
+	Epochs int64
+	// DropRemainder drops the last positions of an epoch that cannot be
+	// split evenly; by default ranks are padded by wrapping around to the
+	// start of the epoch order instead. Either way every rank yields the
+	// same number of samples per epoch.
+	DropRemainder bool
+	// Workers decode shards in parallel (default 1). Prefetch bounds the
+	// shard reads queued or decoded ahead of the consumer (default
+	// 2*Workers): memory stays within about (Prefetch + Workers) shards plus
+	// the shuffle windows being emitted.
+	Workers, Prefetch int
+	// Verify checks each shard's SHA-256 against the dataset when known.
+	Verify bool
+	// MaxShardBytes caps one shard's decompressed size (default
+	// webdataset.DefaultMaxShardBytes).
+	MaxShardBytes int64
+	// Opener reads shards (default DirOpener{Root: dataset root}).
+	Opener ShardOpener
+	// ReaderOptions configure shard decoding (caps).
+	ReaderOptions []webdataset.Option
+}
+
+// Sample is one sample as the iterator yields it.
+type Sample struct {
+	Key   string // WebDataset key
+	Shard string // shard name
+	Index int64  // sample index within the shard
+	Epoch int64
+	// Position is the sample's place in the epoch's global order.
+	Position int64
+	// Padding marks a wrap-around repeat that evens out rank counts.
+	Padding bool
+	// Fields alias a pooled shard buffer: they stay valid until the next
+	// call to Next or Close. Copy what must live longer.
+	Fields []webdataset.Field
+}
+
+// Iterator yields one rank's share of a dataset, epoch after epoch. It is
+// not safe for concurrent use; Close it to stop its goroutines.
+type Iterator struct {
+	ds           *Dataset
+	opts         Options
+	ord          order
+	worldAtStart int
+	pool         *bufferPool
+
+	started bool
+	epoch   int64
+	start   int64 // global position this epoch's schedule started at
+	lay     *layout
+	walk    *walker
+	pipe    *pipeline
+	release []*holder // buffers of samples already returned
+	err     error
+}
+
+// New returns an iterator over ds for the rank described by opts.
+func New(ds *Dataset, opts Options) (*Iterator, error) {
+	if opts.WorldSize == 0 {
+		opts.WorldSize = 1
+	}
+	if opts.Partitions == 0 {
+		opts.Partitions = opts.WorldSize
+	}
+	if opts.Epochs == 0 {
+		opts.Epochs = 1
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 1
+	}
+	if opts.Prefetch == 0 {
+		opts.Prefetch = 2 * opts.Workers
+	}
+	if opts.Opener == nil {
+		opts.Opener = DirOpener{Root: ds.Root}
+	}
+	switch {
+	case opts.WorldSize < 0 || opts.Rank < 0 || opts.Rank >= opts.WorldSize:
+		return nil, fmt.Errorf("iterator: rank %d outside world size %d", opts.Rank, opts.WorldSize)
+	case opts.Partitions < 0 || opts.Workers < 0 || opts.Prefetch < 0 || opts.ShuffleBytes < 0 || opts.Epochs < 0:
+		return nil, fmt.Errorf("iterator: negative option in %+v", opts)
+	}
+	for _, s := range ds.Shards {
+		if s.Samples < 0 || s.Bytes < 0 {
+			return nil, fmt.Errorf("iterator: shard %s has negative size or sample count", s.Name)
+		}
+	}
+	return &Iterator{
+		ds:           ds,
+		opts:         opts,
+		ord:          order{seed: opts.Seed, partitions: opts.Partitions, shuffle: opts.Shuffle, windowBytes: opts.ShuffleBytes},
+		worldAtStart: opts.WorldSize,
+		pool:         &bufferPool{keep: opts.Prefetch + 2*opts.Workers + 2},
+	}, nil
+}
+
+// Next returns the next sample of this rank, io.EOF after the last epoch,
+// or an error. Errors are sticky, including ctx's: State still gives the
+// exact position, so a new iterator restored from it carries on.
+func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
+	for _, h := range it.release {
+		it.pool.put(h.buf)
+	}
+	it.release = it.release[:0]
+	if it.err != nil {
+		return nil, it.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	it.started = true
+	for {
+		if it.walk == nil {
+			if it.epoch >= it.opts.Epochs {
+				return nil, io.EOF
+			}
+			it.lay = newLayout(it.ds, it.ord, it.epoch)
+			sch := newSchedule(it.lay.n, it.start, it.opts.Rank, it.opts.WorldSize, it.opts.DropRemainder)
+			it.walk = newWalker(it.lay, sch)
+			it.pipe = it.startPipeline(it.lay, sch)
+		}
+		part, i, v, fresh, ok := it.walk.next()
+		if !ok {
+			it.pipe.stop()
+			it.pipe, it.walk = nil, nil
+			it.epoch, it.start = it.epoch+1, 0
+			continue
+		}
+		if fresh {
+			if err := it.receive(ctx, v); err != nil {
+				// The position was not delivered, so State still points at
+				// it; the half-received visit cannot be resumed in place.
+				it.walk.k--
+				it.err = err
+				return nil, err
+			}
+		}
+		return it.emit(part, i, v), nil
+	}
+}
+
+// receive takes the pipeline's copy of visit v, waits for its samples and
+// moves them into v.
+func (it *Iterator) receive(ctx context.Context, v *visit) error {
+	var pv *visit
+	select {
+	case pv = <-it.pipe.visits:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if pv == nil || pv.part != v.part || pv.win != v.win || pv.lap != v.lap || pv.iStart != v.iStart {
+		return errors.New("iterator: internal error: prefetch and consumer disagree on the visit order")
+	}
+	if err := it.pipe.load(ctx, pv); err != nil {
+		return err
+	}
+	v.perm, v.samples = pv.perm, pv.samples
+	return nil
+}
+
+func (it *Iterator) emit(part int, i int64, v *visit) *Sample {
+	win := &it.lay.windows[part][v.win]
+	off := i - win.start
+	if v.perm != nil {
+		off = int64(v.perm[off])
+	}
+	ld := v.samples[off]
+	delete(v.samples, off)
+	if ld.hold.left--; ld.hold.left == 0 {
+		it.release = append(it.release, ld.hold)
+	}
+	g := it.walk.sch.global(it.walk.k - 1)
+	return &Sample{
+		Key:      ld.sample.Key,
+		Shard:    it.ds.Shards[ld.shard].Name,
+		Index:    ld.index,
+		Epoch:    it.epoch,
+		Position: g % it.lay.n,
+		Padding:  g >= it.lay.n,
+		Fields:   ld.sample.Fields,
+	}
+}
+
+// Close stops prefetching and waits for its goroutines. It is safe to call
+// more than once.
+func (it *Iterator) Close() error {
+	if it.pipe != nil {
+		it.pipe.stop()
+		it.pipe = nil
+	}
+	if it.err == nil {
+		it.err = errors.New("iterator: closed")
+	}
+	return nil
+}

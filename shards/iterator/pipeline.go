@@ -1,0 +1,232 @@
+package iterator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/gdsload/gdsload/shards/webdataset"
+)
+
+// job is one shard read on behalf of one visit: the samples at sorted
+// shard-local indices idx, stored at window offsets offs.
+type job struct {
+	shard int
+	idx   []int64
+	offs  []int64
+	done  chan jobResult // buffered: a worker never blocks on it
+}
+
+type jobResult struct {
+	samples []*webdataset.Sample
+	hold    *holder
+	err     error
+}
+
+// holder is one decoded shard buffer that the samples of one job alias. It
+// goes back to the pool once its last sample has been returned and the
+// caller has moved on (the next Next call).
+type holder struct {
+	buf  []byte
+	left int
+}
+
+// loaded is one decoded sample waiting in a visit until its turn.
+type loaded struct {
+	shard  int
+	index  int64
+	sample *webdataset.Sample
+	hold   *holder
+}
+
+// pipeline prefetches and decodes the shards of one epoch for one rank, in
+// the order the rank will need them. At most slots jobs are queued,
+// decoding or decoded but not yet taken by the consumer; workers decode in
+// parallel; each holds one pooled shard buffer at a time.
+type pipeline struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	visits chan *visit
+	slots  chan struct{}
+}
+
+func (it *Iterator) startPipeline(lay *layout, sch schedule) *pipeline {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pipeline{
+		cancel: cancel,
+		visits: make(chan *visit, it.opts.Prefetch),
+		slots:  make(chan struct{}, it.opts.Prefetch),
+	}
+	work := make(chan *job)
+	p.wg.Go(func() { p.dispatch(ctx, lay, sch, work) })
+	for range it.opts.Workers {
+		p.wg.Go(func() { it.decodeLoop(ctx, work) })
+	}
+	return p
+}
+
+// dispatch walks the rank's schedule and hands out each new visit's jobs.
+// A visit goes to the consumer before its jobs take slots, so the consumer
+// can free slots while a visit with many shards is still being queued.
+func (p *pipeline) dispatch(ctx context.Context, lay *layout, sch schedule, work chan<- *job) {
+	defer close(work)
+	defer close(p.visits)
+	wk := newWalker(lay, sch)
+	for {
+		_, _, v, fresh, ok := wk.next()
+		if !ok {
+			return
+		}
+		if !fresh {
+			continue
+		}
+		v.perm = lay.perm(v.part, v.win)
+		v.jobs = planJobs(lay, v)
+		select {
+		case p.visits <- v:
+		case <-ctx.Done():
+			return
+		}
+		for _, j := range v.jobs {
+			select {
+			case p.slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case work <- j:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// planJobs lists, per shard, the samples a visit needs.
+func planJobs(lay *layout, v *visit) []*job {
+	win := &lay.windows[v.part][v.win]
+	offs := make([]int64, 0, v.count())
+	for i := v.iStart; i < v.end; i += v.step {
+		off := i - win.start
+		if v.perm != nil {
+			off = int64(v.perm[off])
+		}
+		offs = append(offs, off)
+	}
+	slices.Sort(offs)
+	var jobs []*job
+	for _, off := range offs {
+		shard, idx := win.locate(off)
+		if len(jobs) == 0 || jobs[len(jobs)-1].shard != shard {
+			jobs = append(jobs, &job{shard: shard, done: make(chan jobResult, 1)})
+		}
+		j := jobs[len(jobs)-1]
+		j.idx = append(j.idx, idx)
+		j.offs = append(j.offs, off)
+	}
+	return jobs
+}
+
+func (it *Iterator) decodeLoop(ctx context.Context, work <-chan *job) {
+	rd, err := webdataset.NewReader(bytes.NewReader(nil), webdataset.None, it.opts.ReaderOptions...)
+	var dec *webdataset.Decompressor
+	if err == nil {
+		dec, err = webdataset.NewDecompressor(it.opts.MaxShardBytes, 0)
+	}
+	if err != nil {
+		for j := range work {
+			j.done <- jobResult{err: err}
+		}
+		return
+	}
+	defer rd.Close()
+	defer dec.Close()
+	for j := range work {
+		samples, hold, err := it.decode(ctx, rd, dec, j)
+		j.done <- jobResult{samples: samples, hold: hold, err: err}
+	}
+}
+
+// decode reads one shard, decompresses it whole into a pooled buffer and
+// picks out the samples the job asks for; their fields alias that buffer.
+func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webdataset.Decompressor, j *job) ([]*webdataset.Sample, *holder, error) {
+	sh := it.ds.Shards[j.shard]
+	raw, err := readShard(ctx, it.opts.Opener, it.pool, sh.Name, sh.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if it.opts.Verify && sh.SHA256 != "" {
+		e := webdataset.ShardEntry{Name: sh.Name, Bytes: sh.Bytes, SHA256: sh.SHA256}
+		if err := webdataset.VerifyShardBytes(raw, e); err != nil {
+			it.pool.put(raw)
+			return nil, nil, err
+		}
+	}
+	tarData := raw
+	if c := webdataset.DetectCompression(sh.Name, raw); c != webdataset.None {
+		// A hint only: tar headers add about 1 KiB per sample.
+		out := it.pool.get(max(sh.SampleBytes+sh.Samples<<10, 3*sh.Bytes))
+		tarData, err = dec.Decompress(out, raw, c, sh.Name)
+		it.pool.put(raw)
+		if err != nil {
+			it.pool.put(out)
+			return nil, nil, err
+		}
+	}
+	hold := &holder{buf: tarData, left: len(j.idx)}
+	rd.ResetBytes(tarData, sh.Name)
+	out := make([]*webdataset.Sample, 0, len(j.idx))
+	for idx := int64(0); len(out) < len(j.idx); idx++ {
+		if idx%256 == 0 && ctx.Err() != nil {
+			it.pool.put(tarData)
+			return nil, nil, ctx.Err()
+		}
+		var err error
+		if idx == j.idx[len(out)] {
+			var s *webdataset.Sample
+			if s, err = rd.Next(); err == nil {
+				out = append(out, s)
+			}
+		} else {
+			_, _, err = rd.Skip()
+		}
+		if err == io.EOF {
+			err = fmt.Errorf("iterator: shard %s ends after %d samples, the dataset lists %d (stale manifest?)", sh.Name, idx, sh.Samples)
+		}
+		if err != nil {
+			it.pool.put(tarData)
+			return nil, nil, err
+		}
+	}
+	return out, hold, nil
+}
+
+// load waits for all jobs of visit v and files their samples in v.
+func (p *pipeline) load(ctx context.Context, v *visit) error {
+	v.samples = make(map[int64]*loaded, v.count())
+	for _, j := range v.jobs {
+		var r jobResult
+		select {
+		case r = <-j.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		<-p.slots
+		if r.err != nil {
+			return r.err
+		}
+		for k, s := range r.samples {
+			v.samples[j.offs[k]] = &loaded{shard: j.shard, index: j.idx[k], sample: s, hold: r.hold}
+		}
+	}
+	v.jobs = nil
+	return nil
+}
+
+func (p *pipeline) stop() {
+	p.cancel()
+	p.wg.Wait()
+}

@@ -1,0 +1,13 @@
+// Package webdataset reads WebDataset shards: POSIX tar archives, plain or
+// compressed with gzip or zstd, whose consecutive members sharing a key form
+// one sample.
+//
+// It owns the member-to-sample grouping rules (matching the WebDataset
+// Python library's base_plus_ext and group_by_keys), decompression with
+// memory caps, brace patterns such as "shard-{000000..000099}.tar", and the
+// index.json manifest that records each shard's size, sample count and
+// SHA-256 checksum.
+//
+// The package knows nothing of ranks, epochs or shuffling; that is
+// shards/iterator's job.
+package webdataset

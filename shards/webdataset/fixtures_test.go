@@ -1,0 +1,121 @@
+package webdataset
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// fixtureDir locates the WebDataset project's own shards, shipped beside
+// the repository (../shared/fixtures/webdataset from the repository root).
+func fixtureDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "webdataset")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("WebDataset fixtures not found at %s: %v", dir, err)
+	}
+	return dir
+}
+
+// webdatasetGrouping runs WebDataset's grouping rules (tar_file_iterator's
+// skips and group_by_keys with base_plus_ext, as in webdataset/tariterators.py)
+// in Python over a shard and returns [key, [ext...]] per sample.
+const webdatasetGrouping = `
+import json, re, sys, tarfile
+def base_plus_ext(path):
+    m = re.match(r"^((?:.*/|)[^.]+)[.]([^/]*)$", path)
+    return (None, None) if not m else (m.group(1), m.group(2))
+out, cur = [], None
+with tarfile.open(sys.argv[1], mode="r|*") as stream:
+    for ti in stream:
+        f = ti.name
+        if not ti.isreg() or f is None:
+            continue
+        if "/" not in f and f.startswith("__") and f.endswith("__"):
+            continue
+        if re.match(r"__[^/]*__($|/)", f):
+            continue
+        prefix, suffix = base_plus_ext(f)
+        if prefix is None:
+            continue
+        suffix = suffix.lower()
+        if cur is None or prefix != cur[0]:
+            cur = [prefix, []]
+            out.append(cur)
+        if suffix in cur[1]:
+            raise ValueError("duplicate " + f)
+        cur[1].append(suffix)
+json.dump(out, sys.stdout)
+`
+
+func TestWebDatasetFixtures(t *testing.T) {
+	dir := fixtureDir(t)
+	for _, tc := range []struct {
+		file           string
+		samples        int
+		firstKey, exts string
+	}{
+		{"sample.tgz", 90, "10", "cls png"},
+		{"mpdata.tar", 100, "000000", "mp"},
+		{"tendata.tar", 100, "000000", "ten"},
+		{"compressed.tar", 3, "compressed/0001", "txt.gz"},
+		{"testgz.tar", 1000, "71671c5e285c455c892fb565330233ba", "txt.gz"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			p := filepath.Join(dir, tc.file)
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := readAll(f, Auto, WithName(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.samples {
+				t.Fatalf("%d samples, want %d", len(got), tc.samples)
+			}
+			var exts string
+			for i, fl := range got[0].Fields {
+				if i > 0 {
+					exts += " "
+				}
+				exts += fl.Ext
+			}
+			if got[0].Key != tc.firstKey || exts != tc.exts {
+				t.Errorf("first sample %q with %q, want %q with %q", got[0].Key, exts, tc.firstKey, tc.exts)
+			}
+			if _, err := exec.LookPath("python3"); err != nil {
+				t.Skip("python3 not installed; counts checked, per-sample comparison skipped")
+			}
+			var want [][2]json.RawMessage
+			if err := json.Unmarshal(run(t, nil, "python3", "-c", webdatasetGrouping, p), &want); err != nil {
+				t.Fatal(err)
+			}
+			if len(want) != len(got) {
+				t.Fatalf("WebDataset's rules give %d samples, reader gives %d", len(want), len(got))
+			}
+			for i, w := range want {
+				var key string
+				var wexts []string
+				if err := json.Unmarshal(w[0], &key); err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(w[1], &wexts); err != nil {
+					t.Fatal(err)
+				}
+				g := got[i]
+				if g.Key != key || len(g.Fields) != len(wexts) {
+					t.Fatalf("sample %d: %q with %d fields, WebDataset gives %q with %v", i, g.Key, len(g.Fields), key, wexts)
+				}
+				for j, e := range wexts {
+					if g.Fields[j].Ext != e {
+						t.Fatalf("sample %q field %d: %q, WebDataset gives %q", key, j, g.Fields[j].Ext, e)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,269 @@
+package webdataset
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// ManifestName is the file name of a manifest, kept beside the shards.
+const ManifestName = "index.json"
+
+// Manifest format identifiers.
+const (
+	ManifestFormat  = "webdataset"
+	ManifestVersion = 1
+)
+
+var (
+	// ErrShardSize reports a shard whose size differs from its manifest entry.
+	ErrShardSize = errors.New("shard size differs from manifest")
+	// ErrShardChecksum reports a shard whose SHA-256 differs from its
+	// manifest entry.
+	ErrShardChecksum = errors.New("shard checksum differs from manifest")
+)
+
+// Manifest lists the shards of a dataset, in dataset order.
+type Manifest struct {
+	Format  string       `json:"format"`
+	Version int          `json:"version"`
+	Shards  []ShardEntry `json:"shards"`
+}
+
+// ShardEntry describes one shard. Name is relative to the manifest's
+// directory, with forward slashes. SampleBytes (the total field bytes of its
+// samples, i.e. what holding all its samples in memory costs) is optional;
+// readers that need it fall back to Bytes when it is zero.
+type ShardEntry struct {
+	Name        string `json:"name"`
+	Bytes       int64  `json:"bytes"`
+	Samples     int64  `json:"samples"`
+	SHA256      string `json:"sha256"`
+	SampleBytes int64  `json:"sample_bytes,omitempty"`
+}
+
+// Validate checks the manifest's format, version and entries: names are
+// clean relative paths without "..", unique; counts are not negative;
+// checksums are 64 hex digits.
+func (m *Manifest) Validate() error {
+	if m.Format != ManifestFormat {
+		return fmt.Errorf("webdataset: manifest format is %q, want %q", m.Format, ManifestFormat)
+	}
+	if m.Version != ManifestVersion {
+		return fmt.Errorf("webdataset: manifest version %d is not supported (want %d)", m.Version, ManifestVersion)
+	}
+	seen := make(map[string]bool, len(m.Shards))
+	for i, s := range m.Shards {
+		switch {
+		case s.Name == "" || strings.ContainsRune(s.Name, 0) || path.IsAbs(s.Name) || !filepath.IsLocal(filepath.FromSlash(s.Name)) || path.Clean(s.Name) != s.Name:
+			return fmt.Errorf("webdataset: manifest shard %d: name %q is not a clean relative path", i, s.Name)
+		case seen[s.Name]:
+			return fmt.Errorf("webdataset: manifest shard %d: name %q listed twice", i, s.Name)
+		case s.Bytes < 0 || s.Samples < 0 || s.SampleBytes < 0:
+			return fmt.Errorf("webdataset: manifest shard %q: negative size or count", s.Name)
+		}
+		if _, err := hex.DecodeString(s.SHA256); err != nil || len(s.SHA256) != 64 {
+			return fmt.Errorf("webdataset: manifest shard %q: sha256 %q is not 64 hex digits", s.Name, s.SHA256)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+// ReadManifest reads and validates a manifest. p is the manifest file or the
+// directory holding index.json.
+func ReadManifest(p string) (*Manifest, error) {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		p = filepath.Join(p, ManifestName)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("webdataset: reading manifest: %w", err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("webdataset: manifest %s: %w", p, err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, p)
+	}
+	return &m, nil
+}
+
+// WriteManifest writes m as dir/index.json atomically: a temporary file in
+// dir is written, synced and renamed over the old manifest, then dir is
+// synced, so readers see the old or the new manifest, never a torn one.
+func WriteManifest(dir string, m *Manifest) error {
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("webdataset: encoding manifest: %w", err)
+	}
+	b = append(b, '\n')
+	tmp, err := os.CreateTemp(dir, "."+ManifestName+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("webdataset: writing manifest: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err = tmp.Write(b); err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, ManifestName))
+	}
+	if err != nil {
+		return fmt.Errorf("webdataset: writing manifest in %s: %w", dir, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("webdataset: syncing %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("webdataset: syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// BuildManifest scans every shard directly in dir (by IsShardName, sorted by
+// name), counting samples and hashing the bytes; several shards are scanned
+// in parallel. It does not write the manifest; see WriteManifest.
+func BuildManifest(ctx context.Context, dir string, opts ...Option) (*Manifest, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("webdataset: listing shards: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && IsShardName(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	m := &Manifest{Format: ManifestFormat, Version: ManifestVersion, Shards: make([]ShardEntry, len(names))}
+	errs := make([]error, len(names))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(len(names), 1)) {
+		wg.Go(func() {
+			for i := range next {
+				m.Shards[i], errs[i] = ScanShard(ctx, filepath.Join(dir, names[i]), opts...)
+				m.Shards[i].Name = names[i]
+			}
+		})
+	}
+feed:
+	for i := range names {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// ScanShard reads one shard file completely and returns its entry: size,
+// sample count, total sample bytes and SHA-256 of the file. Name is the
+// file's base name.
+func ScanShard(ctx context.Context, p string, opts ...Option) (ShardEntry, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return ShardEntry{}, fmt.Errorf("webdataset: scanning shard: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	cf := &countingReader{r: io.TeeReader(f, h)}
+	opts = append([]Option{WithName(filepath.Base(p))}, opts...)
+	rd, err := NewReader(cf, CompressionFromName(p), opts...)
+	if err != nil {
+		return ShardEntry{}, err
+	}
+	defer rd.Close()
+	e := ShardEntry{Name: filepath.Base(p)}
+	for {
+		if e.Samples%256 == 0 && ctx.Err() != nil {
+			return ShardEntry{}, ctx.Err()
+		}
+		_, size, err := rd.Skip()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return ShardEntry{}, err
+		}
+		e.Samples++
+		e.SampleBytes += size
+	}
+	if _, err := io.Copy(io.Discard, cf); err != nil {
+		return ShardEntry{}, fmt.Errorf("webdataset: scanning shard %s: %w", p, err)
+	}
+	e.Bytes = cf.n
+	e.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return e, nil
+}
+
+// VerifyShard checks the shard file at p against its manifest entry (size,
+// then SHA-256) and names the shard in any mismatch.
+func VerifyShard(p string, e ShardEntry) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
+	}
+	if fi.Size() != e.Bytes {
+		return fmt.Errorf("webdataset: shard %s (%s): %w: %d bytes on disk, %d in manifest", e.Name, p, ErrShardSize, fi.Size(), e.Bytes)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
+	}
+	return checkSum(e, h.Sum(nil))
+}
+
+// VerifyShardBytes checks a shard already in memory against its entry.
+func VerifyShardBytes(data []byte, e ShardEntry) error {
+	if int64(len(data)) != e.Bytes {
+		return fmt.Errorf("webdataset: shard %s: %w: %d bytes read, %d in manifest", e.Name, ErrShardSize, len(data), e.Bytes)
+	}
+	sum := sha256.Sum256(data)
+	return checkSum(e, sum[:])
+}
+
+func checkSum(e ShardEntry, sum []byte) error {
+	if got := hex.EncodeToString(sum); got != e.SHA256 {
+		return fmt.Errorf("webdataset: shard %s: %w: sha256 %s, manifest says %s", e.Name, ErrShardChecksum, got, e.SHA256)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package webdataset
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestManifestRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	plain := goTar(t, testMembers(true))
+	shards := map[string][]byte{
+		"s-000.tar":     plain,
+		"s-001.tar.gz":  compressWith(t, "gzip", plain),
+		"s-002.tar.zst": compressWith(t, "zstd", plain),
+		"notes.txt":     []byte("not a shard"),
+	}
+	for name, b := range shards {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := BuildManifest(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := expectSamples(testMembers(true))
+	var sampleBytes int64
+	for _, s := range want {
+		sampleBytes += s.Size()
+	}
+	if len(m.Shards) != 3 || m.Shards[0].Name != "s-000.tar" || m.Shards[2].Name != "s-002.tar.zst" {
+		t.Fatalf("shards %+v, want the three shards in name order", m.Shards)
+	}
+	for _, e := range m.Shards {
+		b := shards[e.Name]
+		sum := sha256.Sum256(b)
+		if e.Samples != int64(len(want)) || e.Bytes != int64(len(b)) || e.SHA256 != hex.EncodeToString(sum[:]) || e.SampleBytes != sampleBytes {
+			t.Errorf("entry %+v; want %d samples, %d bytes, sample bytes %d, sha %x", e, len(want), len(b), sampleBytes, sum)
+		}
+		if err := VerifyShard(filepath.Join(dir, e.Name), e); err != nil {
+			t.Errorf("VerifyShard(%s): %v", e.Name, err)
+		}
+	}
+	if err := WriteManifest(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
+	}
+	back, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Shards) != 3 || back.Shards[1] != m.Shards[1] {
+		t.Fatalf("read back %+v, wrote %+v", back.Shards, m.Shards)
+	}
+}
+
+func TestVerifyShardNamesTheBadShard(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s-9.tar")
+	data := goTar(t, testMembers(false))
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := ScanShard(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[600] ^= 1
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyShard(p, e); !errors.Is(err, ErrShardChecksum) || !strings.Contains(err.Error(), "s-9.tar") {
+		t.Errorf("flipped bit: %v, want ErrShardChecksum naming s-9.tar", err)
+	}
+	if err := VerifyShardBytes(data, e); !errors.Is(err, ErrShardChecksum) {
+		t.Errorf("VerifyShardBytes flipped bit: %v", err)
+	}
+	if err := os.WriteFile(p, data[:1024], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyShard(p, e); !errors.Is(err, ErrShardSize) || !strings.Contains(err.Error(), "s-9.tar") {
+		t.Errorf("truncated: %v, want ErrShardSize naming s-9.tar", err)
+	}
+}
+
+func TestManifestValidate(t *testing.T) {
+	good := ShardEntry{Name: "a.tar", SHA256: strings.Repeat("ab", 32)}
+	for name, m := range map[string]Manifest{
+		"format":    {Format: "tfrecord", Version: 1},
+		"version":   {Format: "webdataset", Version: 2},
+		"dotdot":    {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "../a.tar", SHA256: good.SHA256}}},
+		"absolute":  {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "/a.tar", SHA256: good.SHA256}}},
+		"unclean":   {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "x/./a.tar", SHA256: good.SHA256}}},
+		"duplicate": {Format: "webdataset", Version: 1, Shards: []ShardEntry{good, good}},
+		"negative":  {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "a.tar", Samples: -1, SHA256: good.SHA256}}},
+		"sha":       {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "a.tar", SHA256: "xyz"}}},
+	} {
+		if err := m.Validate(); err == nil {
+			t.Errorf("%s: manifest %+v accepted", name, m)
+		}
+	}
+	ok := Manifest{Format: "webdataset", Version: 1, Shards: []ShardEntry{good, {Name: "sub/b.tar", SHA256: good.SHA256}}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("valid manifest refused: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"format":"webdataset","version":1,"shards":[{"name":"../x.tar"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), "index.json") {
+		t.Errorf("ReadManifest of a bad manifest: %v, want an error naming index.json", err)
+	}
+}
+
+func TestBuildManifestFailsOnCorruptShard(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ok.tar"), goTar(t, testMembers(false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.tar.zst"), []byte("\x28\xb5\x2f\xfdgarbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildManifest(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "bad.tar.zst") {
+		t.Fatalf("error %v, want one naming bad.tar.zst", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := BuildManifest(ctx, dir); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+}

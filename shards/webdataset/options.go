@@ -1,0 +1,84 @@
+package webdataset
+
+import "fmt"
+
+// Default caps. They bound what one hostile or corrupt shard can make a
+// Reader allocate; raise them with the options for unusually large samples.
+const (
+	DefaultMaxMemberBytes = 256 << 20 // one tar member
+	DefaultMaxSampleBytes = 1 << 30   // all members of one sample
+	DefaultMaxZstdWindow  = 128 << 20 // zstd window (covers --long=27 and --ultra -22)
+)
+
+type options struct {
+	name            string
+	maxMember       int64
+	maxSample       int64
+	maxZstdWindow   uint64
+	zstdConcurrency int
+}
+
+func defaultOptions() options {
+	return options{
+		maxMember:       DefaultMaxMemberBytes,
+		maxSample:       DefaultMaxSampleBytes,
+		maxZstdWindow:   DefaultMaxZstdWindow,
+		zstdConcurrency: 1,
+	}
+}
+
+// Option configures a Reader.
+type Option func(*options) error
+
+// WithName sets the shard name that errors report.
+func WithName(name string) Option {
+	return func(o *options) error { o.name = name; return nil }
+}
+
+// WithMaxMemberBytes caps the size of one tar member; a larger member fails
+// with ErrMemberTooLarge before anything is allocated for it.
+func WithMaxMemberBytes(n int64) Option {
+	return func(o *options) error {
+		if n <= 0 {
+			return fmt.Errorf("webdataset: member cap must be positive, got %d", n)
+		}
+		o.maxMember = n
+		return nil
+	}
+}
+
+// WithMaxSampleBytes caps the total member size of one sample; a larger
+// sample fails with ErrSampleTooLarge.
+func WithMaxSampleBytes(n int64) Option {
+	return func(o *options) error {
+		if n <= 0 {
+			return fmt.Errorf("webdataset: sample cap must be positive, got %d", n)
+		}
+		o.maxSample = n
+		return nil
+	}
+}
+
+// WithMaxZstdWindow caps the zstd window, and with it the decoder's memory.
+// Frames that ask for more fail instead of allocating. At least 1 KiB.
+func WithMaxZstdWindow(n uint64) Option {
+	return func(o *options) error {
+		if n < 1<<10 {
+			return fmt.Errorf("webdataset: zstd window cap must be at least 1024, got %d", n)
+		}
+		o.maxZstdWindow = n
+		return nil
+	}
+}
+
+// WithZstdConcurrency sets how many goroutines the zstd decoder may use
+// (default 1: callers usually decode several shards in parallel instead).
+func WithZstdConcurrency(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("webdataset: zstd concurrency must be at least 1, got %d", n)
+		}
+		o.zstdConcurrency = n
+		return nil
+	}
+}

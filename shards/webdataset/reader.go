@@ -1,0 +1,274 @@
+package webdataset
+
+import (
+	"archive/tar"
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Reader streams the samples of one WebDataset shard. It is not safe for
+// concurrent use. Reset lets one Reader (and its decompressors) serve many
+// shards in turn.
+type Reader struct {
+	o    options
+	comp Compression
+	src  countingReader
+	br   *bufio.Reader
+	gz   *gzip.Reader
+	zd   *zstd.Decoder
+	tr   *tar.Reader
+	mem  *sliceReader // set by ResetBytes: fields alias mem.b
+
+	pending  *member // first member of the next sample, payload unread
+	index    int     // samples returned or skipped so far
+	lastSize int64   // field bytes of the sample last returned or skipped
+	err      error   // sticky: io.EOF or the first failure
+}
+
+type member struct {
+	hdr      *tar.Header
+	key, ext string
+	offset   int64 // data offset in the tar stream
+}
+
+// NewReader returns a Reader of the shard stream r, decompressed as c (Auto
+// detects it from the first bytes).
+func NewReader(r io.Reader, c Compression, opts ...Option) (*Reader, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	rd := &Reader{o: o}
+	if err := rd.Reset(r, c, o.name); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+// Reset makes the Reader read a new shard stream src, compressed as c,
+// reusing its decompressors; name is the shard name errors report.
+func (r *Reader) Reset(src io.Reader, c Compression, name string) error {
+	r.o.name = name
+	r.pending, r.index, r.err = nil, 0, nil
+	if c == Auto {
+		if r.br == nil {
+			r.br = bufio.NewReaderSize(src, 64<<10)
+		} else {
+			r.br.Reset(src)
+		}
+		head, _ := r.br.Peek(len(zstdMagic))
+		c = DetectCompression(r.o.name, head)
+		src = r.br
+	}
+	r.comp = c
+	r.mem = nil
+	var stream io.Reader
+	switch c {
+	case None:
+		stream = src
+	case Gzip:
+		var err error
+		if r.gz == nil {
+			r.gz, err = gzip.NewReader(src)
+		} else {
+			err = r.gz.Reset(src)
+		}
+		if err != nil {
+			return r.fail("", 0, fmt.Errorf("gzip header: %w", err))
+		}
+		stream = r.gz
+	case Zstd:
+		var err error
+		if r.zd == nil {
+			r.zd, err = zstd.NewReader(src,
+				zstd.WithDecoderConcurrency(r.o.zstdConcurrency),
+				zstd.WithDecoderMaxWindow(r.o.maxZstdWindow),
+				zstd.WithDecoderMaxMemory(r.o.maxZstdWindow))
+		} else {
+			err = r.zd.Reset(src)
+		}
+		if err != nil {
+			return r.fail("", 0, fmt.Errorf("zstd: %w", err))
+		}
+		stream = r.zd
+	default:
+		return fmt.Errorf("webdataset: shard %s: unknown compression %v", r.o.name, c)
+	}
+	r.src = countingReader{r: stream}
+	r.tr = tar.NewReader(&r.src)
+	return nil
+}
+
+// ResetBytes makes the Reader read an uncompressed tar held in memory
+// (see Decompressor). Fields returned by Next then alias tarData instead of
+// being copied, so they stay valid only as long as the caller keeps
+// tarData unchanged; skipped payloads are not even touched.
+func (r *Reader) ResetBytes(tarData []byte, name string) {
+	r.o.name = name
+	r.pending, r.index, r.err = nil, 0, nil
+	r.comp = None
+	r.mem = &sliceReader{b: tarData}
+	r.tr = tar.NewReader(r.mem)
+}
+
+// Compression returns the compression of the current stream (after Auto
+// detection).
+func (r *Reader) Compression() Compression { return r.comp }
+
+// Next returns the next sample, or io.EOF after the last one. The sample's
+// field slices are freshly allocated and owned by the caller. After an error
+// other than io.EOF the Reader keeps returning that error.
+func (r *Reader) Next() (*Sample, error) {
+	return r.next(true)
+}
+
+// Skip passes over the next sample without copying its payloads, returning
+// its key and its total field bytes. It checks the same caps and rules as
+// Next, so a shard fails at the same sample whether it is read or skipped.
+func (r *Reader) Skip() (key string, size int64, err error) {
+	s, err := r.next(false)
+	if err != nil {
+		return "", 0, err
+	}
+	return s.Key, r.lastSize, nil
+}
+
+// Index returns how many samples Next and Skip have produced so far.
+func (r *Reader) Index() int { return r.index }
+
+func (r *Reader) next(read bool) (*Sample, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	m, err := r.nextMember()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sample{Key: m.key}
+	var total int64
+	for {
+		// Caps are checked here, once the member is known to belong to this
+		// sample, so the previous sample is still returned intact.
+		if m.hdr.Size > r.o.maxMember {
+			return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("%w: %d bytes, cap %d", ErrMemberTooLarge, m.hdr.Size, r.o.maxMember))
+		}
+		total += m.hdr.Size
+		if total > r.o.maxSample {
+			return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("%w: sample %q reaches %d bytes, cap %d", ErrSampleTooLarge, s.Key, total, r.o.maxSample))
+		}
+		for _, f := range s.Fields {
+			if f.Ext == m.ext {
+				return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("%w: sample %q has two %q members", ErrDuplicateField, s.Key, m.ext))
+			}
+		}
+		f := Field{Ext: m.ext}
+		if read && r.mem != nil && m.hdr.Typeflag != tar.TypeGNUSparse {
+			end := m.offset + m.hdr.Size
+			if end > int64(len(r.mem.b)) {
+				return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("reading %d bytes: %w", m.hdr.Size, io.ErrUnexpectedEOF))
+			}
+			f.Data = r.mem.b[m.offset:end:end]
+		} else if read {
+			f.Data = make([]byte, m.hdr.Size)
+			if _, err := io.ReadFull(r.tr, f.Data); err != nil {
+				return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("reading %d bytes: %w", m.hdr.Size, eofIsUnexpected(err)))
+			}
+		}
+		s.Fields = append(s.Fields, f)
+		m, err = r.nextMember()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m.key != s.Key {
+			r.pending = m
+			break
+		}
+	}
+	r.index++
+	r.lastSize = total
+	return s, nil
+}
+
+// nextMember returns the next member that belongs to a sample, skipping
+// what WebDataset skips: non-regular members, metadata names and names
+// without a key.
+func (r *Reader) nextMember() (*member, error) {
+	if m := r.pending; m != nil {
+		r.pending = nil
+		return m, nil
+	}
+	for {
+		before := r.offset()
+		hdr, err := r.tr.Next()
+		if err == io.EOF {
+			r.err = io.EOF
+			return nil, io.EOF
+		}
+		if err != nil {
+			return nil, r.fail("", before, fmt.Errorf("tar header: %w", eofIsUnexpected(err)))
+		}
+		if !isRegular(hdr.Typeflag) || isMeta(hdr.Name) {
+			continue
+		}
+		key, ext, ok := SplitKey(hdr.Name)
+		if !ok {
+			continue
+		}
+		return &member{hdr: hdr, key: key, ext: strings.ToLower(ext), offset: r.offset()}, nil
+	}
+}
+
+// isRegular matches Python tarfile's isreg(), which WebDataset uses.
+func isRegular(t byte) bool {
+	switch t {
+	case tar.TypeReg, '\x00', tar.TypeCont, tar.TypeGNUSparse:
+		return true
+	}
+	return false
+}
+
+func (r *Reader) fail(memberName string, off int64, err error) error {
+	r.err = &Error{Shard: r.o.name, Member: memberName, Offset: off, Err: err}
+	return r.err
+}
+
+// Close releases the decompressors. The Reader cannot be used afterwards.
+func (r *Reader) Close() error {
+	if r.zd != nil {
+		r.zd.Close()
+		r.zd = nil
+	}
+	var err error
+	if r.gz != nil {
+		err = r.gz.Close()
+		r.gz = nil
+	}
+	r.err = errors.New("webdataset: reader closed")
+	return err
+}
+
+func eofIsUnexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// offset is the position in the uncompressed tar stream.
+func (r *Reader) offset() int64 {
+	if r.mem != nil {
+		return r.mem.off
+	}
+	return r.src.n
+}

@@ -1,0 +1,223 @@
+package webdataset
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+// goTar writes members with archive/tar (for error cases tools refuse to
+// produce).
+func goTar(t testing.TB, ms []tmember) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, m := range ms {
+		h := &tar.Header{Name: m.Name, Mode: 0o644, Size: int64(len(m.Data)), Typeflag: tar.TypeReg}
+		if m.Dir {
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(m.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestReaderErrors(t *testing.T) {
+	big := tmember{Name: "a.bin", Data: make([]byte, 2000)}
+	for _, tc := range []struct {
+		name    string
+		tar     []byte
+		opts    []Option
+		want    error
+		member  string
+		atIndex int // samples read successfully before the error
+	}{
+		{"member cap", goTar(t, []tmember{{Name: "x.txt", Data: []byte("ok")}, big}), []Option{WithMaxMemberBytes(1000)}, ErrMemberTooLarge, "a.bin", 1},
+		{"sample cap", goTar(t, []tmember{{Name: "a.txt", Data: make([]byte, 600)}, {Name: "a.json", Data: make([]byte, 600)}}), []Option{WithMaxSampleBytes(1000)}, ErrSampleTooLarge, "a.json", 0},
+		{"duplicate ext", goTar(t, []tmember{{Name: "a.TXT", Data: []byte("1")}, {Name: "a.txt", Data: []byte("2")}}), nil, ErrDuplicateField, "a.txt", 0},
+		{"truncated payload", goTar(t, []tmember{{Name: "x.txt", Data: []byte("ok")}, big})[:512*4+100], nil, io.ErrUnexpectedEOF, "a.bin", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, skip := range []bool{false, true} {
+				opts := append([]Option{WithName("shard-7.tar")}, tc.opts...)
+				rd, err := NewReader(bytes.NewReader(tc.tar), None, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for {
+					if skip {
+						_, _, err = rd.Skip()
+					} else {
+						_, err = rd.Next()
+					}
+					if err != nil {
+						break
+					}
+					n++
+				}
+				if skip && tc.want == io.ErrUnexpectedEOF {
+					// Skipping never reads the truncated payload; the tar
+					// reader reports the short stream when seeking past it.
+					if !errors.Is(err, io.ErrUnexpectedEOF) || n != tc.atIndex || !strings.Contains(err.Error(), "shard-7.tar") {
+						t.Fatalf("skip: %v after %d samples, want unexpected EOF naming the shard after %d", err, n, tc.atIndex)
+					}
+					continue
+				}
+				var we *Error
+				if !errors.Is(err, tc.want) || !errors.As(err, &we) {
+					t.Fatalf("skip=%v: error %v, want %v as *Error", skip, err, tc.want)
+				}
+				if we.Shard != "shard-7.tar" || we.Member != tc.member || we.Offset <= 0 || n != tc.atIndex {
+					t.Fatalf("skip=%v: error %+v after %d samples; want shard-7.tar, member %q, offset > 0, after %d", skip, we, n, tc.member, tc.atIndex)
+				}
+				if !strings.Contains(err.Error(), "shard-7.tar") || !strings.Contains(err.Error(), tc.member) {
+					t.Fatalf("message %q does not name shard and member", err)
+				}
+				if _, again := rd.Next(); again != err {
+					t.Fatalf("error not sticky: %v then %v", err, again)
+				}
+			}
+		})
+	}
+}
+
+func TestReaderNotTar(t *testing.T) {
+	_, err := readAll(strings.NewReader(strings.Repeat("not a tar file at all ", 40)), Auto, WithName("junk.tar"))
+	var we *Error
+	if !errors.As(err, &we) || we.Shard != "junk.tar" {
+		t.Fatalf("error %v, want *Error naming junk.tar", err)
+	}
+	_, err = readAll(strings.NewReader("\x1f\x8bnot gzip really"), Auto, WithName("bad.tgz"))
+	if err == nil || !strings.Contains(err.Error(), "bad.tgz") {
+		t.Fatalf("corrupt gzip: error %v, want one naming bad.tgz", err)
+	}
+}
+
+func TestReaderEmptyStream(t *testing.T) {
+	got, err := readAll(bytes.NewReader(nil), None)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("empty stream: %d samples, %v", len(got), err)
+	}
+}
+
+func TestSkipMatchesNext(t *testing.T) {
+	data := goTar(t, testMembers(true))
+	want := expectSamples(testMembers(true))
+	rd, err := NewReader(bytes.NewReader(data), None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		if i%2 == 0 {
+			key, size, err := rd.Skip()
+			if err != nil || key != w.Key || size != w.Size() {
+				t.Fatalf("Skip %d: %q, %d, %v; want %q, %d", i, key, size, err, w.Key, w.Size())
+			}
+			continue
+		}
+		s, err := rd.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalSamples(t, []Sample{*s}, []Sample{w})
+	}
+	if _, err := rd.Next(); err != io.EOF {
+		t.Fatalf("after last sample: %v, want io.EOF", err)
+	}
+	if rd.Index() != len(want) {
+		t.Fatalf("Index %d, want %d", rd.Index(), len(want))
+	}
+}
+
+func TestReaderResetReusesDecoders(t *testing.T) {
+	plain := goTar(t, testMembers(false))
+	want := expectSamples(testMembers(false))
+	rd, err := NewReader(bytes.NewReader(nil), None)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	for _, tool := range []string{"zstd", "gzip", "zstd", "gzip"} {
+		data := compressWith(t, tool, plain)
+		if err := rd.Reset(bytes.NewReader(data), Auto, tool+".tar"); err != nil {
+			t.Fatal(err)
+		}
+		var got []Sample
+		for {
+			s, err := rd.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, *s)
+		}
+		equalSamples(t, got, want)
+	}
+}
+
+func TestZstdWindowCap(t *testing.T) {
+	plain := goTar(t, []tmember{{Name: "a.bin", Data: bytes.Repeat([]byte("0123456789abcdef"), 1<<17)}})
+	data := compressWith(t, "zstd", plain) // 2 MiB input: window of 2 MiB
+	_, err := readAll(bytes.NewReader(data), Zstd, WithName("w.tar.zst"), WithMaxZstdWindow(64<<10))
+	if err == nil || !strings.Contains(err.Error(), "w.tar.zst") {
+		t.Fatalf("frame beyond window cap: %v, want an error naming the shard", err)
+	}
+	if _, err := readAll(bytes.NewReader(data), Zstd); err != nil {
+		t.Fatalf("default cap: %v", err)
+	}
+}
+
+func TestDetectCompression(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		head []byte
+		want Compression
+	}{
+		{"x.tar", []byte{0x28, 0xb5, 0x2f, 0xfd}, Zstd}, // magic beats the name
+		{"x.tar.zst", []byte("a/b/"), None},
+		{"x.tgz", []byte{0x1f, 0x8b, 8, 0}, Gzip},
+		{"x.tar.gz", nil, Gzip},
+		{"x.tar.zst", []byte{0x28}, Zstd},
+		{"x.TZST", nil, Zstd},
+		{"x.tar", nil, None},
+	} {
+		if got := DetectCompression(tc.name, tc.head); got != tc.want {
+			t.Errorf("DetectCompression(%q, %x) = %v, want %v", tc.name, tc.head, got, tc.want)
+		}
+	}
+}
+
+func TestDecompressorCaps(t *testing.T) {
+	plain := goTar(t, []tmember{{Name: "a.bin", Data: bytes.Repeat([]byte("z"), 3<<20)}})
+	for _, tool := range []string{"gzip", "zstd"} {
+		data := compressWith(t, tool, plain)
+		d, err := NewDecompressor(5<<19, 0) // above zstd -3's 2 MiB window, below the output
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Decompress(nil, data, Auto, "big."+tool); !errors.Is(err, ErrShardTooLarge) || !strings.Contains(err.Error(), "big."+tool) {
+			t.Errorf("%s beyond the cap: %v, want ErrShardTooLarge naming the shard", tool, err)
+		}
+		d.Close()
+		d, _ = NewDecompressor(0, 0)
+		out, err := d.Decompress(make([]byte, 0, 10), data, Auto, "ok."+tool)
+		if err != nil || !bytes.Equal(out, plain) {
+			t.Errorf("%s: %d bytes, %v; want the tar back", tool, len(out), err)
+		}
+		d.Close()
+	}
+}

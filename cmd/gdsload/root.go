@@ -20,7 +20,6 @@ Exit codes: 0 ok, 1 error, 2 usage, 130 interrupted.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newLoadCmd(),
-		newStageCmd(),
 		newBenchCmd(),
 		newVersionCmd(),
 		newDevicesCmd(),

@@ -48,7 +48,7 @@ func exitCode(err error, interrupted bool, stderr io.Writer) int {
 // commands and wrong arguments, which carry no type of their own.
 func isCobraUsage(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "flag needs an argument", "invalid argument"} {
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "flag needs an argument", "invalid argument", "required flag"} {
 		if strings.HasPrefix(msg, p) || strings.Contains(msg, " "+p) {
 			return true
 		}

@@ -3,21 +3,131 @@ package main
 import (
 	"context"
 	"fmt"
+	"path"
+	"sort"
 	"strings"
 
-	"github.com/gdsload/gdsload/loader"
 	"github.com/spf13/pflag"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/rdmafs"
 )
 
-// TEMPORARY until the rdmafs client lands.
-type remoteOptions struct{ tokenFile string }
+// remoteOptions are the flags of commands that read rdmafs:// URLs, and
+// the clients dialled for them (one per server, shared by its URLs).
+type remoteOptions struct {
+	tokenFile   string
+	connections int
+	clients     map[string]*rdmafs.Client
+}
 
 func (r *remoteOptions) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&r.tokenFile, "token-file", "", "file with the rdmafs shared secret (else $GDSLOAD_TOKEN)")
+	f.StringVar(&r.tokenFile, "token-file", "", "file holding the rdmafs shared secret (default: $GDSLOAD_TOKEN)")
+	f.IntVar(&r.connections, "connections", 4, "TCP connections per rdmafs server")
 }
 
 func isRemote(p string) bool { return strings.HasPrefix(p, "rdmafs://") }
 
-func openRemote(ctx context.Context, url string, r *remoteOptions) (loader.Source, func() error, error) {
-	return nil, nil, fmt.Errorf("%s: not yet", url)
+// client dials addr once per command.
+func (r *remoteOptions) client(ctx context.Context, addr string) (*rdmafs.Client, error) {
+	if c, ok := r.clients[addr]; ok {
+		return c, nil
+	}
+	token, err := clientTokenFromFlags(r.tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	opts := []rdmafs.Option{rdmafs.WithConnections(max(1, r.connections))}
+	if token != nil {
+		opts = append(opts, rdmafs.WithToken(token))
+	}
+	c, err := rdmafs.Dial(ctx, addr, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("rdmafs server %s: %w", addr, err)
+	}
+	if r.clients == nil {
+		r.clients = map[string]*rdmafs.Client{}
+	}
+	r.clients[addr] = c
+	return c, nil
+}
+
+// Close hangs up every client.
+func (r *remoteOptions) Close() error {
+	for addr, c := range r.clients {
+		_ = c.Close()
+		delete(r.clients, addr)
+	}
+	return nil
+}
+
+// remoteSource names a remote file by its URL in results and errors.
+type remoteSource struct {
+	*rdmafs.File
+	url string
+}
+
+func (s remoteSource) Name() string { return s.url }
+
+// openRemote opens the file a URL names or, for a directory, every file
+// below it in lexical order.
+func openRemote(ctx context.Context, raw string, r *remoteOptions) ([]loader.Source, error) {
+	u, err := rdmafs.ParseURL(raw)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	c, err := r.client(ctx, u.Addr)
+	if err != nil {
+		return nil, err
+	}
+	names, err := remoteFiles(ctx, c, u.Path)
+	if err != nil {
+		return nil, err
+	}
+	srcs := make([]loader.Source, 0, len(names))
+	for _, name := range names {
+		f, err := c.Open(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, remoteSource{File: f, url: rdmafs.URL{Addr: u.Addr, Path: name}.String()})
+	}
+	if len(srcs) == 0 {
+		return nil, fmt.Errorf("%s: no files there", raw)
+	}
+	return srcs, nil
+}
+
+// remoteFiles lists the regular files at or below name.
+func remoteFiles(ctx context.Context, c *rdmafs.Client, name string) ([]string, error) {
+	name = strings.Trim(name, "/")
+	if name != "" {
+		fi, err := c.Stat(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			return []string{name}, nil
+		}
+	}
+	entries, err := c.List(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		child := path.Join(name, e.Name())
+		switch {
+		case e.IsDir():
+			sub, err := remoteFiles(ctx, c, child)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		case e.Mode().IsRegular():
+			out = append(out, child)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -27,6 +27,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 130 interrupted.`,
 		newInspectCmd(),
 		newIterateCmd(),
 		newManifestCmd(),
+		newServeCmd(),
 	)
 	return root
 }

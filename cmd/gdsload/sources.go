@@ -71,18 +71,17 @@ func (o *openedSources) total() int64 {
 }
 
 // openSources opens every path: local files with the direct mode asked
-// for, rdmafs:// URLs through the remote client.
+// for, rdmafs:// URLs (files or directories) through the remote client.
 func openSources(ctx context.Context, paths []string, mode loader.DirectMode, remote *remoteOptions) (*openedSources, error) {
-	o := &openedSources{}
+	o := &openedSources{closers: []func() error{remote.Close}}
 	for _, p := range paths {
 		if isRemote(p) {
-			src, closeFn, err := openRemote(ctx, p, remote)
+			srcs, err := openRemote(ctx, p, remote)
 			if err != nil {
 				o.Close()
 				return nil, err
 			}
-			o.sources = append(o.sources, src)
-			o.closers = append(o.closers, closeFn)
+			o.sources = append(o.sources, srcs...)
 			continue
 		}
 		f, err := loader.OpenFile(p, mode)

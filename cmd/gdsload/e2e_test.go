@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// gdsloadBinary builds the real binary once per test run, so servers run
+// as separate processes as users run them.
+func gdsloadBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gdsload-e2e-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "gdsload")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = &exec.ExitError{Stderr: out}
+		}
+	})
+	if binErr != nil {
+		t.Skipf("cannot build gdsload here: %v", binErr)
+	}
+	return binPath
+}
+
+// startServer runs `gdsload serve` on root with a token and returns its
+// address once it says it listens; the server is stopped (SIGTERM) and
+// must exit 0 at cleanup.
+func startServer(t *testing.T, root, token string) string {
+	t.Helper()
+	tok := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tok, []byte(token+"\n"), 0o600))
+	cmd := exec.Command(gdsloadBinary(t), "serve", "--root", root, "--listen", "127.0.0.1:0", "--token-file", tok)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var addr string
+	select {
+	case line, ok := <-lines:
+		if !ok {
+			_ = cmd.Wait()
+			t.Fatalf("server exited before listening: %s", stderr.String())
+		}
+		require.True(t, strings.HasPrefix(line, "listening on "), line)
+		addr = strings.TrimPrefix(line, "listening on ")
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("server did not say it listens within 20 s")
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			require.NoError(t, err, "server exits 0 on SIGTERM")
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("server did not drain and exit within 10 s of SIGTERM")
+		}
+	})
+	return addr
+}
+
+func TestLoadFromRemoteServerProcess(t *testing.T) {
+	root := t.TempDir()
+	want := map[string]string{}
+	for name, n := range map[string]int{"empty": 0, "one": 1, "a/4095": 4095, "a/4097": 4097, "a/b/big": 5<<20 + 17} {
+		_, sum := writeFile(t, root, name, n)
+		want[name] = sum
+	}
+	addr := startServer(t, root, "s3cret-token-0123456789abcdef")
+	t.Setenv("GDSLOAD_TOKEN", "s3cret-token-0123456789abcdef")
+
+	out, stderr, code := run(t, "load", "--json", "--checksum", "sha256", "--chunk-size", "1M", "rdmafs://"+addr+"/")
+	require.Equal(t, 0, code, stderr)
+	var res loadJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Files, len(want))
+	for _, f := range res.Files {
+		name := strings.TrimPrefix(f.Name, "rdmafs://"+addr+"/")
+		require.Equal(t, want[name], f.SHA256, f.Name)
+	}
+
+	// One file by URL, and a wrong token.
+	out, stderr, code = run(t, "load", "--json", "--checksum", "sha256", "rdmafs://"+addr+"/a/b/big")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, want["a/b/big"], res.Files[0].SHA256)
+
+	t.Setenv("GDSLOAD_TOKEN", "wrong-token-0123456789abcdef")
+	_, stderr, code = run(t, "load", "rdmafs://"+addr+"/one")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "auth")
+
+	t.Setenv("GDSLOAD_TOKEN", "s3cret-token-0123456789abcdef")
+	_, stderr, code = run(t, "load", "rdmafs://"+addr+"/missing")
+	require.Equal(t, 1, code)
+	require.Contains(t, strings.ToLower(stderr), "not found")
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gdsload/gdsload/rdmafs"
+)
+
+// serveOptions holds the flags of `gdsload serve`.
+type serveOptions struct {
+	root          string
+	listen        string
+	tokenFile     string
+	insecure      bool
+	transport     string
+	metricsListen string
+	credits       int
+	poolBuffers   int
+	bufferSize    int
+}
+
+func newServeCmd() *cobra.Command {
+	o := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve --root DIR --listen ADDR",
+		Short: "Export a directory read-only to gdsload clients (rdmafs)",
+		Long: `Export one directory read-only over the rdmafs protocol.
+
+Clients authenticate with a shared token (HMAC-SHA256 challenge-response);
+traffic is NOT encrypted: run it on a trusted network or inside a tunnel.
+The token file must be mode 600. Without a token the server refuses to start
+unless --insecure-no-token is given.
+
+Once ready, serve prints exactly one line to stdout, "listening on HOST:PORT"
+(so --listen 127.0.0.1:0 works), and logs to stderr. On SIGINT/SIGTERM it
+stops accepting, lets in-flight reads finish and exits 0.`,
+		Args:         args(cobra.NoArgs),
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.root, "root", "", "directory to export (required)")
+	f.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", rdmafs.DefaultPort), "address to listen on (HOST:PORT; port 0 picks a free one)")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the shared secret (mode 600; trailing newline ignored)")
+	f.BoolVar(&o.insecure, "insecure-no-token", false, "run without authentication: anyone who reaches the port can read the export")
+	f.StringVar(&o.transport, "transport", "tcp", "transport: tcp, or verbs (RDMA; needs a build with -tags rdma)")
+	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (off when empty)")
+	f.IntVar(&o.credits, "credits", 16, "outstanding requests allowed per client connection")
+	f.IntVar(&o.poolBuffers, "pool-buffers", 64, "number of server data buffers (bounds memory with --buffer-size)")
+	f.IntVar(&o.bufferSize, "buffer-size", 1<<20, "size of each server data buffer in bytes; reads are served in pieces of this size")
+	_ = cmd.MarkFlagRequired("root")
+	return cmd
+}
+
+func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) error {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg := rdmafs.ServerConfig{
+		Root:            o.root,
+		InsecureNoToken: o.insecure,
+		Credits:         o.credits,
+		PoolBuffers:     o.poolBuffers,
+		BufferSize:      o.bufferSize,
+		Logger:          log,
+	}
+	switch {
+	case o.tokenFile != "" && o.insecure:
+		return errors.New("serve: --token-file and --insecure-no-token exclude each other")
+	case o.tokenFile != "":
+		tok, err := rdmafs.ReadTokenFile(o.tokenFile)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		cfg.Token = tok
+	case !o.insecure:
+		return errors.New("serve: no token: pass --token-file FILE (a random secret, mode 600, e.g. `openssl rand -hex 32 > FILE; chmod 600 FILE`), or --insecure-no-token on a trusted network")
+	default:
+		log.Warn("serving WITHOUT authentication (--insecure-no-token): anyone who can reach the port can read the export")
+	}
+	tr, err := rdmafs.TransportByName(o.transport)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	srv, err := rdmafs.NewServer(cfg)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	ln, err := tr.Listen(ctx, o.listen)
+	if err != nil {
+		return fmt.Errorf("serve: listen on %s: %w", o.listen, err)
+	}
+	if o.metricsListen != "" {
+		stop, err := serveMetrics(o.metricsListen, srv, log)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("serve: metrics listener %s: %w", o.metricsListen, err)
+		}
+		defer stop()
+	}
+	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
+	log.Info("rdmafs serving", "root", o.root, "addr", ln.Addr().String(), "transport", tr.Name(), "auth", !o.insecure)
+	return srv.Serve(ctx, ln)
+}
+
+// serveMetrics exposes /metrics on its own listener; the returned function
+// shuts it down.
+func serveMetrics(addr string, srv *rdmafs.Server, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", srv.MetricsHandler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener failed", "err", err)
+		}
+	}()
+	log.Info("metrics at http://" + ln.Addr().String() + "/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	}, nil
+}
+
+// clientTokenFromFlags returns the token a client command should present:
+// from tokenFile when given (mode 600 enforced), else from the GDSLOAD_TOKEN
+// environment variable, else nil (only an --insecure-no-token server will
+// accept the client then).
+func clientTokenFromFlags(tokenFile string) ([]byte, error) {
+	if tokenFile != "" {
+		return rdmafs.ReadTokenFile(tokenFile)
+	}
+	if v, ok := os.LookupEnv("GDSLOAD_TOKEN"); ok {
+		v = strings.TrimSuffix(strings.TrimSuffix(v, "\n"), "\r")
+		return rdmafs.CheckToken([]byte(v), "GDSLOAD_TOKEN")
+	}
+	return nil, nil
+}

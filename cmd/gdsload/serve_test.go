@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdsload/gdsload/rdmafs"
+)
+
+func TestServeCmdListensAndDrains(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(tok, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	cmd := newServeCmd()
+	cmd.SetArgs([]string{"--root", root, "--listen", "127.0.0.1:0", "--token-file", tok, "--metrics-listen", "127.0.0.1:0"})
+	cmd.SetOut(pw)
+	cmd.SetErr(io.Discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx); pw.Close() }()
+	sc := bufio.NewScanner(pr)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "listening on 127.0.0.1:") || strings.HasSuffix(sc.Text(), ":0") {
+		t.Fatalf("first stdout line %q", sc.Text())
+	}
+	addr := strings.TrimPrefix(sc.Text(), "listening on ")
+	go io.Copy(io.Discard, pr)
+	cl, err := rdmafs.Dial(ctx, addr, rdmafs.WithToken([]byte("0123456789abcdef0123")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := cl.Stat(ctx, "f"); err != nil || fi.Size() != 5 {
+		t.Fatalf("stat through serve: %v", err)
+	}
+	cl.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v after cancel, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not drain within 10 s")
+	}
+}
+
+func TestServeCmdRefusals(t *testing.T) {
+	root := t.TempDir()
+	loose := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(loose, []byte("0123456789abcdef0123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no token", []string{"--root", root, "--listen", "127.0.0.1:0"}, "--insecure-no-token"},
+		{"loose token file", []string{"--root", root, "--listen", "127.0.0.1:0", "--token-file", loose}, "chmod 600"},
+		{"verbs without rdma", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--transport", "verbs"}, "use --transport tcp"},
+		{"missing root", []string{"--root", filepath.Join(root, "nope"), "--listen", "127.0.0.1:0", "--insecure-no-token"}, "export root"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := newServeCmd()
+			cmd.SetArgs(tc.args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := cmd.ExecuteContext(ctx)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestClientTokenFromFlags(t *testing.T) {
+	t.Setenv("GDSLOAD_TOKEN", "env-token-0123456789\n")
+	tok, err := clientTokenFromFlags("")
+	if err != nil || string(tok) != "env-token-0123456789" {
+		t.Fatalf("from env: %q, %v", tok, err)
+	}
+	f := filepath.Join(t.TempDir(), "tok")
+	os.WriteFile(f, []byte("file-token-0123456789\n"), 0o600)
+	if tok, err := clientTokenFromFlags(f); err != nil || string(tok) != "file-token-0123456789" {
+		t.Fatalf("file wins over env: %q, %v", tok, err)
+	}
+	t.Setenv("GDSLOAD_TOKEN", "short")
+	if _, err := clientTokenFromFlags(""); err == nil {
+		t.Fatal("short env token accepted")
+	}
+	os.Unsetenv("GDSLOAD_TOKEN")
+	if tok, err := clientTokenFromFlags(""); tok != nil || err != nil {
+		t.Fatalf("no token: %q, %v", tok, err)
+	}
+}

@@ -1,0 +1,200 @@
+package rdmafs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestReadSizesByteExact(t *testing.T) {
+	sizes := []int{0, 1, 4095, 4096, 4097, 256<<10 - 1, 256 << 10, 1<<20 + 3, 5<<20 + 17}
+	type config struct {
+		name string
+		tr   func() Transport
+		crc  bool
+	}
+	configs := []config{
+		{"tcp/crc", TCP, true},       // pool buffers + CRC32C
+		{"tcp/sendfile", TCP, false}, // no CRC: the server uses sendfile
+		{"loopback/crc", func() Transport { return NewLoopback() }, true}, // region writes
+		{"loopback", func() Transport { return NewLoopback() }, false},
+	}
+	for _, cfg := range configs {
+		t.Run(cfg.name, func(t *testing.T) {
+			tr := cfg.tr()
+			ts := startServer(t, ServerConfig{}, tr)
+			files := map[int][]byte{}
+			for _, n := range sizes {
+				files[n] = writeFile(t, ts.root, fmt.Sprintf("f%d", n), n, uint64(n))
+			}
+			// Small chunks so multi-MiB reads are split and pipelined.
+			cl := dialTest(t, ts, tr, WithChunkSize(1<<20), WithConnections(3), WithCRC(cfg.crc))
+			for _, n := range sizes {
+				t.Run(fmt.Sprint(n), func(t *testing.T) {
+					f, err := cl.Open(context.Background(), fmt.Sprintf("f%d", n))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if f.Size() != int64(n) {
+						t.Fatalf("Size = %d, want %d", f.Size(), n)
+					}
+					// Whole file, then through io.SectionReader (exercises
+					// short reads at EOF), then a read past the end.
+					got := make([]byte, n)
+					if k, err := f.ReadAt(got, 0); k != n || (err != nil && err != io.EOF) {
+						t.Fatalf("ReadAt whole: n=%d err=%v", k, err)
+					}
+					if !bytes.Equal(got, files[n]) {
+						t.Fatalf("data mismatch for size %d", n)
+					}
+					all, err := io.ReadAll(io.NewSectionReader(f, 0, f.Size()+100))
+					if err != nil || !bytes.Equal(all, files[n]) {
+						t.Fatalf("SectionReader: %d bytes, err %v", len(all), err)
+					}
+					if n < 3 {
+						return
+					}
+					over := make([]byte, 10)
+					k, err := f.ReadAt(over, int64(n)-3)
+					wantK := 3
+					if k != wantK || err != io.EOF || !bytes.Equal(over[:k], files[n][n-wantK:]) {
+						t.Fatalf("read across EOF: n=%d err=%v", k, err)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestStatListAndErrors(t *testing.T) {
+	for _, trc := range transports() {
+		t.Run(trc.name, func(t *testing.T) {
+			tr := trc.tr()
+			ts := startServer(t, ServerConfig{}, tr)
+			writeFile(t, ts.root, "a.bin", 10, 1)
+			writeFile(t, ts.root, "dir/b.bin", 20, 2)
+			cl := dialTest(t, ts, tr)
+			ctx := context.Background()
+
+			fi, err := cl.Stat(ctx, "dir/b.bin")
+			if err != nil || fi.Size() != 20 || fi.IsDir() {
+				t.Fatalf("Stat dir/b.bin = %+v, %v", fi, err)
+			}
+			ents, err := cl.List(ctx, "")
+			if err != nil || len(ents) != 2 || ents[0].Name() != "a.bin" || !ents[1].IsDir() {
+				t.Fatalf("List root = %+v, %v", ents, err)
+			}
+			tests := []struct {
+				name string
+				op   func() error
+				want error
+			}{
+				{"stat missing", func() error { _, err := cl.Stat(ctx, "nope"); return err }, ErrNotFound},
+				{"open missing", func() error { _, err := cl.Open(ctx, "nope"); return err }, ErrNotFound},
+				{"open dir", func() error { _, err := cl.Open(ctx, "dir"); return err }, ErrInvalid},
+				{"list file", func() error { _, err := cl.List(ctx, "a.bin"); return err }, ErrInvalid},
+				{"stat dotdot", func() error { _, err := cl.Stat(ctx, "../x"); return err }, ErrPermission},
+				{"negative offset", func() error {
+					f, err := cl.Open(ctx, "a.bin")
+					if err != nil {
+						return err
+					}
+					_, err = f.ReadAt(make([]byte, 1), -1)
+					return err
+				}, ErrInvalid},
+			}
+			for _, tc := range tests {
+				if err := tc.op(); !errors.Is(err, tc.want) {
+					t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestListPagination(t *testing.T) {
+	ts := startServer(t, ServerConfig{}, nil)
+	// Long names force several LIST_OK pages of 64 KiB.
+	const n = 700
+	for i := range n {
+		name := fmt.Sprintf("%04d-%s", i, bytes.Repeat([]byte("x"), 200))
+		if err := os.WriteFile(filepath.Join(ts.root, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := dialTest(t, ts, nil)
+	ents, err := cl.List(context.Background(), ".")
+	if err != nil || len(ents) != n {
+		t.Fatalf("List: %d entries, err %v; want %d", len(ents), err, n)
+	}
+	for i, e := range ents {
+		if want := fmt.Sprintf("%04d-", i); e.Name()[:5] != want {
+			t.Fatalf("entry %d is %q", i, e.Name()[:5])
+		}
+	}
+}
+
+func TestDialErrors(t *testing.T) {
+	ts := startServer(t, ServerConfig{}, nil)
+	open := startServer(t, ServerConfig{InsecureNoToken: true}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tests := []struct {
+		name string
+		addr string
+		opts []Option
+		want error
+	}{
+		{"wrong token", ts.addr, []Option{WithToken([]byte("wrong-token-0123456789"))}, ErrAuth},
+		{"no token", ts.addr, nil, ErrAuth},
+		{"token against open server", open.addr, []Option{WithToken(testTok)}, ErrAuth},
+		{"nothing listening", "127.0.0.1:1", []Option{WithToken(testTok)}, ErrServerGone},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Dial(ctx, tc.addr, append(tc.opts, WithLogger(quietLogger()))...)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Dial err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	cl, err := Dial(ctx, open.addr, WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatalf("Dial insecure server without token: %v", err)
+	}
+	cl.Close()
+}
+
+func TestParseURL(t *testing.T) {
+	tests := []struct {
+		in, addr, path string
+		bad            bool
+	}{
+		{in: "rdmafs://host:9000/a/b.bin", addr: "host:9000", path: "a/b.bin"},
+		{in: "rdmafs://host/x", addr: "host:7420", path: "x"},
+		{in: "rdmafs://[::1]:1/", addr: "[::1]:1", path: ""},
+		{in: "rdmafs://h:1/a%20b", addr: "h:1", path: "a b"},
+		{in: "http://h/x", bad: true},
+		{in: "rdmafs:///x", bad: true},
+		{in: "rdmafs://h:99999/x", bad: true},
+		{in: "rdmafs://u:p@h/x", bad: true},
+	}
+	for _, tc := range tests {
+		u, err := ParseURL(tc.in)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("ParseURL(%q) = %+v, want error", tc.in, u)
+			}
+			continue
+		}
+		if err != nil || u.Addr != tc.addr || u.Path != tc.path {
+			t.Errorf("ParseURL(%q) = %+v, %v; want %s %s", tc.in, u, err, tc.addr, tc.path)
+		}
+	}
+}

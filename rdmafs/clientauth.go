@@ -1,0 +1,127 @@
+package rdmafs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// dialConn connects, authenticates and starts the reader.
+func dialConn(ctx context.Context, cfg *clientConfig, addr string) (*clientConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	c, err := cfg.transport.Dial(ctx, addr)
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, ctx.Err()
+		}
+		return nil, &Error{Op: "dial", Msg: fmt.Sprintf("%s %s: %v; is the server (gdsload serve) running there?", cfg.transport.Name(), addr, err), Err: ErrServerGone}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	// Let ctx cancellation interrupt a stuck handshake.
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	w, err := clientHandshake(c, cfg.token)
+	stop()
+	if err != nil {
+		c.Close()
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, err
+		}
+		return nil, &Error{Op: "handshake", Msg: addr, Err: fmt.Errorf("%w: %v", ErrServerGone, err)}
+	}
+	_ = c.SetDeadline(time.Time{})
+	cc := &clientConn{
+		c:       c,
+		welcome: w,
+		credits: make(chan struct{}, min(int(w.Credits), cfg.perConn)),
+		timeout: cfg.timeout,
+		pending: map[uint32]*call{},
+		dead:    make(chan struct{}),
+	}
+	if rr, ok := c.(RegionRegistrar); ok {
+		cc.regions = rr
+	}
+	go cc.readLoop()
+	return cc, nil
+}
+
+// clientHandshake runs HELLO → CHALLENGE → AUTH → WELCOME. The client
+// checks the server's proof before revealing its own.
+func clientHandshake(c net.Conn, token []byte) (wire.Welcome, error) {
+	hello := wire.Hello{Nonce: newNonce()}
+	if _, err := c.Write(wire.AppendFrame(nil, wire.TypeHello, 0, hello.Append(nil))); err != nil {
+		return wire.Welcome{}, err
+	}
+	buf := make([]byte, 2048)
+	h, p, err := wire.ReadFrame(c, buf, uint32(len(buf)))
+	if err != nil {
+		return wire.Welcome{}, handshakeReadErr("CHALLENGE", err)
+	}
+	if h.Type == wire.TypeError {
+		return wire.Welcome{}, handshakeServerErr(p)
+	}
+	if h.Type != wire.TypeChallenge {
+		return wire.Welcome{}, &Error{Op: "handshake", Msg: fmt.Sprintf("expected CHALLENGE, got %s", h.Type), Err: ErrProtocol}
+	}
+	ch, err := wire.DecodeChallenge(p)
+	if err != nil {
+		return wire.Welcome{}, &Error{Op: "handshake", Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
+	}
+	var auth wire.Auth
+	switch {
+	case ch.Mode == wire.AuthNone && len(token) > 0:
+		return wire.Welcome{}, &Error{Op: "handshake", Err: ErrAuth,
+			Msg: "server does not authenticate (started with --insecure-no-token) but this client has a token; refusing an unauthenticated server. Drop the token to connect anyway"}
+	case ch.Mode == wire.AuthHMAC && len(token) == 0:
+		return wire.Welcome{}, &Error{Op: "handshake", Err: ErrAuth,
+			Msg: "server requires a token; pass --token-file or set GDSLOAD_TOKEN"}
+	case ch.Mode == wire.AuthHMAC:
+		if !proofEqual(ch.ServerProof, serverProof(token, &hello.Nonce, &ch.Nonce)) {
+			return wire.Welcome{}, &Error{Op: "handshake", Err: ErrAuth,
+				Msg: "server could not prove it knows the token: the tokens differ, or this is not the server you meant"}
+		}
+		auth.Proof = clientProof(token, &hello.Nonce, &ch.Nonce)
+	case ch.Mode != wire.AuthNone:
+		return wire.Welcome{}, &Error{Op: "handshake", Msg: fmt.Sprintf("unknown auth mode %d", ch.Mode), Err: ErrProtocol}
+	}
+	if _, err := c.Write(wire.AppendFrame(nil, wire.TypeAuth, 0, auth.Append(nil))); err != nil {
+		return wire.Welcome{}, err
+	}
+	h, p, err = wire.ReadFrame(c, buf, uint32(len(buf)))
+	if err != nil {
+		return wire.Welcome{}, handshakeReadErr("WELCOME", err)
+	}
+	if h.Type == wire.TypeError {
+		return wire.Welcome{}, handshakeServerErr(p)
+	}
+	if h.Type != wire.TypeWelcome {
+		return wire.Welcome{}, &Error{Op: "handshake", Msg: fmt.Sprintf("expected WELCOME, got %s", h.Type), Err: ErrProtocol}
+	}
+	w, err := wire.DecodeWelcome(p)
+	if err != nil {
+		return wire.Welcome{}, &Error{Op: "handshake", Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
+	}
+	return w, nil
+}
+
+func handshakeReadErr(what string, err error) error {
+	if errors.Is(err, wire.ErrMagic) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrTooLarge) {
+		return &Error{Op: "handshake", Msg: "reading " + what + ": not an rdmafs server of this version?", Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
+	}
+	return fmt.Errorf("reading %s: %w", what, err)
+}
+
+func handshakeServerErr(p []byte) error {
+	m, err := wire.DecodeError(p)
+	if err != nil {
+		return &Error{Op: "handshake", Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
+	}
+	return &Error{Op: "handshake", Code: m.Code, Msg: m.Message, Err: connCodeErr(m.Code)}
+}

@@ -1,0 +1,126 @@
+package rdmafs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// TestDrainFinishesInFlightReads: on cancel the server says GOODBYE, the
+// read already in flight completes in full, then the connection closes and
+// Serve returns nil.
+func TestDrainFinishesInFlightReads(t *testing.T) {
+	ts := startServer(t, ServerConfig{BufferSize: 64 << 10, PoolBuffers: 4}, nil)
+	writeFile(t, ts.root, "f", 32<<20, 2)
+	r := rawDial(t, ts.addr)
+	r.mustWelcome(testTok)
+	r.send(wire.TypeRead, 1, wire.Read{Length: 32 << 20, Name: "f"}.Append(nil))
+	for ts.srv.metrics.bytesSent.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ts.cancel()
+	var got int
+	var done, bye bool
+	for !(done && bye) {
+		h, p, err := r.recv()
+		if err != nil {
+			t.Fatalf("after %d bytes (done=%v goodbye=%v): %v", got, done, bye, err)
+		}
+		switch h.Type {
+		case wire.TypeData:
+			got += len(p)
+		case wire.TypeReadDone:
+			done = true
+		case wire.TypeGoodbye:
+			bye = true
+		default:
+			t.Fatalf("unexpected %s", h.Type)
+		}
+	}
+	if got != 32<<20 {
+		t.Fatalf("in-flight read delivered %d bytes, want %d", got, 32<<20)
+	}
+	r.expectClosed()
+	select {
+	case err := <-ts.done:
+		ts.done <- err
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after drain")
+	}
+}
+
+func TestClientAfterDrainGetsServerGone(t *testing.T) {
+	ts := startServer(t, ServerConfig{}, nil)
+	writeFile(t, ts.root, "f", 10, 1)
+	cl := dialTest(t, ts, nil, WithRetryDeadline(300*time.Millisecond))
+	ts.stop(t)
+	_, err := cl.Stat(context.Background(), "f")
+	if !errors.Is(err, ErrServerGone) {
+		t.Fatalf("err = %v, want ErrServerGone", err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	ts := startServer(t, ServerConfig{}, nil)
+	writeFile(t, ts.root, "f", 5000, 1)
+	cl := dialTest(t, ts, nil, WithConnections(1))
+	f, err := cl.Open(context.Background(), "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadAt(make([]byte, 5000), 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	cl.Stat(context.Background(), "missing")
+	srv := httptest.NewServer(ts.srv.MetricsHandler())
+	defer srv.Close()
+	want := []string{
+		"rdmafs_sent_bytes_total 5000\n",
+		`rdmafs_requests_total{op="read"} 1` + "\n",
+		`rdmafs_requests_total{op="stat"} 2` + "\n",
+		`rdmafs_errors_total{code="NOT_FOUND"} 1` + "\n",
+		`rdmafs_request_duration_seconds_count{op="read"} 1` + "\n",
+		`rdmafs_request_duration_seconds_bucket{op="read",le="+Inf"} 1` + "\n",
+		"# TYPE rdmafs_request_duration_seconds histogram\n",
+		"rdmafs_connections_active 1\n",
+	}
+	// Handlers record their latency just after sending the reply: poll
+	// briefly instead of racing them.
+	var body []byte
+	var resp *http.Response
+	for deadline := time.Now().Add(2 * time.Second); ; {
+		var err error
+		resp, err = srv.Client().Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(string(body), w) {
+				missing = w
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics lack %q:\n%s", missing, body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q", ct)
+	}
+}

@@ -1,0 +1,199 @@
+package rdmafs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// testServerBin is the path of the testserver binary built by TestMain, or
+// "" when it could not be built (the e2e tests then skip with the reason).
+var testServerBin, testServerBuildErr = "", error(nil)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rdmafs-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin := filepath.Join(dir, "testserver")
+	out, err := exec.Command("go", "build", "-o", bin, "./internal/testserver").CombinedOutput()
+	if err != nil {
+		testServerBuildErr = fmt.Errorf("go build ./internal/testserver: %v\n%s", err, out)
+	} else {
+		testServerBin = bin
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type serverProc struct {
+	cmd  *exec.Cmd
+	addr string
+	exit chan error
+}
+
+// startProc runs the testserver binary exporting root and waits for its
+// "listening on" line.
+func startProc(t *testing.T, root, listen string) *serverProc {
+	t.Helper()
+	if testServerBin == "" {
+		t.Skipf("testserver binary unavailable: %v", testServerBuildErr)
+	}
+	tokFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokFile, append(testTok, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testServerBin, "--root", root, "--listen", listen, "--token-file", tokFile)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &serverProc{cmd: cmd, exit: make(chan error, 1)}
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		if s.Scan() {
+			line <- s.Text()
+		}
+		close(line)
+		io.Copy(io.Discard, stdout)
+		p.exit <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exit
+		p.exit <- nil
+	})
+	select {
+	case l, ok := <-line:
+		if !ok || !strings.HasPrefix(l, "listening on ") {
+			t.Fatalf("server said %q; stderr:\n%s", l, stderr.String())
+		}
+		p.addr = strings.TrimPrefix(l, "listening on ")
+	case <-time.After(10 * time.Second):
+		t.Fatalf("server not ready after 10 s; stderr:\n%s", stderr.String())
+	}
+	return p
+}
+
+func TestE2EServerProcess(t *testing.T) {
+	root := t.TempDir()
+	data := writeFile(t, root, "ckpt/shard-0.bin", 3<<20+11, 4)
+	p := startProc(t, root, "127.0.0.1:0")
+	ctx := context.Background()
+	cl, err := Dial(ctx, p.addr, WithToken(testTok), WithLogger(quietLogger()), WithChunkSize(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	f, err := cl.Open(ctx, "ckpt/shard-0.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, f.Size())
+	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read through real server: %v", err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exit:
+		p.exit <- err
+		if err != nil {
+			t.Fatalf("server exit after SIGTERM: %v, want status 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not exit within 10 s of SIGTERM")
+	}
+}
+
+// TestE2EServerKilledMidTransfer kills the server process (SIGKILL) while
+// reads are in flight. Without a restart the reader fails with
+// ErrServerGone within its retry deadline; with a restart on the same port
+// the retries succeed and every byte is verified.
+func TestE2EServerKilledMidTransfer(t *testing.T) {
+	root := t.TempDir()
+	data := writeFile(t, root, "f", 16<<20, 6)
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			p := startProc(t, root, "127.0.0.1:0")
+			retry := 1500 * time.Millisecond
+			if restart {
+				retry = 15 * time.Second
+			}
+			cl, err := Dial(context.Background(), p.addr, WithToken(testTok), WithLogger(quietLogger()),
+				WithRetryDeadline(retry), WithTimeout(5*time.Second), WithChunkSize(1<<20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			f, err := cl.Open(context.Background(), "f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			result := make(chan error, 1)
+			first := make(chan struct{})
+			go func() {
+				buf := make([]byte, len(data))
+				for i := 0; ; i++ {
+					if i == 1 {
+						close(first)
+					}
+					clear(buf)
+					if _, err := f.ReadAt(buf, 0); err != nil {
+						result <- err
+						return
+					}
+					if !bytes.Equal(buf, data) {
+						result <- errors.New("data mismatch")
+						return
+					}
+					if restart && i >= 20 {
+						result <- nil
+						return
+					}
+				}
+			}()
+			<-first
+			killedAt := time.Now()
+			p.cmd.Process.Kill()
+			<-p.exit
+			p.exit <- nil
+			if restart {
+				time.Sleep(200 * time.Millisecond)
+				startProc(t, root, p.addr)
+			}
+			select {
+			case err := <-result:
+				switch {
+				case restart && err != nil:
+					t.Fatalf("reads across a restart: %v", err)
+				case !restart && !errors.Is(err, ErrServerGone):
+					t.Fatalf("err = %v, want ErrServerGone", err)
+				case !restart && time.Since(killedAt) > retry+2*time.Second:
+					t.Fatalf("failed after %v, retry deadline %v", time.Since(killedAt), retry)
+				}
+			case <-time.After(retry + 10*time.Second):
+				t.Fatal("reader hung after the server was killed")
+			}
+		})
+	}
+}

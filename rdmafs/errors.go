@@ -1,0 +1,104 @@
+package rdmafs
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// Sentinel errors. Every error returned by the client wraps one of them, so
+// callers branch with errors.Is.
+var (
+	// ErrAuth: the handshake failed: wrong or missing token, or the server
+	// could not prove it knows the token. Not retried.
+	ErrAuth = errors.New("rdmafs: authentication failed")
+	// ErrNotFound: the file or directory does not exist on the server.
+	ErrNotFound = errors.New("rdmafs: not found")
+	// ErrPermission: the server refused the path (it escapes the export
+	// root) or cannot read it.
+	ErrPermission = errors.New("rdmafs: permission denied")
+	// ErrInvalid: the request was refused as malformed: bad name (NUL,
+	// absolute, "..", too long), directory where a file was expected, a
+	// length over the server's limits.
+	ErrInvalid = errors.New("rdmafs: invalid request")
+	// ErrServerGone: the server could not be reached, or the connection
+	// was lost and retries ran out before the retry deadline.
+	ErrServerGone = errors.New("rdmafs: server unreachable or connection lost")
+	// ErrProtocol: the peer broke the protocol (bad frame, wrong version,
+	// unexpected message). Usually a version mismatch or a bug.
+	ErrProtocol = errors.New("rdmafs: protocol error")
+	// ErrChecksum: the CRC32C of received data did not match the server's.
+	ErrChecksum = errors.New("rdmafs: checksum mismatch")
+	// ErrIO: the server failed to read its storage.
+	ErrIO = errors.New("rdmafs: server I/O error")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("rdmafs: client closed")
+	// ErrRegion: a destination region was refused: unknown or deregistered
+	// key, or a write outside the registered range.
+	ErrRegion = errors.New("rdmafs: region refused")
+	// ErrNoRDMA: RDMA is not available in this build or on this machine.
+	ErrNoRDMA = errors.New("rdmafs: RDMA unavailable")
+)
+
+// Error is a failed operation on the server. It unwraps to the sentinel
+// matching Code.
+type Error struct {
+	Op     string    // "stat", "list", "read", "dial", "handshake"
+	Name   string    // file name, if any
+	Offset int64     // for reads
+	Code   wire.Code // server error code; 0 when the failure was local
+	Msg    string    // server's or local explanation
+	Err    error     // sentinel or underlying cause
+}
+
+func (e *Error) Error() string {
+	s := "rdmafs " + e.Op
+	if e.Name != "" {
+		s += " " + e.Name
+	}
+	if e.Op == "read" {
+		s += fmt.Sprintf(" at offset %d", e.Offset)
+	}
+	if e.Code != 0 {
+		s += fmt.Sprintf(": server says %s", e.Code)
+	}
+	if e.Msg != "" {
+		s += ": " + e.Msg
+	}
+	if e.Err != nil {
+		s += " (" + e.Err.Error() + ")"
+	}
+	return s
+}
+
+// Unwrap returns the sentinel or underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// codeErr maps a wire code to its sentinel.
+func codeErr(c wire.Code) error {
+	switch c {
+	case wire.CodeAuth:
+		return ErrAuth
+	case wire.CodeNotFound:
+		return ErrNotFound
+	case wire.CodePermission:
+		return ErrPermission
+	case wire.CodeInvalid, wire.CodeIsDir, wire.CodeNotDir, wire.CodeNotRegular, wire.CodeTooLarge:
+		return ErrInvalid
+	case wire.CodeIO:
+		return ErrIO
+	case wire.CodeShuttingDown, wire.CodeBusy:
+		return ErrServerGone
+	case wire.CodeRegion:
+		return ErrRegion
+	default:
+		return ErrProtocol
+	}
+}
+
+// retryable reports whether a failed idempotent request may be sent again
+// on a fresh connection.
+func retryable(err error) bool {
+	return errors.Is(err, ErrServerGone)
+}

@@ -1,0 +1,144 @@
+package rdmafs
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// raw speaks frames to a server directly, bypassing the client, so tests
+// can send what a well-behaved client never would.
+type raw struct {
+	t testing.TB
+	c net.Conn
+}
+
+func rawDial(t testing.TB, addr string) *raw {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &raw{t: t, c: c}
+}
+
+func (r *raw) send(typ wire.Type, id uint32, payload []byte) {
+	r.t.Helper()
+	r.sendBytes(wire.AppendFrame(nil, typ, id, payload))
+}
+
+func (r *raw) sendBytes(b []byte) {
+	r.t.Helper()
+	_ = r.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.c.Write(b); err != nil {
+		r.t.Fatalf("raw write: %v", err)
+	}
+}
+
+// recv reads one frame; DATA bytes that follow are read and returned too.
+func (r *raw) recv() (wire.Header, []byte, error) {
+	_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, wire.MaxPayload)
+	h, p, err := wire.ReadFrame(r.c, buf, wire.MaxPayload)
+	if err != nil {
+		return h, nil, err
+	}
+	if h.Type == wire.TypeData {
+		d, err := wire.DecodeData(p)
+		if err != nil {
+			return h, nil, err
+		}
+		data := make([]byte, d.N)
+		_, err = io.ReadFull(r.c, data)
+		return h, data, err
+	}
+	return h, p, nil
+}
+
+// handshake authenticates with token (nil: send an all-zero proof) and
+// returns the server's first reply after AUTH.
+func (r *raw) handshake(token []byte) (wire.Header, []byte) {
+	r.t.Helper()
+	hello := wire.Hello{Nonce: newNonce()}
+	r.send(wire.TypeHello, 0, hello.Append(nil))
+	h, p, err := r.recv()
+	if err != nil || h.Type != wire.TypeChallenge {
+		r.t.Fatalf("expected CHALLENGE, got %s, %v", h.Type, err)
+	}
+	ch, err := wire.DecodeChallenge(p)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var a wire.Auth
+	if token != nil {
+		a.Proof = clientProof(token, &hello.Nonce, &ch.Nonce)
+	}
+	r.send(wire.TypeAuth, 0, a.Append(nil))
+	h, p, err = r.recv()
+	if err != nil {
+		r.t.Fatalf("after AUTH: %v", err)
+	}
+	return h, p
+}
+
+func (r *raw) mustWelcome(token []byte) {
+	r.t.Helper()
+	if h, p := r.handshake(token); h.Type != wire.TypeWelcome {
+		r.t.Fatalf("expected WELCOME, got %s %q", h.Type, p)
+	}
+}
+
+// expectError reads frames until an ERROR and returns its code.
+func (r *raw) expectError() (wire.Header, wire.ErrorMsg) {
+	r.t.Helper()
+	for {
+		h, p, err := r.recv()
+		if err != nil {
+			r.t.Fatalf("expected ERROR, got %v", err)
+		}
+		if h.Type == wire.TypeData {
+			continue
+		}
+		if h.Type != wire.TypeError {
+			r.t.Fatalf("expected ERROR, got %s", h.Type)
+		}
+		m, err := wire.DecodeError(p)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		return h, m
+	}
+}
+
+// expectClosed checks the server closes the connection.
+func (r *raw) expectClosed() {
+	r.t.Helper()
+	_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b [4096]byte
+	for {
+		_, err := r.c.Read(b[:])
+		if err == nil {
+			continue
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			r.t.Fatal("server did not close the connection within 5s")
+		}
+		return
+	}
+}
+
+func headerBytes(magic uint16, version, typ uint8, id, length uint32) []byte {
+	b := make([]byte, wire.HeaderSize)
+	binary.BigEndian.PutUint16(b, magic)
+	b[2], b[3] = version, typ
+	binary.BigEndian.PutUint32(b[4:], id)
+	binary.BigEndian.PutUint32(b[8:], length)
+	return b
+}

@@ -1,0 +1,220 @@
+package rdmafs
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// escapeFixture builds root/ and a sibling outside/ holding a secret, with
+// symlinks inside the root that lead outside.
+func escapeFixture(t *testing.T) (root string) {
+	base := t.TempDir()
+	root = filepath.Join(base, "root")
+	outside := filepath.Join(base, "outside")
+	for _, d := range []string{root, outside, filepath.Join(root, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, root, "ok.bin", 100, 1)
+	links := map[string]string{
+		"abs-dir":        outside,
+		"rel-dir":        "../outside",
+		"abs-file":       filepath.Join(outside, "secret"),
+		"sub/deep":       "../../outside/secret",
+		"etc-passwd":     "/etc/passwd",
+		"inside-to-link": "sub/deep",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestHostilePathsRefused(t *testing.T) {
+	root := escapeFixture(t)
+	ts := startServer(t, ServerConfig{Root: root}, nil)
+	refused := []wire.Code{wire.CodePermission, wire.CodeInvalid}
+	tests := []struct {
+		name  string
+		codes []wire.Code // acceptable refusals
+	}{
+		{"..", refused},
+		{"../..", refused},
+		{"../outside/secret", refused},
+		{"a/../../x", refused},
+		{"sub/../../outside/secret", refused},
+		{"./../outside/secret", refused},
+		{"/etc/passwd", refused},
+		{"/", refused},
+		{filepath.Join(filepath.Dir(root), "outside", "secret"), refused},
+		{"ok.bin\x00", refused},
+		{"\x00", refused},
+		{"sub/\x00/../ok.bin", refused},
+		{strings.Repeat("a", 300), refused},
+		{strings.Repeat("a/", 2100) + "x", refused},
+		{strings.Repeat("b", 60000), refused},
+		{"abs-dir/secret", refused},
+		{"rel-dir/secret", refused},
+		{"abs-file", refused},
+		{"sub/deep", refused},
+		{"etc-passwd", refused},
+		{"inside-to-link", refused},
+		{"", []wire.Code{wire.CodeInvalid, wire.CodeIsDir}},
+	}
+	ops := []struct {
+		op     string
+		encode func(name string) (wire.Type, []byte)
+	}{
+		{"STAT", func(n string) (wire.Type, []byte) { return wire.TypeStat, wire.Stat{Name: n}.Append(nil) }},
+		{"READ", func(n string) (wire.Type, []byte) {
+			return wire.TypeRead, wire.Read{Length: 4096, Name: n}.Append(nil)
+		}},
+		{"LIST", func(n string) (wire.Type, []byte) { return wire.TypeList, wire.List{Name: n}.Append(nil) }},
+	}
+	r := rawDial(t, ts.addr)
+	r.mustWelcome(testTok)
+	id := uint32(0)
+	for _, op := range ops {
+		for _, tc := range tests {
+			if op.op != "READ" && tc.name == "" {
+				continue // stat/list of "" mean the root
+			}
+			id++
+			typ, p := op.encode(tc.name)
+			r.send(typ, id, p)
+			h, m := r.expectError()
+			if h.ID != id || !slices.Contains(tc.codes, m.Code) {
+				t.Errorf("%s %.80q: got id %d code %s (%.80q), want id %d one of %v", op.op, tc.name, h.ID, m.Code, m.Message, id, tc.codes)
+			}
+			if strings.Contains(m.Message, filepath.Dir(root)) && !strings.HasPrefix(tc.name, "/") {
+				t.Errorf("%s %.80q: error reveals the server path: %q", op.op, tc.name, m.Message)
+			}
+		}
+	}
+	// The connection survives refusals and still serves good requests.
+	id++
+	r.send(wire.TypeRead, id, wire.Read{Length: 100, Name: "ok.bin"}.Append(nil))
+	var got []byte
+	for {
+		h, p, err := r.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Type == wire.TypeData {
+			got = append(got, p...)
+			continue
+		}
+		if h.Type != wire.TypeReadDone || len(got) != 100 {
+			t.Fatalf("good read after refusals: %s, %d bytes", h.Type, len(got))
+		}
+		break
+	}
+}
+
+func TestNonRegularFilesRefused(t *testing.T) {
+	root := t.TempDir()
+	fifo := filepath.Join(root, "fifo")
+	if err := mkfifo(fifo); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	ts := startServer(t, ServerConfig{Root: root}, nil)
+	r := rawDial(t, ts.addr)
+	r.mustWelcome(testTok)
+	r.send(wire.TypeRead, 1, wire.Read{Length: 10, Name: "fifo"}.Append(nil))
+	if _, m := r.expectError(); m.Code != wire.CodeNotRegular {
+		t.Fatalf("READ of a FIFO: code %s, want NOT_REGULAR", m.Code)
+	}
+}
+
+func TestAuthRefused(t *testing.T) {
+	ts := startServer(t, ServerConfig{HandshakeTimeout: 500 * time.Millisecond}, nil)
+	t.Run("wrong token", func(t *testing.T) {
+		r := rawDial(t, ts.addr)
+		h, p := r.handshake([]byte("not-the-token-0123456789"))
+		if m, _ := wire.DecodeError(p); h.Type != wire.TypeError || m.Code != wire.CodeAuth {
+			t.Fatalf("got %s %v, want ERROR AUTH", h.Type, m)
+		}
+		r.expectClosed()
+	})
+	t.Run("missing token", func(t *testing.T) {
+		r := rawDial(t, ts.addr)
+		h, p := r.handshake(nil)
+		if m, _ := wire.DecodeError(p); h.Type != wire.TypeError || m.Code != wire.CodeAuth {
+			t.Fatalf("got %s %v, want ERROR AUTH", h.Type, m)
+		}
+		r.expectClosed()
+	})
+	t.Run("server proof replayed as client proof", func(t *testing.T) {
+		r := rawDial(t, ts.addr)
+		hello := wire.Hello{Nonce: newNonce()}
+		r.send(wire.TypeHello, 0, hello.Append(nil))
+		_, p, err := r.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, _ := wire.DecodeChallenge(p)
+		r.send(wire.TypeAuth, 0, wire.Auth{Proof: ch.ServerProof}.Append(nil))
+		if _, m := r.expectError(); m.Code != wire.CodeAuth {
+			t.Fatalf("code %s, want AUTH", m.Code)
+		}
+		r.expectClosed()
+	})
+	t.Run("request before handshake", func(t *testing.T) {
+		r := rawDial(t, ts.addr)
+		r.send(wire.TypeStat, 1, wire.Stat{Name: "x"}.Append(nil))
+		if _, m := r.expectError(); m.Code != wire.CodeProtocol {
+			t.Fatalf("code %s, want PROTOCOL", m.Code)
+		}
+		r.expectClosed()
+	})
+	t.Run("request instead of AUTH", func(t *testing.T) {
+		r := rawDial(t, ts.addr)
+		r.send(wire.TypeHello, 0, wire.Hello{}.Append(nil))
+		if _, _, err := r.recv(); err != nil {
+			t.Fatal(err)
+		}
+		r.send(wire.TypeRead, 1, wire.Read{Length: 10, Name: "x"}.Append(nil))
+		if _, m := r.expectError(); m.Code != wire.CodeAuth {
+			t.Fatalf("code %s, want AUTH", m.Code)
+		}
+		r.expectClosed()
+	})
+	t.Run("silent client cut at handshake timeout", func(t *testing.T) {
+		r := rawDial(t, ts.addr)
+		start := time.Now()
+		r.expectClosed()
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("closed after %v", d)
+		}
+	})
+}
+
+func TestServerRequiresTokenOrInsecureFlag(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  ServerConfig
+	}{
+		{"no token", ServerConfig{Root: t.TempDir()}},
+		{"short token", ServerConfig{Root: t.TempDir(), Token: []byte("short")}},
+		{"both", ServerConfig{Root: t.TempDir(), Token: testTok, InsecureNoToken: true}},
+		{"no root", ServerConfig{Token: testTok}},
+		{"root is a file", ServerConfig{Root: filepath.Join(t.TempDir(), "missing"), Token: testTok}},
+	}
+	for _, tc := range tests {
+		if _, err := NewServer(tc.cfg); err == nil {
+			t.Errorf("%s: NewServer succeeded, want error", tc.name)
+		}
+	}
+}

@@ -1,0 +1,245 @@
+package rdmafs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// ServerConfig configures a Server. Zero fields take the defaults shown.
+type ServerConfig struct {
+	// Root is the directory exported read-only. Required.
+	Root string
+	// Token is the shared secret clients must prove they know. Empty is
+	// refused unless InsecureNoToken is set.
+	Token []byte
+	// InsecureNoToken lets anyone who can reach the port read the export.
+	InsecureNoToken bool
+	// Credits is the number of outstanding requests each connection may
+	// have (default 16, at most 1024).
+	Credits int
+	// PoolBuffers × BufferSize bounds the data memory of the whole server
+	// (default 64 × 1 MiB). READs are served in BufferSize pieces.
+	PoolBuffers int
+	BufferSize  int
+	// ConnBuffers is the most pool buffers one connection may hold at once
+	// (default 4), so that slow clients cannot starve the others.
+	ConnBuffers int
+	// MaxRead is the largest READ length accepted (default 64 MiB).
+	MaxRead int
+	// MaxConns is the most open connections; more are refused with BUSY
+	// (default 1024).
+	MaxConns int
+	// HandshakeTimeout bounds the handshake (default 10 s); ReadTimeout
+	// bounds reading one frame once its first byte arrived (default 30 s);
+	// WriteTimeout bounds writing one frame or data piece (default 30 s);
+	// IdleTimeout closes connections without outstanding requests
+	// (default 5 min); DrainTimeout bounds the graceful drain (default 30 s).
+	HandshakeTimeout time.Duration
+	ReadTimeout      time.Duration
+	WriteTimeout     time.Duration
+	IdleTimeout      time.Duration
+	DrainTimeout     time.Duration
+	// Logger receives structured logs (default: slog.Default()).
+	Logger *slog.Logger
+}
+
+func (c *ServerConfig) setDefaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.Credits, 16)
+	def(&c.PoolBuffers, 64)
+	def(&c.BufferSize, 1<<20)
+	def(&c.ConnBuffers, 4)
+	def(&c.MaxRead, 64<<20)
+	def(&c.MaxConns, 1024)
+	defd(&c.HandshakeTimeout, 10*time.Second)
+	defd(&c.ReadTimeout, 30*time.Second)
+	defd(&c.WriteTimeout, 30*time.Second)
+	defd(&c.IdleTimeout, 5*time.Minute)
+	defd(&c.DrainTimeout, 30*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Server exports one directory read-only over the rdmafs protocol. Every
+// name is resolved beneath the root by os.Root: "..", absolute paths, NUL
+// bytes, over-long names and symlinks leading outside are refused.
+type Server struct {
+	cfg     ServerConfig
+	root    *os.Root
+	pool    *bufPool
+	metrics *metrics
+	log     *slog.Logger
+
+	mu    sync.Mutex
+	conns map[*serverConn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewServer opens the export root and allocates the buffer pool.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	cfg.setDefaults()
+	if cfg.Root == "" {
+		return nil, errors.New("rdmafs server: no export root given")
+	}
+	if len(cfg.Token) == 0 && !cfg.InsecureNoToken {
+		return nil, errors.New("rdmafs server: no token: give a token file, or start with --insecure-no-token to let anyone who reaches the port read the export")
+	}
+	if len(cfg.Token) > 0 && cfg.InsecureNoToken {
+		return nil, errors.New("rdmafs server: both a token and insecure-no-token given; pick one")
+	}
+	if len(cfg.Token) > 0 {
+		if _, err := CheckToken(cfg.Token, "server token"); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Credits > 1024 {
+		return nil, fmt.Errorf("rdmafs server: %d credits is over the limit of 1024", cfg.Credits)
+	}
+	if cfg.BufferSize < 4096 || cfg.MaxRead > 1<<30 {
+		return nil, fmt.Errorf("rdmafs server: buffer size %d below 4096 or max read %d over 1 GiB", cfg.BufferSize, cfg.MaxRead)
+	}
+	fi, err := os.Stat(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("rdmafs server: export root: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("rdmafs server: export root %s is not a directory", cfg.Root)
+	}
+	root, err := os.OpenRoot(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("rdmafs server: open export root: %w", err)
+	}
+	return &Server{
+		cfg:     cfg,
+		root:    root,
+		pool:    newBufPool(cfg.PoolBuffers, cfg.BufferSize),
+		metrics: newMetrics(),
+		log:     cfg.Logger,
+		conns:   map[*serverConn]struct{}{},
+	}, nil
+}
+
+// Serve accepts connections on ln until ctx is cancelled, then drains:
+// it stops accepting, tells each client GOODBYE, lets in-flight requests
+// finish (up to DrainTimeout), closes every connection and returns nil.
+// It returns an error only when accepting fails for another reason. Serve
+// closes ln and the export root, so a Server serves once.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	defer s.root.Close()
+	acceptErr := make(chan error, 1)
+	go func() { acceptErr <- s.acceptLoop(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+		s.log.Info("rdmafs server draining", "connections", s.metrics.connsActive.Load())
+	case err = <-acceptErr:
+		s.log.Error("rdmafs accept failed", "err", err)
+	}
+	ln.Close()
+	s.drain()
+	return err
+}
+
+func (s *Server) acceptLoop(ln net.Listener) error {
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporaryAccept(err) {
+				// EMFILE and friends: back off instead of spinning.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("rdmafs accept", "err", err, "retry_in", delay)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.startConn(c)
+	}
+}
+
+func (s *Server) startConn(c net.Conn) {
+	tuneTCP(c)
+	s.metrics.connsTotal.Add(1)
+	s.mu.Lock()
+	if len(s.conns) >= s.cfg.MaxConns {
+		s.mu.Unlock()
+		s.log.Warn("rdmafs connection refused: at limit", "remote", c.RemoteAddr().String(), "max_conns", s.cfg.MaxConns)
+		s.metrics.errorSent(wire.CodeBusy)
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = c.Write(errorFrame(0, wire.CodeBusy, "server at its connection limit; retry later"))
+		c.Close()
+		return
+	}
+	sc := newServerConn(s, c)
+	s.conns[sc] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		sc.serve()
+		s.mu.Lock()
+		delete(s.conns, sc)
+		s.mu.Unlock()
+	}()
+}
+
+// drain asks every connection to finish and waits, force-closing after
+// DrainTimeout.
+func (s *Server) drain() {
+	s.mu.Lock()
+	for sc := range s.conns {
+		sc.startDrain()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(s.cfg.DrainTimeout):
+		s.log.Warn("rdmafs drain timed out; closing connections", "timeout", s.cfg.DrainTimeout)
+		s.mu.Lock()
+		for sc := range s.conns {
+			sc.c.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	s.log.Info("rdmafs server stopped")
+}
+
+func errorFrame(id uint32, code wire.Code, msg string) []byte {
+	p := wire.ErrorMsg{Code: code, Message: msg}.Append(nil)
+	return wire.AppendFrame(nil, wire.TypeError, id, p)
+}
+
+// isTemporaryAccept reports accept failures that pass: out of descriptors,
+// or a connection reset before it was accepted.
+func isTemporaryAccept(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS)
+}

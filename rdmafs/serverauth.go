@@ -1,0 +1,70 @@
+package rdmafs
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// handshake runs HELLO → CHALLENGE → AUTH → WELCOME under HandshakeTimeout.
+// No request is read before it succeeds.
+func (sc *serverConn) handshake() error {
+	cfg := &sc.s.cfg
+	_ = sc.c.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	defer sc.c.SetDeadline(time.Time{})
+	// Handshake frames are tiny: a 256-byte cap refuses anything else early.
+	buf := make([]byte, 256)
+	h, p, err := wire.ReadFrame(sc.c, buf, uint32(len(buf)))
+	if err != nil {
+		return sc.handshakeFail(wire.CodeProtocol, fmt.Errorf("read HELLO: %w", err))
+	}
+	if h.Type != wire.TypeHello {
+		return sc.handshakeFail(wire.CodeProtocol, fmt.Errorf("expected HELLO, got %s", h.Type))
+	}
+	hello, err := wire.DecodeHello(p)
+	if err != nil {
+		return sc.handshakeFail(wire.CodeProtocol, err)
+	}
+	ch := wire.Challenge{Mode: wire.AuthNone, Nonce: newNonce()}
+	if len(cfg.Token) > 0 {
+		ch.Mode = wire.AuthHMAC
+		ch.ServerProof = serverProof(cfg.Token, &hello.Nonce, &ch.Nonce)
+	}
+	if err := sc.sendMsg(wire.TypeChallenge, 0, ch.Append(nil)); err != nil {
+		return err
+	}
+	h, p, err = wire.ReadFrame(sc.c, buf, uint32(len(buf)))
+	if err != nil {
+		return sc.handshakeFail(wire.CodeProtocol, fmt.Errorf("read AUTH: %w", err))
+	}
+	if h.Type != wire.TypeAuth {
+		return sc.handshakeFail(wire.CodeAuth, fmt.Errorf("expected AUTH, got %s", h.Type))
+	}
+	auth, err := wire.DecodeAuth(p)
+	if err != nil {
+		return sc.handshakeFail(wire.CodeProtocol, err)
+	}
+	if ch.Mode == wire.AuthHMAC && !proofEqual(auth.Proof, clientProof(cfg.Token, &hello.Nonce, &ch.Nonce)) {
+		return sc.handshakeFail(wire.CodeAuth, errors.New("client proof does not match: wrong or missing token"))
+	}
+	w := wire.Welcome{
+		Credits:    uint32(cfg.Credits),
+		MaxPayload: wire.MaxPayload,
+		MaxRead:    uint32(cfg.MaxRead),
+		Chunk:      uint32(cfg.BufferSize),
+	}
+	return sc.sendMsg(wire.TypeWelcome, 0, w.Append(nil))
+}
+
+func (sc *serverConn) handshakeFail(code wire.Code, err error) error {
+	if code == wire.CodeAuth {
+		sc.s.metrics.authFail.Add(1)
+		sc.log.Warn("rdmafs handshake refused", "err", err)
+		// The client learns only that authentication failed, not why.
+		sc.sendError(0, code, "authentication failed: check the token (--token-file or GDSLOAD_TOKEN)")
+		return err
+	}
+	return sc.fail(0, code, err)
+}

@@ -1,0 +1,139 @@
+package rdmafs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// stallProxy forwards TCP connections to target. While stalling, the
+// connections it already carries stop forwarding (bytes are held, nothing is
+// closed), as a hung server or a black-holed path would behave.
+type stallProxy struct {
+	ln     net.Listener
+	target string
+	stall  atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+}
+
+func newStallProxy(t *testing.T, target string) *stallProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallProxy{ln: ln, target: target}
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+	})
+	return p
+}
+
+func (p *stallProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		stalled := p.stall.Load() // connections made while stalling work
+		go p.pipe(c, s, stalled)
+		go p.pipe(s, c, stalled)
+	}
+}
+
+func (p *stallProxy) pipe(dst, src net.Conn, immune bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for !immune && p.stall.Load() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+// TestStalledConnectionTimesOutAndRetries: when the path stalls mid-read,
+// the request times out and its connection is dropped; with retries the
+// read completes on a fresh connection, without them it fails promptly with
+// ErrServerGone.
+func TestStalledConnectionTimesOutAndRetries(t *testing.T) {
+	ts := startServer(t, ServerConfig{}, nil)
+	data := writeFile(t, ts.root, "f", 8<<20, 3)
+	for _, retry := range []time.Duration{5 * time.Second, 0} {
+		px := newStallProxy(t, ts.addr)
+		cl, err := Dial(context.Background(), px.ln.Addr().String(), WithToken(testTok), WithLogger(quietLogger()),
+			WithConnections(1), WithTimeout(300*time.Millisecond), WithRetryDeadline(retry))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		f, err := cl.Open(context.Background(), "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		px.stall.Store(true) // the open connection hangs; new ones work
+		buf := make([]byte, len(data))
+		start := time.Now()
+		_, err = f.ReadAt(buf, 0)
+		switch {
+		case retry > 0 && (err != nil || !bytes.Equal(buf, data)):
+			t.Fatalf("read across a stalled connection: %v", err)
+		case retry == 0 && !errors.Is(err, ErrServerGone):
+			t.Fatalf("without retries: err = %v, want ErrServerGone", err)
+		case retry == 0 && time.Since(start) > 3*time.Second:
+			t.Fatalf("stalled read failed after %v; the request timeout is 300ms", time.Since(start))
+		}
+		px.stall.Store(false)
+	}
+}
+
+// TestConnectionLimit: past MaxConns the server answers BUSY and closes.
+func TestConnectionLimit(t *testing.T) {
+	ts := startServer(t, ServerConfig{MaxConns: 1}, nil)
+	first := rawDial(t, ts.addr)
+	first.mustWelcome(testTok)
+	second := rawDial(t, ts.addr)
+	_ = second.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 256)
+	h, p, err := wire.ReadFrame(second.c, buf, uint32(len(buf)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := wire.DecodeError(p)
+	if h.Type != wire.TypeError || m.Code != wire.CodeBusy {
+		t.Fatalf("got %s %s, want ERROR BUSY", h.Type, m.Code)
+	}
+	if _, err := second.c.Read(buf); err != io.EOF {
+		t.Fatalf("connection not closed after BUSY: %v", err)
+	}
+}

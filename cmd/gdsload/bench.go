@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -21,6 +21,7 @@ type benchOptions struct {
 	chunkSize string
 	asJSON    bool
 	device    int
+	remote    remoteOptions
 }
 
 func newBenchCmd() *cobra.Command {
@@ -43,6 +44,7 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size of the loader modes")
 	f.IntVar(&o.device, "device", 0, "GPU index for the GPU modes")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON on stdout")
+	o.remote.addFlags(f)
 	return cmd
 }
 
@@ -83,6 +85,13 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 		return usagef("--chunk-size %q: want a positive size such as 4MiB", o.chunkSize)
 	}
 	avail, missing := allModes(o.device)
+	if isRemote(path) {
+		if o.cold {
+			return usagef("--cold drops a local file's pages; it does not apply to %s (drop the server's cache there)", path)
+		}
+		avail, missing = remoteModes(&o.remote, o.device)
+		defer o.remote.Close()
+	}
 	modes := avail
 	if o.modes != "" {
 		modes = nil
@@ -122,11 +131,43 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 		rep.Skipped = missing
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(cmd.OutOrStdout(), rep)
 	}
 	return printBench(cmd.OutOrStdout(), rep)
+}
+
+// remoteModes are what an rdmafs:// PATH can be measured with: the loader
+// streaming from the server into its host ring.
+func remoteModes(r *remoteOptions, device int) ([]bench.Mode, map[string]string) {
+	missing := map[string]string{}
+	for _, m := range bench.HostModes() {
+		if m.Name != "loader" {
+			missing[m.Name] = "needs a local file"
+		}
+	}
+	for _, m := range gpuModeHelp() {
+		missing[m[0]] = "needs a local file"
+	}
+	loaderMode := bench.Mode{Name: "loader", Help: "the gdsload engine reading from the rdmafs server into its host ring",
+		Run: func(ctx context.Context, url string, cfg bench.Config) (bench.Sample, error) {
+			srcs, err := openRemote(ctx, url, r)
+			if err != nil {
+				return bench.Sample{}, err
+			}
+			workers := max(cfg.Workers, 1)
+			chunk := loader.EffectiveChunkSize(cfg.ChunkSize, srcs)
+			ring, err := loader.NewRing(2*workers, chunk)
+			if err != nil {
+				return bench.Sample{}, err
+			}
+			defer ring.Close()
+			jobs := make([]loader.Job, len(srcs))
+			for i, s := range srcs {
+				jobs[i] = loader.WholeFile(s, ring)
+			}
+			return bench.LoaderRun(ctx, jobs, loader.Options{Workers: workers, ChunkSize: chunk})
+		}}
+	return []bench.Mode{loaderMode}, missing
 }
 
 func findMode(modes []bench.Mode, name string) (bench.Mode, bool) {

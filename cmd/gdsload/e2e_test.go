@@ -128,3 +128,21 @@ func TestLoadFromRemoteServerProcess(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, strings.ToLower(stderr), "not found")
 }
+
+func TestBenchRemoteServerProcess(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, "data.bin", 3<<20+5)
+	addr := startServer(t, root, "s3cret-token-0123456789abcdef")
+	t.Setenv("GDSLOAD_TOKEN", "s3cret-token-0123456789abcdef")
+	out, stderr, code := run(t, "bench", "--json", "--runs", "2", "rdmafs://"+addr+"/data.bin")
+	require.Equal(t, 0, code, stderr)
+	var rep benchReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Len(t, rep.Results, 1)
+	require.Equal(t, "loader", rep.Results[0].Mode)
+	require.Equal(t, int64(3<<20+5), rep.Results[0].Bytes)
+	require.Equal(t, "needs a local file", rep.Skipped["posix"])
+
+	_, stderr, code = run(t, "bench", "--cold", "rdmafs://"+addr+"/data.bin")
+	require.Equal(t, 2, code, stderr)
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 	"unsafe"
@@ -16,9 +17,21 @@ import (
 // otherwise reads through the page cache, saying why in DirectReason. With
 // DirectOn a refusal is an error.
 func OpenFile(name string, mode DirectMode) (*File, error) {
+	return openFile(name, mode, func(flag int) (*os.File, error) { return os.OpenFile(name, flag, 0) })
+}
+
+// OpenFileInRoot is OpenFile for a name resolved beneath root: "..",
+// absolute names and symbolic links that leave root are refused (os.Root).
+func OpenFileInRoot(root *os.Root, name string, mode DirectMode) (*File, error) {
+	return openFile(filepath.Join(root.Name(), name), mode, func(flag int) (*os.File, error) { return root.OpenFile(name, flag, 0) })
+}
+
+// openFile opens with open; name is the file's path for results, errors
+// and file system names.
+func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error)) (*File, error) {
 	f := &File{name: name, align: DefaultAlignment, memAlign: DefaultAlignment}
 	if mode != DirectOff {
-		fd, err := os.OpenFile(name, os.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+		fd, err := open(os.O_RDONLY | unix.O_DIRECT | unix.O_CLOEXEC)
 		switch {
 		case err == nil:
 			f.f, f.direct = fd, true
@@ -38,7 +51,7 @@ func OpenFile(name string, mode DirectMode) (*File, error) {
 		}
 	}
 	if f.f == nil {
-		fd, err := os.Open(name)
+		fd, err := open(os.O_RDONLY | unix.O_CLOEXEC)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 	"unsafe"
 )
@@ -74,3 +75,13 @@ func FreeHost([]byte) error { return nil }
 
 // ProcessCPUTime is not measured outside Linux.
 func ProcessCPUTime() (user, sys time.Duration) { return 0, 0 }
+
+// OpenFileInRoot is OpenFile for a name resolved beneath root.
+func OpenFileInRoot(root *os.Root, name string, mode DirectMode) (*File, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	return OpenFile(filepath.Join(root.Name(), name), mode)
+}

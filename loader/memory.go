@@ -12,3 +12,8 @@ func alignedSlice(n, align int) []byte {
 	}
 	return raw[off : off+n : off+n]
 }
+
+// AlignedBuffer returns a garbage-collected buffer of n bytes whose first
+// byte is page aligned, so O_DIRECT reads land in it without a bounce copy.
+// For buffers kept for a long time and reused, prefer AllocHost.
+func AlignedBuffer(n int) []byte { return alignedSlice(n, 4096) }

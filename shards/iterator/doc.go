@@ -8,6 +8,7 @@
 // decoding of shards, and the small JSON state that resumes an epoch
 // exactly, also at another world size. docs/ITERATOR.md explains the design.
 //
-// Reading shard bytes goes through ShardOpener, so the loader can later feed
-// the iterator from any storage path; DirOpener reads local files.
+// Reading shard bytes goes through ShardOpener. Openers that also implement
+// SourceOpener (DirOpener does) are read through the loader: parallel
+// chunks, O_DIRECT where the file system takes it, into reused buffers.
 package iterator

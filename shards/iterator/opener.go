@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/gdsload/gdsload/loader"
 )
 
 // ShardOpener gives access to shard bytes by name. Open may be called from
@@ -17,10 +19,38 @@ type ShardOpener interface {
 	Open(ctx context.Context, name string) (io.ReadCloser, error)
 }
 
+// SourceOpener is an optional capability of a ShardOpener: it opens a
+// shard as a loader.Source, so prefetch reads it through the loader
+// (parallel chunks, O_DIRECT where the file system takes it) straight into
+// a pooled buffer instead of streaming it. close releases the source.
+type SourceOpener interface {
+	OpenSource(ctx context.Context, name string) (src loader.Source, close func() error, err error)
+}
+
 // DirOpener opens shards as files beneath Root. Names are resolved inside
-// Root (no "..", absolute paths or symlink escapes).
+// Root (no "..", absolute paths or symlink escapes). It implements
+// SourceOpener: shards are read through the loader.
 type DirOpener struct {
 	Root string
+	// Direct is the loader's O_DIRECT mode (default DirectAuto).
+	Direct loader.DirectMode
+}
+
+// OpenSource opens Root/name for the loader.
+func (o DirOpener) OpenSource(ctx context.Context, name string) (loader.Source, func() error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	root, err := os.OpenRoot(o.Root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("iterator: opening shard directory %s: %w", o.Root, err)
+	}
+	defer root.Close()
+	f, err := loader.OpenFileInRoot(root, filepath.FromSlash(name), o.Direct)
+	if err != nil {
+		return nil, nil, fmt.Errorf("iterator: opening shard %s in %s: %w", name, o.Root, err)
+	}
+	return f, f.Close, nil
 }
 
 // Open opens Root/name.
@@ -56,7 +86,8 @@ func (p *bufferPool) get(size int64) []byte {
 	if n := len(p.free); n > 0 {
 		p.free = p.free[:n-1] // too small: let it go, allocate a bigger one
 	}
-	return make([]byte, 0, size)
+	// Page aligned, so O_DIRECT reads land without a bounce copy.
+	return loader.AlignedBuffer(int(size))[:0]
 }
 
 func (p *bufferPool) put(b []byte) {
@@ -70,6 +101,9 @@ func (p *bufferPool) put(b []byte) {
 // readShard reads a whole shard into a pooled buffer. size is the expected
 // size (a hint; the stream decides).
 func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name string, size int64) ([]byte, error) {
+	if so, ok := op.(SourceOpener); ok {
+		return loadShard(ctx, so, pool, name)
+	}
 	rc, err := op.Open(ctx, name)
 	if err != nil {
 		return nil, err
@@ -94,4 +128,25 @@ func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name strin
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// shardLoadWorkers is the loader's parallelism for one shard; several
+// shards are prefetched at once, so each needs few.
+const shardLoadWorkers = 4
+
+// loadShard reads a whole shard through the loader into a pooled buffer.
+func loadShard(ctx context.Context, so SourceOpener, pool *bufferPool, name string) ([]byte, error) {
+	src, closeSrc, err := so.OpenSource(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSrc()
+	buf := pool.get(src.Size())[:src.Size()]
+	_, err = loader.Load(ctx, []loader.Job{loader.WholeFile(src, loader.NewHostBuffer(buf))},
+		loader.Options{Workers: shardLoadWorkers, ChunkSize: 1 << 20})
+	if err != nil {
+		pool.put(buf)
+		return nil, fmt.Errorf("iterator: reading shard %s: %w", name, err)
+	}
+	return buf, nil
 }

@@ -2,7 +2,6 @@ package loader
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -150,10 +149,12 @@ func (e *engine) finish(ctx context.Context) error {
 			e.fail(&Error{Op: "land", Name: p.Source.Name(), Offset: -1, Err: err})
 		}
 	}
+	if e.err == nil && ctx.Err() != nil {
+		// Cancelled with no worker in a read: never report success
+		// for bytes that were not all loaded.
+		e.err = context.Cause(ctx)
+	}
 	if e.err != nil {
-		if ctx.Err() != nil && errors.Is(e.err, context.Canceled) {
-			return context.Cause(ctx)
-		}
 		return e.err
 	}
 	verified := map[Source]bool{}
@@ -179,7 +180,10 @@ func (e *engine) next(ctx context.Context) (p *plan, i int, span Span, ok bool, 
 		e.job++
 		e.chunk = 0
 	}
-	if e.job >= len(e.plans) || ctx.Err() != nil {
+	if ctx.Err() != nil {
+		return nil, 0, Span{}, false, context.Cause(ctx)
+	}
+	if e.job >= len(e.plans) {
 		return nil, 0, Span{}, false, nil
 	}
 	p, i = &e.plans[e.job], e.chunk

@@ -307,3 +307,32 @@ func TestPercentiles(t *testing.T) {
 		require.Equal(t, tc.p99, p99)
 	}
 }
+
+// cancellingSource cancels the load's context after serving its first chunk:
+// the load must fail, never return success with the rest missing.
+type cancellingSource struct {
+	*File
+	cancel context.CancelFunc
+	once   atomic.Bool
+}
+
+func (s *cancellingSource) ReadAt(p []byte, off int64) (int, error) {
+	n, err := s.File.ReadAt(p, off)
+	if s.once.CompareAndSwap(false, true) {
+		s.cancel()
+	}
+	return n, err
+}
+
+func TestLoadCancelledBetweenChunksFails(t *testing.T) {
+	path := writeRandom(t, t.TempDir(), 4<<20, 8)
+	f, err := OpenFile(path, DirectAuto)
+	require.NoError(t, err)
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	src := &cancellingSource{File: f, cancel: cancel}
+	res, err := Load(ctx, []Job{WholeFile(src, NewHostBuffer(make([]byte, f.Size())))}, Options{Workers: 1, ChunkSize: 1 << 20})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Nil(t, res)
+}

@@ -28,6 +28,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 130 interrupted.`,
 		newIterateCmd(),
 		newManifestCmd(),
 		newServeCmd(),
+		newStageCmd(),
 	)
 	return root
 }

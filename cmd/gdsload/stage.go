@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/rdmafs"
+	"github.com/gdsload/gdsload/stage"
+	"github.com/spf13/cobra"
+)
+
+type stageOptions struct {
+	direct    string
+	workers   int
+	chunkSize string
+	checksum  string
+	verify    string
+	asJSON    bool
+	remote    remoteOptions
+}
+
+func newStageCmd() *cobra.Command {
+	o := &stageOptions{}
+	cmd := &cobra.Command{
+		Use:   "stage [flags] SRC... DST",
+		Short: "Copy checkpoints and shards onto node-local storage, verified, atomic and resumable",
+		Long: `Stage copies files onto a local directory (node-local NVMe), or loads and
+verifies them in GPU memory (DST gpu:N).
+
+Sources are files, directories (their contents land directly in DST, like
+rsync SRC/ DST), brace patterns ('shard-{000..009}.bin'), sharded checkpoints
+through their *.safetensors.index.json (the index and every file it names),
+and rdmafs://host:port/path URLs.
+
+Reads and writes run in parallel with O_DIRECT where the file systems take
+it. Each file is written under a temporary name beginning with a dot beside
+its final name, synced, verified and renamed, so an interruption never
+leaves a partial file under a final name. The digest of the bytes read
+(sha256, or --checksum crc32c) is checked against a shards manifest
+(index.json) when one lists the file, and against the bytes written;
+--verify readback also re-reads each written file before its rename.
+
+A rerun after an interruption leaves files already staged and verified
+untouched and copies the rest; a source whose size or modification time
+changed is staged again. The journal and lock live in DST/` + stage.SidecarName + `/.`,
+		Args: args(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return runStage(cmd, o, a[:len(a)-1], a[len(a)-1])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.direct, "direct", "auto", "O_DIRECT reads and writes: auto, on or off")
+	f.IntVar(&o.workers, "workers", loader.DefaultWorkers, "concurrent chunk reads")
+	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size (a multiple of the direct-I/O alignment)")
+	f.StringVar(&o.checksum, "checksum", "sha256", "digest of every file: sha256 or crc32c (files a manifest lists use sha256)")
+	f.StringVar(&o.verify, "verify", "digest", "digest, or readback to re-read each written file before its rename")
+	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
+	o.remote.addFlags(f)
+	return cmd
+}
+
+func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) error {
+	mode, err := loader.ParseDirectMode(o.direct)
+	if err != nil {
+		return usageError{err}
+	}
+	sum, err := loader.ParseChecksum(o.checksum)
+	if err != nil || sum == loader.ChecksumNone {
+		return usagef("--checksum %q: want sha256 or crc32c (staging always verifies)", o.checksum)
+	}
+	verify, err := stage.ParseVerify(o.verify)
+	if err != nil {
+		return usageError{err}
+	}
+	chunk, err := parseSize(o.chunkSize)
+	if err != nil || chunk == 0 {
+		return usagef("--chunk-size %q: want a positive size such as 4MiB", o.chunkSize)
+	}
+	if o.workers <= 0 {
+		return usagef("--workers %d: want at least 1", o.workers)
+	}
+	ctx := cmd.Context()
+	opener := &cliOpener{mode: mode, remote: &o.remote}
+	defer opener.Close()
+	entries, err := stage.Expand(ctx, srcs, remoteLister{&o.remote})
+	if err != nil {
+		return err
+	}
+	if dst == "gpu" || strings.HasPrefix(dst, "gpu:") { // a directory so named: ./gpu:0
+		t, err := parseTarget(dst)
+		if err != nil || t.kind != "gpu" {
+			return usagef("destination %q: want a directory or gpu:N", dst)
+		}
+		return stageToGPU(cmd, o, t, entries, mode, sum, chunk)
+	}
+
+	var bar *progress
+	s, err := stage.Open(dst, stage.Options{
+		Opener: opener, ReadDirect: mode, WriteDirect: mode, Workers: o.workers, ChunkSize: chunk,
+		Checksum: sum, Verify: verify, OnProgress: func(n int64) { bar.Add(n) },
+	})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	plan, err := s.Plan(ctx, entries)
+	if err != nil {
+		return err
+	}
+	bar = startProgress(cmd.ErrOrStderr(), "stage", plan.CopyBytes)
+	res, err := s.Run(ctx, plan)
+	bar.Stop()
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return printStage(cmd.OutOrStdout(), res)
+}
+
+func printStage(w io.Writer, r *stage.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "staged\t%s in %d files to %s\n", formatBytes(r.Bytes), r.Files, r.Dest)
+	fmt.Fprintf(tw, "copied\t%d files, %s\n", r.Copied, formatBytes(r.CopiedBytes))
+	fmt.Fprintf(tw, "skipped\t%d files already staged and verified\n", r.Skipped)
+	fmt.Fprintf(tw, "time\t%.3f s\n", r.Seconds)
+	fmt.Fprintf(tw, "bandwidth\t%.2f GiB/s\n", r.GiBPerS)
+	fmt.Fprintf(tw, "verify\t%s, %s\n", r.Checksum, r.Verify)
+	if r.RemovedTemps > 0 {
+		fmt.Fprintf(tw, "cleaned\t%d temporary files of interrupted runs\n", r.RemovedTemps)
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)
+	}
+	return tw.Flush()
+}
+
+// cliOpener opens stage sources with the command line's source code:
+// local files with the --direct mode, rdmafs:// URLs through the remote
+// clients, which Close hangs up.
+type cliOpener struct {
+	mode   loader.DirectMode
+	remote *remoteOptions
+	mu     sync.Mutex
+	opened []*openedSources
+}
+
+func (c *cliOpener) Open(ctx context.Context, name string) (loader.Source, error) {
+	o, err := openSources(ctx, []string{name}, c.mode, c.remote)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.sources) != 1 {
+		o.Close()
+		return nil, fmt.Errorf("%s names %d files now, not one; it became a directory since it was listed", name, len(o.sources))
+	}
+	switch src := o.sources[0].(type) {
+	case *loader.File:
+		return src, nil // the stage closes it
+	case remoteSource:
+		c.keep(o)
+		return stagedRemote{src}, nil
+	default:
+		c.keep(o)
+		return src, nil
+	}
+}
+
+func (c *cliOpener) keep(o *openedSources) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opened = append(c.opened, o)
+}
+
+func (c *cliOpener) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range c.opened {
+		o.Close()
+	}
+	c.opened = nil
+	_ = c.remote.Close()
+}
+
+// stagedRemote gives a remote file the modification time the stage
+// journal needs to trust it on a rerun.
+type stagedRemote struct{ remoteSource }
+
+func (s stagedRemote) ModTime() time.Time { return s.Stat().ModTime() }
+
+// remoteLister lists rdmafs:// URLs for stage.Expand: a file, or every
+// file below a directory with its path relative to it.
+type remoteLister struct{ r *remoteOptions }
+
+func (l remoteLister) List(ctx context.Context, raw string) ([]stage.Entry, error) {
+	u, err := rdmafs.ParseURL(raw)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	c, err := l.r.client(ctx, u.Addr)
+	if err != nil {
+		return nil, err
+	}
+	root := strings.Trim(u.Path, "/")
+	names, err := remoteFiles(ctx, c, root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]stage.Entry, 0, len(names))
+	for _, name := range names {
+		fi, err := c.Stat(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		rel := path.Base(name)
+		if name != root {
+			rel = strings.TrimPrefix(name, root+"/")
+		}
+		out = append(out, stage.Entry{Source: rdmafs.URL{Addr: u.Addr, Path: name}.String(), Rel: rel, Size: fi.Size(), ModTime: fi.ModTime()})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no files there", raw)
+	}
+	return out, nil
+}
+
+// stageToGPU loads the entries into GPU memory through the same
+// destination code as `load --to gpu:N` and checks their digests against
+// any manifest.
+func stageToGPU(cmd *cobra.Command, o *stageOptions, t target, entries []stage.Entry, mode loader.DirectMode, sum loader.Checksum, chunk int64) error {
+	ctx := cmd.Context()
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Source
+		if e.Expect != "" {
+			sum = loader.ChecksumSHA256 // a manifest's digests are sha256
+		}
+	}
+	srcs, err := openSources(ctx, names, mode, &o.remote)
+	if err != nil {
+		return err
+	}
+	defer srcs.Close()
+	dst, err := openDestination(ctx, t, srcs, chunk, o.workers)
+	if err != nil {
+		return fmt.Errorf("staging into gpu:%d: %w", t.device, err)
+	}
+	defer dst.close()
+	bar := startProgress(cmd.ErrOrStderr(), "stage gpu:"+strconv.Itoa(t.device), srcs.total())
+	start := time.Now()
+	lr, err := loader.Load(ctx, dst.jobs(srcs.sources), loader.Options{
+		Workers: o.workers, ChunkSize: chunk, Checksum: sum,
+		Path: dst.path, Reason: dst.reason, OnProgress: bar.Add,
+	})
+	bar.Stop()
+	if err != nil {
+		return err
+	}
+	res := &stage.Result{Dest: fmt.Sprintf("gpu:%d", t.device), Files: len(entries), Copied: len(entries),
+		Checksum: sum, Verify: stage.VerifyDigest, Reason: lr.Reason}
+	for i, e := range entries {
+		f := lr.Files[i]
+		d := f.Digest(sum)
+		if e.Expect != "" && d != e.Expect {
+			return fmt.Errorf("%s: the sha256 of the bytes loaded into gpu:%d is %s, but the manifest %s lists %s; the source is corrupt or the manifest stale",
+				e.Source, t.device, d, e.Manifest, e.Expect)
+		}
+		res.Bytes += f.Bytes
+		res.Entries = append(res.Entries, stage.FileResult{Name: e.Rel, Source: e.Source, Bytes: f.Bytes, Status: stage.StatusCopied,
+			Checksum: sum, Digest: d, Manifest: e.Manifest, DirectRead: f.Direct, Reason: f.Reason})
+	}
+	res.CopiedBytes = res.Bytes
+	res.Seconds = time.Since(start).Seconds()
+	if res.Seconds > 0 {
+		res.GiBPerS = float64(res.Bytes) / (1 << 30) / res.Seconds
+	}
+	if o.asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return printStage(cmd.OutOrStdout(), res)
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/stage"
+	"github.com/stretchr/testify/require"
+)
+
+// runStageCmd runs `gdsload stage ARGS` in-process, wiring the command into
+// the root when the root does not have it yet.
+func runStageCmd(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	root := newRootCmd()
+	if c, _, err := root.Find([]string{"stage"}); err != nil || c.Name() != "stage" {
+		root.AddCommand(newStageCmd())
+	}
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(append([]string{"stage"}, args...))
+	err := root.ExecuteContext(context.Background())
+	code := exitCode(err, false, &errb)
+	return out.String(), errb.String(), code
+}
+
+type stageJSON struct {
+	Files   int     `json:"files"`
+	Bytes   int64   `json:"bytes"`
+	Copied  int     `json:"copied"`
+	Skipped int     `json:"skipped"`
+	Seconds float64 `json:"seconds"`
+	GiBPerS float64 `json:"gib_per_s"`
+	Entries []struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+		Digest string `json:"digest"`
+	} `json:"entries"`
+}
+
+func TestStageCommandJSON(t *testing.T) {
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "nvme")
+	want := map[string]string{}
+	for name, n := range map[string]int{"a.bin": 0, "sub/b.bin": 4097, "sub/c.bin": 3<<20 + 5} {
+		_, sum := writeFile(t, src, name, n)
+		want[name] = sum
+	}
+	out, stderr, code := runStageCmd(t, "--json", "--workers", "3", "--chunk-size", "1M", "--verify", "readback", src, dst)
+	require.Equal(t, 0, code, stderr)
+	var res stageJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	require.Equal(t, 3, res.Files)
+	require.Equal(t, 3, res.Copied)
+	require.EqualValues(t, 4097+3<<20+5, res.Bytes)
+	for _, e := range res.Entries {
+		require.Equal(t, want[e.Name], e.Digest, e.Name)
+		b, err := os.ReadFile(filepath.Join(dst, e.Name))
+		require.NoError(t, err)
+		require.Len(t, b, map[string]int{"a.bin": 0, "sub/b.bin": 4097, "sub/c.bin": 3<<20 + 5}[e.Name])
+	}
+
+	out, stderr, code = runStageCmd(t, src, dst)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "skipped    3 files already staged and verified")
+}
+
+func TestStageCommandErrors(t *testing.T) {
+	p, _ := writeFile(t, t.TempDir(), "x.bin", 10)
+	dst := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"one arg", []string{dst}, 2, "requires at least 2 arg"},
+		{"bad checksum", []string{"--checksum", "none", p, dst}, 2, "staging always verifies"},
+		{"bad verify", []string{"--verify", "maybe", p, dst}, 2, "want digest or readback"},
+		{"bad gpu", []string{p, "gpu:x"}, 2, "want a directory or gpu:N"},
+		{"missing source", []string{"/nonexistent/x.bin", dst}, 1, "source /nonexistent/x.bin does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr, code := runStageCmd(t, tc.args...)
+			require.Equal(t, tc.code, code, stderr)
+			require.Contains(t, stderr, tc.msg)
+		})
+	}
+}
+
+// buildStageBinary builds the real gdsload, or skips when its root does not
+// have the stage command yet.
+func buildStageBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gdsload")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "stage", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "SRC... DST") {
+		t.Skipf("`gdsload stage --help` fails: add newStageCmd() to root.AddCommand in cmd/gdsload/root.go (%v)", err)
+	}
+	return bin
+}
+
+// TestStageSurvivesKill stages 40 files, SIGKILLs the real binary at random
+// points several times, and checks that every file under a final name is
+// complete, that the last run copies exactly what was missing, and that
+// files staged earlier keep their inode and mtime.
+func TestStageSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildStageBinary(t)
+	src, dst := t.TempDir(), t.TempDir()
+	sums := map[string]string{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 40 {
+		name := fmt.Sprintf("shard-%02d.bin", i)
+		_, sums[name] = writeFile(t, src, name, 1<<20+rng.IntN(2<<20))
+	}
+	// checkFinal fails on a final name that does not hold its source's bytes.
+	checkFinal := func() map[string]identity {
+		present := map[string]identity{}
+		ents, err := os.ReadDir(dst)
+		require.NoError(t, err)
+		for _, e := range ents {
+			if e.IsDir() || loader.IsTempName(e.Name()) {
+				continue
+			}
+			_, sum := fileSum(t, filepath.Join(dst, e.Name()))
+			require.Equal(t, sums[e.Name()], sum, "%s under its final name is not its source", e.Name())
+			present[e.Name()] = identify(t, filepath.Join(dst, e.Name()))
+		}
+		return present
+	}
+	// finals counts the files under final names.
+	finals := func() int {
+		n := 0
+		ents, _ := os.ReadDir(dst)
+		for _, e := range ents {
+			if !e.IsDir() && !loader.IsTempName(e.Name()) {
+				n++
+			}
+		}
+		return n
+	}
+	killed := 0
+	for round := range 8 {
+		// Kill once a few more files are final, so every round dies in
+		// the middle of a batch; the first round dies right at the start.
+		target := finals() + 1 + rng.IntN(4)
+		if round == 0 || target > 30 {
+			target = 0 // leave files for the last run to copy
+		}
+		cmd := exec.Command(bin, "stage", "--workers", "2", "--chunk-size", "256KiB", src, dst)
+		require.NoError(t, cmd.Start())
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+	poll:
+		for finals() < target {
+			select {
+			case <-exited:
+				break poll
+			case <-time.After(time.Millisecond):
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			killed++
+		}
+		checkFinal()
+	}
+	present := checkFinal()
+	t.Logf("%d of 8 rounds killed; %d of 40 files staged before the last run", killed, len(present))
+	require.GreaterOrEqual(t, killed, 4, "too few runs were killed to test anything")
+	require.Less(t, len(present), 40, "every file was staged before the last run")
+
+	out, err := exec.Command(bin, "stage", "--json", src, dst).Output()
+	require.NoError(t, err)
+	var res stageJSON
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Equal(t, 40, res.Files)
+	require.Equal(t, 40-len(present), res.Copied, "the rerun copies only what was missing")
+	require.Equal(t, len(present), res.Skipped)
+	for _, e := range res.Entries {
+		if id, ok := present[e.Name]; ok {
+			require.Equal(t, stage.StatusSkipped, e.Status, e.Name)
+			require.Equal(t, id, identify(t, filepath.Join(dst, e.Name)), "%s was rewritten", e.Name)
+		}
+	}
+	require.Len(t, checkFinal(), 40)
+	require.NoError(t, filepath.Walk(dst, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && loader.IsTempName(fi.Name()) {
+			t.Errorf("temporary file %s left after the final run", p)
+		}
+		return err
+	}))
+}
+
+type identity struct {
+	ino   uint64
+	mtime time.Time
+}
+
+func identify(t *testing.T, p string) identity {
+	t.Helper()
+	st, err := os.Stat(p)
+	require.NoError(t, err)
+	return identity{ino: st.Sys().(*syscall.Stat_t).Ino, mtime: st.ModTime()}
+}
+
+func fileSum(t *testing.T, p string) (string, string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	sum := sha256.Sum256(b)
+	return p, hex.EncodeToString(sum[:])
+}
+
+// TestStageFromRemoteServerProcess stages a directory exported by a real
+// `gdsload serve` process, then reruns: the remote modification times let
+// the rerun skip everything.
+func TestStageFromRemoteServerProcess(t *testing.T) {
+	export, dst := t.TempDir(), t.TempDir()
+	want := map[string]string{}
+	for name, n := range map[string]int{"ckpt/a.bin": 5<<20 + 3, "ckpt/sub/b.bin": 4096, "ckpt/c.bin": 0} {
+		_, want[strings.TrimPrefix(name, "ckpt/")] = writeFile(t, export, name, n)
+	}
+	token := "stage-e2e-token-0123456789abcdef"
+	addr := startServer(t, export, token)
+	tok := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tok, []byte(token+"\n"), 0o600))
+
+	out, stderr, code := runStageCmd(t, "--json", "--token-file", tok, "rdmafs://"+addr+"/ckpt", dst)
+	require.Equal(t, 0, code, stderr)
+	var res stageJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	require.Equal(t, 3, res.Copied)
+	for name, sum := range want {
+		_, got := fileSum(t, filepath.Join(dst, name))
+		require.Equal(t, sum, got, name)
+	}
+
+	out, stderr, code = runStageCmd(t, "--json", "--token-file", tok, "rdmafs://"+addr+"/ckpt", dst)
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	require.Zero(t, res.Copied)
+	require.Equal(t, 3, res.Skipped)
+}

@@ -1,0 +1,136 @@
+package stage
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/gdsload/gdsload/loader"
+	"golang.org/x/sys/unix"
+)
+
+// journalName is the append-only record of files staged and verified, in
+// the sidecar folder. One JSON object a line; the last line for a path
+// wins; a torn last line (a kill while appending) is ignored.
+const journalName = "journal.jsonl"
+
+// record says a file was staged and verified: the source as it was (size,
+// modification time) and the destination file that holds its bytes
+// (inode and modification time, which rename keeps).
+type record struct {
+	Rel         string `json:"rel"`
+	Source      string `json:"source"`
+	Size        int64  `json:"size"`
+	MTimeNs     int64  `json:"mtime_ns"`
+	Checksum    string `json:"checksum"`
+	Digest      string `json:"digest"`
+	Ino         uint64 `json:"ino"`
+	DestMTimeNs int64  `json:"dest_mtime_ns"`
+}
+
+// journal holds the records and the file they are appended to.
+type journal struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	recs map[string]record
+}
+
+// openJournal reads the journal in dir, rewrites it compacted (one line a
+// path) and opens it for appending.
+func openJournal(dir string) (*journal, error) {
+	j := &journal{path: filepath.Join(dir, journalName), recs: map[string]record{}}
+	b, err := os.ReadFile(j.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading the stage journal %s: %w", j.path, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r record
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Rel != "" {
+			j.recs[r.Rel] = r
+		}
+	}
+	if err := j.compact(dir); err != nil {
+		return nil, err
+	}
+	j.f, err = os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the stage journal %s: %w", j.path, err)
+	}
+	return j, nil
+}
+
+func (j *journal) compact(dir string) error {
+	rels := make([]string, 0, len(j.recs))
+	for r := range j.recs {
+		rels = append(rels, r)
+	}
+	sort.Strings(rels)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range rels {
+		_ = enc.Encode(j.recs[r]) // cannot fail: plain fields
+	}
+	tmp := filepath.Join(dir, journalName+".tmp")
+	err := os.WriteFile(tmp, buf.Bytes(), 0o644)
+	if err == nil {
+		err = syncFile(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, j.path)
+	}
+	if err == nil {
+		err = loader.SyncDir(dir)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("rewriting the stage journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+func syncFile(p string) error {
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// get returns the record of rel.
+func (j *journal) get(rel string) (record, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r, ok := j.recs[rel]
+	return r, ok
+}
+
+// add appends r durably (fdatasync) before it is trusted.
+func (j *journal) add(r record) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if _, err := j.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("appending to the stage journal %s: %w", j.path, err)
+	}
+	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
+		return fmt.Errorf("syncing the stage journal %s: %w", j.path, err)
+	}
+	j.recs[r.Rel] = r
+	return nil
+}
+
+func (j *journal) close() error { return j.f.Close() }

@@ -1,0 +1,321 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gdsload/gdsload/loader"
+)
+
+// SidecarName is the folder inside a destination that holds the stage
+// journal and lock. Its name starts with a dot so it stays out of the way,
+// and Expand leaves it out when a staged directory is staged again.
+const SidecarName = ".gdsload-stage"
+
+// Verify selects how much checking a staged file gets before its rename.
+type Verify string
+
+// Verification levels.
+const (
+	// VerifyDigest compares the digest of the bytes read with the
+	// manifest (when one lists the file), and the CRC32C of each chunk
+	// after its write with the bytes the digest covered.
+	VerifyDigest Verify = "digest"
+	// VerifyReadback also re-reads the written temporary file (O_DIRECT
+	// where possible) and compares its digest.
+	VerifyReadback Verify = "readback"
+)
+
+// ParseVerify maps "digest" (or "") and "readback" to a Verify.
+func ParseVerify(s string) (Verify, error) {
+	switch Verify(s) {
+	case "", VerifyDigest:
+		return VerifyDigest, nil
+	case VerifyReadback:
+		return VerifyReadback, nil
+	}
+	return "", fmt.Errorf("verify %q: want digest or readback", s)
+}
+
+// ModTimer is an optional capability of a Source that knows its
+// modification time (a remote file). Sources without it, other than local
+// files, are never trusted as already staged and are copied on every run.
+type ModTimer interface {
+	ModTime() time.Time
+}
+
+// Options tune a stage. The zero value stages local files with sha256.
+type Options struct {
+	// Opener opens entries' sources; nil opens local files with
+	// loader.OpenFile and ReadDirect.
+	Opener loader.Opener
+	// ReadDirect and WriteDirect select O_DIRECT for reading local sources
+	// and for writing staged files (default auto: where the file system
+	// takes it, saying why not otherwise).
+	ReadDirect, WriteDirect loader.DirectMode
+	// Workers is the number of concurrent chunk reads (default 8).
+	Workers int
+	// ChunkSize is the largest read and write (default 4 MiB).
+	ChunkSize int64
+	// Checksum is the digest of every file (default sha256); files a
+	// manifest lists are always checked with sha256.
+	Checksum loader.Checksum
+	// Verify is the verification level (default digest).
+	Verify Verify
+	// OnProgress, if set, is called from the workers with the size of
+	// each chunk read. It must be cheap and concurrency-safe.
+	OnProgress func(n int64)
+
+	// skipSpaceCheck lets tests reach the out-of-space errors of writes;
+	// afterSync lets them corrupt a synced temporary file.
+	skipSpaceCheck bool
+	afterSync      func(rel, temp string)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = loader.DefaultWorkers
+	}
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = loader.DefaultChunkSize
+	}
+	o.ChunkSize = (o.ChunkSize + loader.DefaultAlignment - 1) / loader.DefaultAlignment * loader.DefaultAlignment
+	if o.Checksum == "" || o.Checksum == loader.ChecksumNone {
+		o.Checksum = loader.ChecksumSHA256
+	}
+	if o.Verify == "" {
+		o.Verify = VerifyDigest
+	}
+	if o.Opener == nil {
+		o.Opener = localOpener{o.ReadDirect}
+	}
+	return o
+}
+
+type localOpener struct{ mode loader.DirectMode }
+
+func (l localOpener) Open(_ context.Context, name string) (loader.Source, error) {
+	return loader.OpenFile(name, l.mode)
+}
+
+// Stager stages into one destination directory, which it holds locked
+// from Open to Close.
+type Stager struct {
+	dest, side string
+	opts       Options
+	lock       *os.File
+	j          *journal
+	removed    int
+	dirs       map[string]bool // directories known to exist
+}
+
+// Open prepares dest for staging: creates it and its sidecar folder, takes
+// the lock (failing with ErrLocked, naming the holder's pid, when another
+// stage holds it), removes temporary files that interrupted runs left, and
+// reads the journal of files already staged.
+func Open(dest string, opts Options) (*Stager, error) {
+	s := &Stager{dest: dest, side: filepath.Join(dest, SidecarName), opts: opts.withDefaults(), dirs: map[string]bool{}}
+	if err := os.MkdirAll(s.side, 0o755); err != nil {
+		return nil, destError(dest, err)
+	}
+	lock, err := lockDest(s.side, dest)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
+	if s.removed, err = removeStaleTemps(dest); err != nil {
+		s.lock.Close()
+		return nil, err
+	}
+	if s.j, err = openJournal(s.side); err != nil {
+		s.lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the lock.
+func (s *Stager) Close() error {
+	err := s.j.close()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// removeStaleTemps removes the temporary files of interrupted runs. The
+// lock is held, so none of them belongs to a running stage.
+func removeStaleTemps(dest string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dest, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == SidecarName {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() && loader.IsTempName(d.Name()) {
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("removing temporary files of earlier runs from %s: %w", dest, err)
+	}
+	return n, nil
+}
+
+// destError says what is wrong with the destination and what to do.
+func destError(dest string, err error) error {
+	if errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("cannot write to destination %s: permission denied; fix its permissions or stage elsewhere (%w)", dest, err)
+	}
+	return fmt.Errorf("destination %s: %w", dest, err)
+}
+
+// Plan is what a Run will do: each entry copied or skipped.
+type Plan struct {
+	items []item
+	// CopyFiles and CopyBytes are what the run will copy.
+	CopyFiles int
+	CopyBytes int64
+}
+
+type item struct {
+	Entry
+	final string
+	sum   loader.Checksum
+	skip  bool
+	rec   record // the journal record of a skipped file
+}
+
+// Plan decides which entries are already staged: those the journal
+// records with the same source size and modification time, whose
+// destination file is still the one written then (same inode, size and
+// modification time) and, when a manifest lists them, whose digest matches
+// it. Everything else is copied. It fails before copying anything when the
+// destination cannot hold what is to be copied.
+func (s *Stager) Plan(ctx context.Context, entries []Entry) (*Plan, error) {
+	p := &Plan{items: make([]item, len(entries))}
+	var replaced int64
+	for i, e := range entries {
+		rel := filepath.FromSlash(e.Rel)
+		if !filepath.IsLocal(rel) || strings.HasPrefix(e.Rel, SidecarName+"/") || e.Rel == SidecarName {
+			return nil, fmt.Errorf("source %s: destination path %q is not a plain relative path", e.Source, e.Rel)
+		}
+		if e.Size < 0 {
+			if err := s.describe(ctx, &e); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.outsideDest(e.Source); err != nil {
+			return nil, err
+		}
+		it := item{Entry: e, final: filepath.Join(s.dest, rel), sum: s.opts.Checksum}
+		if e.Expect != "" {
+			it.sum = loader.ChecksumSHA256
+		}
+		it.rec, it.skip = s.staged(it)
+		if !it.skip {
+			p.CopyFiles++
+			p.CopyBytes += e.Size
+			if st, err := os.Stat(it.final); err == nil {
+				replaced += st.Size()
+			}
+		}
+		p.items[i] = it
+	}
+	if free := loader.FreeSpace(s.dest); !s.opts.skipSpaceCheck && free >= 0 && p.CopyBytes-replaced > free {
+		return nil, &loader.NoSpaceError{Dir: s.dest, Needed: p.CopyBytes, Free: free, Err: syscall.ENOSPC}
+	}
+	return p, nil
+}
+
+// outsideDest refuses a local source inside the destination: its copy
+// would be staged again, one level deeper, on every run.
+func (s *Stager) outsideDest(src string) error {
+	if isURL(src) {
+		return nil
+	}
+	as, err1 := filepath.Abs(src)
+	ad, err2 := filepath.Abs(s.dest)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	if strings.HasPrefix(as, ad+string(filepath.Separator)) {
+		return fmt.Errorf("source %s is inside the destination %s; stage into a directory outside the sources", src, s.dest)
+	}
+	return nil
+}
+
+// describe opens a source listed without a size (a URL) to learn it.
+func (s *Stager) describe(ctx context.Context, e *Entry) error {
+	src, err := s.opts.Opener.Open(ctx, e.Source)
+	if err != nil {
+		return sourceError(e.Source, err)
+	}
+	e.Size = src.Size()
+	if m, ok := src.(ModTimer); ok {
+		e.ModTime = m.ModTime()
+	}
+	closeSource(src)
+	return nil
+}
+
+func closeSource(src loader.Source) {
+	if c, ok := src.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+// staged reports whether it is already staged and verified.
+func (s *Stager) staged(it item) (record, bool) {
+	r, ok := s.j.get(it.Rel)
+	if !ok || it.ModTime.IsZero() || r.Size != it.Size || r.MTimeNs != it.ModTime.UnixNano() {
+		return r, false
+	}
+	if it.Expect != "" && (r.Checksum != string(loader.ChecksumSHA256) || r.Digest != it.Expect) {
+		return r, false
+	}
+	st, err := os.Lstat(it.final)
+	if err != nil || !st.Mode().IsRegular() || st.Size() != r.Size || st.ModTime().UnixNano() != r.DestMTimeNs {
+		return r, false
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	return r, ok && sys.Ino == r.Ino
+}
+
+// mkdirs creates d and its missing parents under the destination, syncing
+// each parent so the new entries are durable.
+func (s *Stager) mkdirs(d string) error {
+	if s.dirs[d] || d == s.dest {
+		return nil
+	}
+	if st, err := os.Stat(d); err == nil && st.IsDir() {
+		s.dirs[d] = true
+		return nil
+	}
+	parent := filepath.Dir(d)
+	if err := s.mkdirs(parent); err != nil {
+		return err
+	}
+	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return destError(d, err)
+	}
+	if err := loader.SyncDir(parent); err != nil {
+		return err
+	}
+	s.dirs[d] = true
+	return nil
+}

@@ -1,0 +1,341 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/safetensors"
+	"github.com/stretchr/testify/require"
+)
+
+// makeCheckpoint writes a sharded safetensors checkpoint (index and three
+// shards) plus a stray file the index does not name.
+func makeCheckpoint(t *testing.T, dir string) (index string, files []string) {
+	t.Helper()
+	weightMap := map[string]string{}
+	for i, n := range []int{1<<20 + 3, 3 << 20, 4096} {
+		name := fmt.Sprintf("model-%05d-of-00003.safetensors", i+1)
+		data := bytes.Repeat([]byte{byte(i + 1)}, n*4)
+		var buf bytes.Buffer
+		tname := fmt.Sprintf("layers.%d.weight", i)
+		require.NoError(t, safetensors.Encode(&buf, []safetensors.TensorData{{Name: tname, Dtype: "F32", Shape: []int64{int64(n)}, Data: data}}, nil))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644))
+		weightMap[tname] = name
+		files = append(files, name)
+	}
+	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": 1}, "weight_map": weightMap})
+	require.NoError(t, err)
+	index = filepath.Join(dir, "model.safetensors.index.json")
+	require.NoError(t, os.WriteFile(index, b, 0o644))
+	writeFile(t, dir, "stray.bin", 100, 1)
+	return index, append(files, filepath.Base(index))
+}
+
+func TestStageShardedCheckpoint(t *testing.T) {
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "new", "dst")
+	index, files := makeCheckpoint(t, src)
+	res, err := stage(t, dst, Options{Workers: 3, ChunkSize: 1 << 20}, index)
+	require.NoError(t, err)
+	require.Equal(t, 4, res.Files)
+	require.Equal(t, 4, res.Copied)
+	require.Zero(t, res.Skipped)
+	requireSame(t, src, dst, files...)
+	require.NoFileExists(t, filepath.Join(dst, "stray.bin"))
+	for _, f := range res.Entries {
+		require.Equal(t, fileSHA(t, filepath.Join(dst, f.Name)), f.Digest, f.Name)
+		require.Equal(t, fileCRC(t, filepath.Join(dst, f.Name)), f.WrittenCRC32C, f.Name)
+		require.Equal(t, StatusCopied, f.Status)
+		require.True(t, f.DirectWrite, res.Reason) // t.TempDir is ext4 or tmpfs: both take O_DIRECT
+	}
+	requireClean(t, dst)
+}
+
+func TestStageDirectoryLikeRsyncAndBraces(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	rels := []string{"a.bin", "sub/b.bin", "sub/deeper/c.bin", "empty.bin"}
+	for i, rel := range rels {
+		writeFile(t, src, rel, []int{5<<20 + 1, 4097, 1, 0}[i], uint64(i))
+	}
+	// A staged directory's sidecar and temporaries are not data.
+	writeFile(t, src, SidecarName+"/journal.jsonl", 10, 9)
+	writeFile(t, src, "sub/.b.bin.gdsload-abc123", 10, 9)
+	res, err := stage(t, dst, Options{Workers: 4, ChunkSize: 1 << 20, Checksum: loader.ChecksumCRC32C}, src)
+	require.NoError(t, err)
+	require.Equal(t, 4, res.Copied, "%+v", res.Entries)
+	requireSame(t, src, dst, rels...)
+	require.Equal(t, loader.ChecksumCRC32C, byName(res)["sub/b.bin"].Checksum)
+	require.Len(t, byName(res)["sub/b.bin"].Digest, 8)
+
+	shards, dst2 := t.TempDir(), t.TempDir()
+	for i := range 4 {
+		writeFile(t, shards, fmt.Sprintf("shard-%03d.bin", i), 1000+i, uint64(i))
+	}
+	res, err = stage(t, dst2, Options{}, filepath.Join(shards, "shard-{000..002}.bin"))
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Copied)
+	requireSame(t, shards, dst2, "shard-000.bin", "shard-001.bin", "shard-002.bin")
+	require.NoFileExists(t, filepath.Join(dst2, "shard-003.bin"))
+}
+
+func TestStageResumeSkipsUnchanged(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	var rels []string
+	for i := range 6 {
+		rel := fmt.Sprintf("d%d/f%d.bin", i%2, i)
+		writeFile(t, src, rel, 100000*(i+1), uint64(i))
+		rels = append(rels, rel)
+	}
+	_, err := stage(t, dst, Options{Workers: 2}, src)
+	require.NoError(t, err)
+	before := map[string]identity{}
+	for _, rel := range rels {
+		before[rel] = identify(t, filepath.Join(dst, rel))
+	}
+	time.Sleep(10 * time.Millisecond) // a rewrite would show in the mtime
+	res, err := stage(t, dst, Options{Workers: 2}, src)
+	require.NoError(t, err)
+	require.Zero(t, res.Copied)
+	require.Equal(t, 6, res.Skipped)
+	for _, rel := range rels {
+		require.Equal(t, before[rel], identify(t, filepath.Join(dst, rel)), rel)
+		require.Equal(t, fileSHA(t, filepath.Join(dst, rel)), byName(res)[rel].Digest)
+	}
+
+	// A destination file removed or replaced behind the journal's back is
+	// staged again.
+	require.NoError(t, os.Remove(filepath.Join(dst, rels[0])))
+	require.NoError(t, os.WriteFile(filepath.Join(dst, rels[1]), []byte("tampered"), 0o644))
+	res, err = stage(t, dst, Options{Workers: 2}, src)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Copied)
+	requireSame(t, src, dst, rels...)
+}
+
+func TestStageSourceChangedRestages(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	a := writeFile(t, src, "a.bin", 1<<20, 1)
+	b := writeFile(t, src, "b.bin", 1<<20, 2)
+	_, err := stage(t, dst, Options{}, src)
+	require.NoError(t, err)
+	keep := identify(t, filepath.Join(dst, "b.bin"))
+
+	// Same size, new bytes, new mtime.
+	writeFile(t, src, "a.bin", 1<<20, 3)
+	require.NoError(t, os.Chtimes(a, time.Now(), time.Now().Add(time.Second)))
+	res, err := stage(t, dst, Options{}, src)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Copied)
+	require.Equal(t, StatusCopied, byName(res)["a.bin"].Status)
+	require.Equal(t, StatusSkipped, byName(res)["b.bin"].Status)
+	require.Equal(t, keep, identify(t, filepath.Join(dst, "b.bin")))
+	requireSame(t, src, dst, "a.bin", "b.bin")
+
+	// A new size alone is enough.
+	require.NoError(t, os.Truncate(b, 1000))
+	st, err := os.Stat(filepath.Join(dst, "b.bin"))
+	require.NoError(t, err)
+	require.NoError(t, os.Chtimes(b, st.ModTime(), keep.mtime)) // even with the old mtime
+	res, err = stage(t, dst, Options{}, src)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Copied)
+	requireSame(t, src, dst, "a.bin", "b.bin")
+}
+
+func TestStageLock(t *testing.T) {
+	dst := t.TempDir()
+	s, err := Open(dst, Options{})
+	require.NoError(t, err)
+	_, err = Open(dst, Options{})
+	require.ErrorIs(t, err, ErrLocked)
+	require.ErrorContains(t, err, "pid "+strconv.Itoa(os.Getpid()))
+	require.ErrorContains(t, err, dst)
+	require.NoError(t, s.Close())
+	s, err = Open(dst, Options{})
+	require.NoError(t, err, "the lock is free once released")
+	require.NoError(t, s.Close())
+}
+
+func TestStageRemovesStaleTemps(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	writeFile(t, src, "x/a.bin", 5000, 1)
+	stale := []string{
+		writeFile(t, dst, ".a.bin.gdsload-abc123", 10, 1),
+		writeFile(t, dst, "x/.a.bin.gdsload-zz9zz9", 10, 2),
+	}
+	mine := []string{
+		writeFile(t, dst, ".keep", 10, 3),
+		writeFile(t, dst, "x/.a.bin.XyZ123", 10, 4), // rsync's, not ours
+	}
+	res, err := stage(t, dst, Options{}, src)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.RemovedTemps)
+	for _, p := range stale {
+		require.NoFileExists(t, p)
+	}
+	for _, p := range mine {
+		require.FileExists(t, p)
+	}
+	requireSame(t, src, dst, "x/a.bin")
+}
+
+func TestStageReadback(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	for i := range 3 {
+		writeFile(t, src, fmt.Sprintf("f%d.bin", i), 2<<20+i*777, uint64(i))
+	}
+	res, err := stage(t, dst, Options{Verify: VerifyReadback, ChunkSize: 1 << 20}, src)
+	require.NoError(t, err)
+	require.Equal(t, VerifyReadback, res.Verify)
+	require.Equal(t, 3, res.Copied)
+	requireSame(t, src, dst, "f0.bin", "f1.bin", "f2.bin")
+}
+
+func TestStageReadbackCatchesCorruption(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	writeFile(t, src, "good.bin", 3<<20, 1)
+	writeFile(t, src, "rotten.bin", 3<<20, 2)
+	opts := Options{Verify: VerifyReadback, Workers: 2}
+	// Flip a byte of the written file between its sync and its read-back,
+	// as a failing device would.
+	opts.afterSync = func(rel, temp string) {
+		if rel != "rotten.bin" {
+			return
+		}
+		f, err := os.OpenFile(temp, os.O_RDWR, 0)
+		require.NoError(t, err)
+		defer f.Close()
+		_, err = f.WriteAt([]byte{0xff ^ byte(len(temp))}, 12345)
+		require.NoError(t, err)
+	}
+	_, err := stage(t, dst, opts, src)
+	require.ErrorContains(t, err, "rotten.bin: read back sha256")
+	require.NoFileExists(t, filepath.Join(dst, "rotten.bin"))
+	requireClean(t, dst)
+}
+
+func TestStageManifestMismatchNamesTheFile(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	type shard struct {
+		Name    string `json:"name"`
+		Bytes   int64  `json:"bytes"`
+		Samples int64  `json:"samples"`
+		SHA256  string `json:"sha256"`
+	}
+	var shards []shard
+	for i := range 3 {
+		name := fmt.Sprintf("shard-%03d.tar", i)
+		p := writeFile(t, src, name, 200000+i, uint64(i))
+		shards = append(shards, shard{Name: name, Bytes: int64(200000 + i), Samples: 10, SHA256: fileSHA(t, p)})
+	}
+	writeManifest := func() {
+		b, err := json.Marshal(map[string]any{"format": "webdataset", "version": 1, "shards": shards})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(src, "index.json"), b, 0o644))
+	}
+	writeManifest()
+	res, err := stage(t, dst, Options{Checksum: loader.ChecksumCRC32C}, src)
+	require.NoError(t, err)
+	f := byName(res)["shard-001.tar"]
+	require.Equal(t, filepath.Join(src, "index.json"), f.Manifest)
+	require.Equal(t, loader.ChecksumSHA256, f.Checksum, "files a manifest lists are checked with sha256")
+	require.Equal(t, shards[1].SHA256, f.Digest)
+
+	dst = t.TempDir()
+	shards[1].SHA256 = fileSHA(t, filepath.Join(src, "shard-000.tar"))
+	writeManifest()
+	_, err = stage(t, dst, Options{}, src)
+	require.ErrorContains(t, err, "shard-001.tar: the sha256 of the bytes read from "+filepath.Join(src, "shard-001.tar"))
+	require.ErrorContains(t, err, "manifest "+filepath.Join(src, "index.json"))
+	require.NoFileExists(t, filepath.Join(dst, "shard-001.tar"))
+	requireClean(t, dst)
+
+	shards[1].Bytes++
+	writeManifest()
+	_, err = stage(t, dst, Options{}, src)
+	require.ErrorContains(t, err, "lists 200002")
+}
+
+func TestStageErrors(t *testing.T) {
+	dst := t.TempDir()
+	_, err := stage(t, dst, Options{}, filepath.Join(t.TempDir(), "missing.bin"))
+	require.ErrorContains(t, err, "missing.bin does not exist")
+
+	// A source that vanishes between listing and staging.
+	src := t.TempDir()
+	p := writeFile(t, src, "gone.bin", 100, 1)
+	entries, err := Expand(context.Background(), []string{src}, nil)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(p))
+	_, err = stageEntries(t, dst, Options{}, entries)
+	require.ErrorContains(t, err, "source "+p+" does not exist")
+	requireClean(t, dst)
+
+	// A destination inside a source.
+	writeFile(t, src, "here.bin", 100, 2)
+	_, err = stage(t, filepath.Join(src, "nvme"), Options{}, src)
+	require.NoError(t, err, "the first run does not see the destination yet")
+	_, err = stage(t, filepath.Join(src, "nvme"), Options{}, src)
+	require.ErrorContains(t, err, "is inside the destination")
+
+	// Remote sources the Opener cannot list.
+	_, err = Expand(context.Background(), []string{"rdmafs://h:1/ckpt/"}, nil)
+	require.ErrorContains(t, err, "remote directory needs a lister")
+	_, err = Expand(context.Background(), []string{"rdmafs://h:1/ckpt/model.safetensors.index.json"}, nil)
+	require.ErrorContains(t, err, "through its index is not supported")
+	es, err := Expand(context.Background(), []string{"rdmafs://h:1/ckpt/s-{0..1}.bin"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, []Entry{{Source: "rdmafs://h:1/ckpt/s-0.bin", Rel: "s-0.bin", Size: -1}, {Source: "rdmafs://h:1/ckpt/s-1.bin", Rel: "s-1.bin", Size: -1}}, es)
+
+	// An index.json of another kind is data, not a manifest; a broken
+	// manifest is an error naming it.
+	other := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(other, "index.json"), []byte(`{"pages":[1]}`), 0o644))
+	writeFile(t, other, "x.bin", 10, 1)
+	es, err = Expand(context.Background(), []string{other}, nil)
+	require.NoError(t, err)
+	require.Len(t, es, 2)
+	require.Empty(t, es[1].Expect)
+	require.NoError(t, os.WriteFile(filepath.Join(other, "index.json"), []byte(`{"shards":[{"name":"x.bin","sha256":"zz"}]}`), 0o644))
+	_, err = Expand(context.Background(), []string{other}, nil)
+	require.ErrorContains(t, err, "manifest "+filepath.Join(other, "index.json"))
+
+	// Two sources for one destination name.
+	a, b := t.TempDir(), t.TempDir()
+	writeFile(t, a, "x.bin", 1, 1)
+	writeFile(t, b, "x.bin", 1, 2)
+	_, err = Expand(context.Background(), []string{a, b}, nil)
+	require.ErrorContains(t, err, "would both be staged as x.bin")
+}
+
+func TestStageCancelLeavesNoTemp(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	for i := range 8 {
+		writeFile(t, src, fmt.Sprintf("f%d.bin", i), 2<<20, uint64(i))
+	}
+	entries, err := Expand(context.Background(), []string{src}, nil)
+	require.NoError(t, err)
+	s, err := Open(dst, Options{Workers: 2, ChunkSize: 256 << 10})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var seen atomic.Int64
+	s.opts.OnProgress = func(n int64) {
+		if seen.Add(n) > 3<<20 {
+			cancel()
+		}
+	}
+	p, err := s.Plan(ctx, entries)
+	require.NoError(t, err)
+	_, err = s.Run(ctx, p)
+	require.ErrorIs(t, err, context.Canceled)
+	requireClean(t, dst)
+}

@@ -123,6 +123,21 @@ func (sw *Writer) Close() error {
 	return nil
 }
 
+// EncodeHeader validates tensors and returns their layout (file order, as
+// NewWriter lays them out) and the bytes that precede the data region: the
+// u64 little-endian header length and the padded JSON header. Callers that
+// write the data region themselves (from device memory, say) write these
+// bytes first, then each tensor's bytes in layout order.
+func EncodeHeader(tensors []TensorSpec, metadata map[string]string) ([]TensorInfo, []byte, error) {
+	layout, header, err := encodeHeader(tensors, metadata)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]byte, 8, 8+len(header))
+	binary.LittleEndian.PutUint64(out, uint64(len(header)))
+	return layout, append(out, header...), nil
+}
+
 // encodeHeader validates tensors and returns their layout with the padded
 // JSON header.
 func encodeHeader(tensors []TensorSpec, metadata map[string]string) ([]TensorInfo, []byte, error) {

@@ -1,0 +1,54 @@
+package checkpoint
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/safetensors"
+)
+
+// SaveTensor is one tensor for SaveSafetensors: its bytes (little-endian,
+// packed as the dtype requires) in host memory (loader.HostMemory) or in
+// device memory (a loader.DeviceReader, such as a GPU destination).
+type SaveTensor struct {
+	Name  string
+	Dtype string // a safetensors dtype name: "F32", "BF16", "F8_E4M3", ...
+	Shape []int64
+	Data  loader.SaveSource
+}
+
+// SaveSafetensors writes tensors as a safetensors file at path with
+// loader.SaveFile's discipline (a temporary name, fsync, rename, directory
+// fsync: never a partial file under path). The header is what
+// shards/safetensors writes (tensors by decreasing dtype size then name,
+// metadata first, padded to 8 bytes), so the file reads back with
+// safetensors.Open and the reference library. It fails before creating
+// anything when a tensor is invalid (unknown dtype, duplicate or reserved
+// name, size overflow) or when its data is not dtype × shape bytes long.
+func SaveSafetensors(ctx context.Context, path string, tensors []SaveTensor, metadata map[string]string, opts loader.SaveOptions) (*loader.SaveResult, error) {
+	specs := make([]safetensors.TensorSpec, len(tensors))
+	data := make(map[string]loader.SaveSource, len(tensors))
+	for i, t := range tensors {
+		specs[i] = safetensors.TensorSpec{Name: t.Name, Dtype: t.Dtype, Shape: t.Shape}
+		data[t.Name] = t.Data
+	}
+	layout, header, err := safetensors.EncodeHeader(specs, metadata)
+	if err != nil {
+		return nil, fmt.Errorf("save %s: %w", path, err)
+	}
+	parts := make([]loader.SaveSource, 0, len(layout)+1)
+	parts = append(parts, loader.HostMemory(header))
+	for _, ti := range layout {
+		src := data[ti.Name]
+		if src == nil || src.Size() != ti.Bytes() {
+			have := int64(0)
+			if src != nil {
+				have = src.Size()
+			}
+			return nil, fmt.Errorf("save %s: tensor %q: %s %v needs %d bytes, its data has %d", path, ti.Name, ti.Dtype, ti.Shape, ti.Bytes(), have)
+		}
+		parts = append(parts, src)
+	}
+	return loader.SaveFile(ctx, path, loader.Concat(parts...), opts)
+}

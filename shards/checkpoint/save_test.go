@@ -1,0 +1,83 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/safetensors"
+)
+
+// deviceTensor stands in for device memory: readable only through ReadBack.
+type deviceTensor struct{ b []byte }
+
+func (d *deviceTensor) Size() int64 { return int64(len(d.b)) }
+func (d *deviceTensor) ReadBack(_ context.Context, off int64, p []byte) error {
+	copy(p, d.b[off:])
+	return nil
+}
+
+func TestSaveSafetensorsReadsBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	w1 := bytes.Repeat([]byte{1, 2, 3, 4}, 6) // F32 [2,3]
+	b1 := []byte{9, 8, 7, 6, 5}               // U8 [5]
+	w2 := bytes.Repeat([]byte{0xab, 0xcd}, 4) // BF16 [4], "in device memory"
+	tensors := []SaveTensor{
+		{Name: "layer.weight", Dtype: "F32", Shape: []int64{2, 3}, Data: loader.HostMemory(w1)},
+		{Name: "layer.bias", Dtype: "U8", Shape: []int64{5}, Data: loader.HostMemory(b1)},
+		{Name: "emb", Dtype: "BF16", Shape: []int64{4}, Data: &deviceTensor{b: w2}},
+		{Name: "empty", Dtype: "F16", Shape: []int64{0, 3}, Data: loader.HostMemory(nil)},
+	}
+	_, err := SaveSafetensors(context.Background(), path, tensors, map[string]string{"format": "pt"}, loader.SaveOptions{})
+	require.NoError(t, err)
+
+	f, err := safetensors.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	require.Equal(t, "pt", f.Header.Metadata["format"])
+	for name, want := range map[string][]byte{"layer.weight": w1, "layer.bias": b1, "emb": w2, "empty": nil} {
+		ti, ok := f.Header.Tensor(name)
+		require.True(t, ok, name)
+		got, err := io.ReadAll(f.TensorReader(ti))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(want, got), name)
+	}
+
+	// The same tensors through safetensors.Encode give the same file.
+	var enc bytes.Buffer
+	require.NoError(t, safetensors.Encode(&enc, []safetensors.TensorData{
+		{Name: "layer.weight", Dtype: "F32", Shape: []int64{2, 3}, Data: w1},
+		{Name: "layer.bias", Dtype: "U8", Shape: []int64{5}, Data: b1},
+		{Name: "emb", Dtype: "BF16", Shape: []int64{4}, Data: w2},
+		{Name: "empty", Dtype: "F16", Shape: []int64{0, 3}},
+	}, map[string]string{"format": "pt"}))
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, enc.Bytes(), raw)
+}
+
+func TestSaveSafetensorsRejectsBeforeCreating(t *testing.T) {
+	dir := t.TempDir()
+	for name, ts := range map[string][]SaveTensor{
+		"size":      {{Name: "a", Dtype: "F32", Shape: []int64{3}, Data: loader.HostMemory(make([]byte, 8))}},
+		"dtype":     {{Name: "a", Dtype: "F31", Shape: []int64{1}, Data: loader.HostMemory(make([]byte, 4))}},
+		"duplicate": {{Name: "a", Dtype: "U8", Shape: []int64{1}, Data: loader.HostMemory([]byte{1})}, {Name: "a", Dtype: "U8", Shape: []int64{1}, Data: loader.HostMemory([]byte{1})}},
+		"reserved":  {{Name: "__metadata__", Dtype: "U8", Shape: []int64{1}, Data: loader.HostMemory([]byte{1})}},
+		"subbyte":   {{Name: "a", Dtype: "F4", Shape: []int64{3}, Data: loader.HostMemory([]byte{1, 2})}},
+		"overflow":  {{Name: "a", Dtype: "F64", Shape: []int64{1 << 40, 1 << 40}, Data: loader.HostMemory(nil)}},
+		"no data":   {{Name: "a", Dtype: "U8", Shape: []int64{1}}},
+	} {
+		path := filepath.Join(dir, name+".safetensors")
+		_, err := SaveSafetensors(context.Background(), path, ts, nil, loader.SaveOptions{})
+		require.Error(t, err, name)
+		require.ErrorContains(t, err, path, name)
+		ents, _ := os.ReadDir(dir)
+		require.Empty(t, ents, name)
+	}
+}

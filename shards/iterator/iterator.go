@@ -72,7 +72,8 @@ type Iterator struct {
 	opts         Options
 	ord          order
 	worldAtStart int
-	pool         *bufferPool
+	pool         *bufferPool // decompressed shards
+	rawPool      *bufferPool // shards as read
 
 	started bool
 	epoch   int64
@@ -121,6 +122,7 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 		ord:          order{seed: opts.Seed, partitions: opts.Partitions, shuffle: opts.Shuffle, windowBytes: opts.ShuffleBytes},
 		worldAtStart: opts.WorldSize,
 		pool:         &bufferPool{keep: opts.Prefetch + 2*opts.Workers + 2},
+		rawPool:      &bufferPool{keep: 2*opts.Workers + 2},
 	}, nil
 }
 
@@ -129,7 +131,7 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 // exact position, so a new iterator restored from it carries on.
 func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 	for _, h := range it.release {
-		it.pool.put(h.buf)
+		h.pool.put(h.buf)
 	}
 	it.release = it.release[:0]
 	if it.err != nil {

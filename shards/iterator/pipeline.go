@@ -18,6 +18,10 @@ type job struct {
 	idx   []int64
 	offs  []int64
 	done  chan jobResult // buffered: a worker never blocks on it
+	// raw is the shard's bytes as read (a pooled buffer), or readErr why
+	// not; filled by the read stage before a decoder sees the job.
+	raw     []byte
+	readErr error
 }
 
 type jobResult struct {
@@ -32,6 +36,7 @@ type jobResult struct {
 type holder struct {
 	buf  []byte
 	left int
+	pool *bufferPool // where buf goes back to
 }
 
 // loaded is one decoded sample waiting in a visit until its turn.
@@ -43,9 +48,10 @@ type loaded struct {
 }
 
 // pipeline prefetches and decodes the shards of one epoch for one rank, in
-// the order the rank will need them. At most slots jobs are queued,
-// decoding or decoded but not yet taken by the consumer; workers decode in
-// parallel; each holds one pooled shard buffer at a time.
+// the order the rank will need them: dispatch → read stage (one shard at a
+// time through the loader, ahead of the decoders, so I/O overlaps decoding)
+// → decode workers. At most slots jobs are queued, being read, decoding or
+// decoded but not yet taken by the consumer.
 type pipeline struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -60,8 +66,10 @@ func (it *Iterator) startPipeline(lay *layout, sch schedule) *pipeline {
 		visits: make(chan *visit, it.opts.Prefetch),
 		slots:  make(chan struct{}, it.opts.Prefetch),
 	}
+	reads := make(chan *job)
 	work := make(chan *job)
-	p.wg.Go(func() { p.dispatch(ctx, lay, sch, work) })
+	p.wg.Go(func() { p.dispatch(ctx, lay, sch, reads) })
+	p.wg.Go(func() { it.readLoop(ctx, reads, work) })
 	for range it.opts.Workers {
 		p.wg.Go(func() { it.decodeLoop(ctx, work) })
 	}
@@ -130,6 +138,26 @@ func planJobs(lay *layout, v *visit) []*job {
 	return jobs
 }
 
+// readLoop reads each job's shard, in order, and hands the job on. After
+// cancellation it drains reads without reading, so dispatch can finish.
+func (it *Iterator) readLoop(ctx context.Context, reads <-chan *job, work chan<- *job) {
+	defer close(work)
+	for j := range reads {
+		if ctx.Err() != nil {
+			continue
+		}
+		sh := it.ds.Shards[j.shard]
+		j.raw, j.readErr = readShard(ctx, it.opts.Opener, it.rawPool, sh.Name, sh.Bytes)
+		select {
+		case work <- j:
+		case <-ctx.Done():
+			if j.raw != nil {
+				it.rawPool.put(j.raw)
+			}
+		}
+	}
+}
+
 func (it *Iterator) decodeLoop(ctx context.Context, work <-chan *job) {
 	rd, err := webdataset.NewReader(bytes.NewReader(nil), webdataset.None, it.opts.ReaderOptions...)
 	var dec *webdataset.Decompressor
@@ -150,38 +178,40 @@ func (it *Iterator) decodeLoop(ctx context.Context, work <-chan *job) {
 	}
 }
 
-// decode reads one shard, decompresses it whole into a pooled buffer and
+// decode takes one shard as read, decompresses it whole into a pooled buffer and
 // picks out the samples the job asks for; their fields alias that buffer.
 func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webdataset.Decompressor, j *job) ([]*webdataset.Sample, *holder, error) {
 	sh := it.ds.Shards[j.shard]
-	raw, err := readShard(ctx, it.opts.Opener, it.pool, sh.Name, sh.Bytes)
+	raw, err := j.raw, j.readErr
+	j.raw = nil
 	if err != nil {
 		return nil, nil, err
 	}
 	if it.opts.Verify && sh.SHA256 != "" {
 		e := webdataset.ShardEntry{Name: sh.Name, Bytes: sh.Bytes, SHA256: sh.SHA256}
 		if err := webdataset.VerifyShardBytes(raw, e); err != nil {
-			it.pool.put(raw)
+			it.rawPool.put(raw)
 			return nil, nil, err
 		}
 	}
-	tarData := raw
+	tarData, tarPool := raw, it.rawPool
 	if c := webdataset.DetectCompression(sh.Name, raw); c != webdataset.None {
 		// A hint only: tar headers add about 1 KiB per sample.
 		out := it.pool.get(max(sh.SampleBytes+sh.Samples<<10, 3*sh.Bytes))
 		tarData, err = dec.Decompress(out, raw, c, sh.Name)
-		it.pool.put(raw)
+		tarPool = it.pool
+		it.rawPool.put(raw)
 		if err != nil {
 			it.pool.put(out)
 			return nil, nil, err
 		}
 	}
-	hold := &holder{buf: tarData, left: len(j.idx)}
+	hold := &holder{buf: tarData, left: len(j.idx), pool: tarPool}
 	rd.ResetBytes(tarData, sh.Name)
 	out := make([]*webdataset.Sample, 0, len(j.idx))
 	for idx := int64(0); len(out) < len(j.idx); idx++ {
 		if idx%256 == 0 && ctx.Err() != nil {
-			it.pool.put(tarData)
+			tarPool.put(tarData)
 			return nil, nil, ctx.Err()
 		}
 		var err error
@@ -197,7 +227,7 @@ func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webd
 			err = fmt.Errorf("iterator: shard %s ends after %d samples, the dataset lists %d (stale manifest?)", sh.Name, idx, sh.Samples)
 		}
 		if err != nil {
-			it.pool.put(tarData)
+			tarPool.put(tarData)
 			return nil, nil, err
 		}
 	}

@@ -27,6 +27,7 @@ type iterateOptions struct {
 	resume          string
 	limit           int64
 	asJSON          bool
+	remote          remoteOptions
 }
 
 func newIterateCmd() *cobra.Command {
@@ -40,6 +41,12 @@ one shard) the way a training job's rank would: deterministic order from
 --seed and the epoch, split between --world-size ranks (defaults from RANK and
 WORLD_SIZE), equal sample counts on every rank, resumable with --resume from a
 state written by --state-out, also at another world size.
+
+SOURCE may also be rdmafs://HOST:PORT/PATH on a 'gdsload serve' server, with
+PATH any of the above relative to its export root ('rdmafs://HOST:PORT/' for
+the root itself); authenticate with --token-file or GDSLOAD_TOKEN. Without a
+manifest every shard is read once over the network to count its samples:
+run 'gdsload manifest' on the server to skip that.
 
 Throughput goes to stderr; --json prints one line per sample ("key", "shard")
 and a final summary line on stdout.`,
@@ -64,6 +71,7 @@ and a final summary line on stdout.`,
 	f.StringVar(&o.resume, "resume", "", "resume from a state file written by --state-out")
 	f.Int64Var(&o.limit, "limit", 0, "stop after this many samples (0: no limit)")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON line per sample and a summary line on stdout")
+	o.remote.addFlags(f)
 	return cmd
 }
 
@@ -86,7 +94,14 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 	if cmd.Flags().Changed("world-size") {
 		place.WorldSize = o.worldSize
 	}
-	ds, err := iterator.Open(ctx, source)
+	var ds *iterator.Dataset
+	var opener iterator.ShardOpener // nil: local files
+	if isRemote(source) {
+		defer o.remote.Close()
+		ds, opener, err = openRemoteDataset(ctx, source, &o.remote)
+	} else {
+		ds, err = iterator.Open(ctx, source)
+	}
 	if err != nil {
 		return fmt.Errorf("opening dataset %s: %w", source, err)
 	}
@@ -94,6 +109,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 		Rank: place.Rank, WorldSize: place.WorldSize, Partitions: o.partitions,
 		Seed: o.seed, Shuffle: o.shuffle, ShuffleBytes: window, Epochs: o.epochs,
 		DropRemainder: o.dropRemainder, Workers: o.workers, Prefetch: o.prefetch, Verify: o.verify,
+		Opener: opener,
 	})
 	if err != nil {
 		return usageError{err}

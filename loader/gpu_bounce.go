@@ -76,6 +76,10 @@ func (g *GPUBounce) Kind() string { return g.mem.kind() }
 // Len is the destination's size in bytes.
 func (g *GPUBounce) Len() int64 { return g.mem.size }
 
+// Size is the destination's size: as a SaveSource (loader.SaveFile) the
+// whole device allocation is saved through pinned buffers.
+func (g *GPUBounce) Size() int64 { return g.mem.size }
+
 // DevicePtr is the device address of destination offset 0, for tensors
 // that view the loaded bytes.
 func (g *GPUBounce) DevicePtr() cufile.DevicePtr { return g.mem.ptr() }

@@ -123,10 +123,19 @@ func (g *GPUDirect) ReadFromFile(ctx context.Context, src FileDescriptorSource, 
 
 // handle returns src's registered cuFile handle, registering it once.
 func (g *GPUDirect) handle(src FileDescriptorSource) (*cufile.FileHandle, error) {
-	fd := src.Fd()
+	h, err := g.handleFd(src.Fd())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Name(), err)
+	}
+	return h, nil
+}
+
+// handleFd returns the registered cuFile handle of descriptor fd,
+// registering it once per file the descriptor names.
+func (g *GPUDirect) handleFd(fd uintptr) (*cufile.FileHandle, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(fd), &st); err != nil {
-		return nil, fmt.Errorf("fstat %s: %w", src.Name(), err)
+		return nil, fmt.Errorf("fstat: %w", err)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -135,13 +144,49 @@ func (g *GPUDirect) handle(src FileDescriptorSource) (*cufile.FileHandle, error)
 			return c.h, nil
 		}
 		c.h.Close() // the descriptor now names another file
+		delete(g.handles, fd)
 	}
 	h, err := g.drv.RegisterFile(int(fd))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", src.Name(), err)
+		return nil, err
 	}
 	g.handles[fd] = &cachedHandle{h: h, dev: uint64(st.Dev), ino: st.Ino}
 	return h, nil
+}
+
+// Size is the destination's size: as a SaveSource (loader.SaveFile) the
+// whole device allocation is saved.
+func (g *GPUDirect) Size() int64 { return g.mem.size }
+
+// WriteToFile writes device bytes [srcOff, srcOff+n) at file offset fileOff
+// of the O_DIRECT descriptor fd with cuFileWrite (the gds path of
+// SaveFile), repeating on partial transfers.
+func (g *GPUDirect) WriteToFile(ctx context.Context, fd uintptr, fileOff, srcOff, n int64) (int64, error) {
+	if err := g.mem.check(srcOff, n); err != nil {
+		return 0, err
+	}
+	h, err := g.handleFd(fd)
+	if err != nil {
+		return 0, err
+	}
+	var done int64
+	err = g.mem.dev.Do(func() error {
+		for done < n {
+			if err := ctx.Err(); err != nil {
+				return context.Cause(ctx)
+			}
+			put, err := h.Write(g.mem.base, n-done, fileOff+done, g.mem.shift+srcOff+done)
+			if err != nil {
+				return fmt.Errorf("from %s offset %d: %w", g.mem.kind(), srcOff+done, err)
+			}
+			if put == 0 {
+				return fmt.Errorf("cuFileWrite wrote nothing at file offset %d", fileOff+done)
+			}
+			done += put
+		}
+		return nil
+	})
+	return done, err
 }
 
 // readBounce lands a chunk of a buffered source through the pinned ring.

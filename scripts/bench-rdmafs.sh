@@ -9,7 +9,8 @@
 # for rdmafs; targets ≥ 1.0 and ≥ 0.7).
 #
 # Usage: scripts/bench-rdmafs.sh [ROUNDS]   env: SIZE_MIB (2048), WORK (temp dir)
-# Needs: go, nginx, curl, iperf3, python3 (apt-get install nginx curl iperf3).
+# Needs: a built gdsload ($GDSLOAD, default bin/gdsload: the server and the
+# client), nginx, curl, iperf3, python3 (apt-get install nginx curl iperf3).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -34,8 +35,8 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 now() { date +%s.%N; }
 
-echo "building test server and bench client" >&2
-(cd "$repo" && go build -o "$WORK/testserver" ./rdmafs/internal/testserver && go build -o "$WORK/benchclient" ./rdmafs/internal/benchclient)
+GDSLOAD=${GDSLOAD:-$repo/bin/gdsload}
+[[ -x $GDSLOAD ]] || { echo "$GDSLOAD not built: run make build" >&2; exit 1; }
 
 mkdir -p "$WORK/export"
 chmod 755 "$WORK" "$WORK/export" # nginx workers run unprivileged
@@ -49,7 +50,7 @@ bytes=$(stat -c %s "$data")
 # rdmafs server
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$WORK/token"
 chmod 600 "$WORK/token"
-"$WORK/testserver" --root "$WORK/export" --listen 127.0.0.1:0 --token-file "$WORK/token" \
+"$GDSLOAD" serve --root "$WORK/export" --listen 127.0.0.1:0 --token-file "$WORK/token" \
 	>"$WORK/rdmafs.out" 2>"$WORK/rdmafs.log" &
 pids+=($!)
 for _ in $(seq 100); do grep -q '^listening on ' "$WORK/rdmafs.out" 2>/dev/null && break; sleep 0.1; done
@@ -84,9 +85,11 @@ iperf3 -s -p "$iport" -1 >/dev/null 2>&1 &
 ipid=$!
 sleep 0.3
 
-run_rdmafs() { "$WORK/benchclient" --token-file "$WORK/token" --url "rdmafs://$raddr/data.bin" 2>>"$WORK/bench.log"; }
+# The client is `gdsload load --to host`: the loader streams the file from the
+# server into its ring of reused host buffers.
+run_rdmafs() { "$GDSLOAD" load --to host --token-file "$WORK/token" "rdmafs://$raddr/data.bin" >/dev/null 2>>"$WORK/bench.log"; }
 # Without CRC32C the server sends with sendfile(2), like nginx.
-run_rdmafsnocrc() { "$WORK/benchclient" --crc=false --token-file "$WORK/token" --url "rdmafs://$raddr/data.bin" 2>>"$WORK/bench.log"; }
+run_rdmafsnocrc() { "$GDSLOAD" load --to host --crc=false --token-file "$WORK/token" "rdmafs://$raddr/data.bin" >/dev/null 2>>"$WORK/bench.log"; }
 run_nginx() { curl -sf -o /dev/null "http://127.0.0.1:$nport/data.bin"; }
 run_iperf() { iperf3 -c 127.0.0.1 -p "$iport" -n "$bytes" >/dev/null; }
 # -1: the iperf3 server handles one client then exits; restart it (outside

@@ -18,12 +18,14 @@ import (
 type remoteOptions struct {
 	tokenFile   string
 	connections int
+	crc         bool
 	clients     map[string]*rdmafs.Client
 }
 
 func (r *remoteOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&r.tokenFile, "token-file", "", "file holding the rdmafs shared secret (default: $GDSLOAD_TOKEN)")
 	f.IntVar(&r.connections, "connections", 4, "TCP connections per rdmafs server")
+	f.BoolVar(&r.crc, "crc", true, "have the rdmafs server send a CRC32C of each read and check it (off: the server may use sendfile)")
 }
 
 func isRemote(p string) bool { return strings.HasPrefix(p, "rdmafs://") }
@@ -37,7 +39,7 @@ func (r *remoteOptions) client(ctx context.Context, addr string) (*rdmafs.Client
 	if err != nil {
 		return nil, err
 	}
-	opts := []rdmafs.Option{rdmafs.WithConnections(max(1, r.connections))}
+	opts := []rdmafs.Option{rdmafs.WithConnections(max(1, r.connections)), rdmafs.WithCRC(r.crc)}
 	if token != nil {
 		opts = append(opts, rdmafs.WithToken(token))
 	}

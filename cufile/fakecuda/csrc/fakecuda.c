@@ -770,6 +770,7 @@ EXPORT ssize_t cuFileWrite(void *h, const void *base, size_t size, off_t foff, o
   struct fh *f = h;
   if (!driver_open()) return -5001;
   if (!f) return -5027;
+  if (fault_is("cufile_io", NULL)) return -5044;
   char *rw = rw_of((uintptr_t)base + (uintptr_t)boff, size);
   if (!rw) return -5014;
   if (foff % PAGE || size % PAGE || (uintptr_t)rw % PAGE) {

@@ -1,0 +1,76 @@
+package loader
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Saving GPU memory: the gds destination writes itself with cuFileWrite,
+// the bounce destination is copied back through pinned host buffers. Both
+// give the bytes that were loaded, under the final name only once whole.
+func TestSaveFromGPU(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		gds   bool
+		route Path
+	}{
+		{"gds", true, PathGDS},
+		{"bounce", false, PathBounce},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := withFakeGPU(t, "mode=nvfs")
+			name := writeRandom(t, t.TempDir(), 3<<20+4097, 7)
+			want := readFile(t, name)
+			src, err := OpenFile(name, DirectOn)
+			require.NoError(t, err)
+			defer src.Close()
+			cfg := GPUConfig{Device: f.device(t, 0), Size: int64(len(want)), ChunkSize: 1 << 20, Buffers: 4}
+			var dst interface {
+				Destination
+				SaveSource
+				Close() error
+			}
+			if tc.gds {
+				dst, err = NewGPUDirectDestination(GPUDirectConfig{GPUConfig: cfg, Driver: f.driver(t)})
+			} else {
+				dst, err = NewGPUBounceDestination(cfg)
+			}
+			require.NoError(t, err)
+			defer func() { require.NoError(t, dst.Close()) }()
+			_, err = Load(context.Background(), []Job{WholeFile(src, dst)}, Options{Workers: 3, ChunkSize: 1 << 20})
+			require.NoError(t, err)
+
+			out := filepath.Join(t.TempDir(), "saved.bin")
+			res, err := SaveFile(context.Background(), out, dst, SaveOptions{Direct: DirectOn, ChunkSize: 1 << 20, Checksum: ChecksumSHA256})
+			require.NoError(t, err)
+			require.Equal(t, tc.route, res.Route)
+			require.Equal(t, sha256hex(want), res.Digest)
+			got, err := os.ReadFile(out)
+			require.NoError(t, err)
+			require.Equal(t, sha256hex(want), sha256hex(got))
+			ents, err := os.ReadDir(filepath.Dir(out))
+			require.NoError(t, err)
+			require.Len(t, ents, 1, "no temporary file left")
+		})
+	}
+}
+
+func TestSaveFromGPUWriteFailureLeavesNothing(t *testing.T) {
+	f := withFakeGPU(t, "mode=nvfs")
+	dst, err := NewGPUDirectDestination(GPUDirectConfig{
+		GPUConfig: GPUConfig{Device: f.device(t, 0), Size: 2 << 20}, Driver: f.driver(t)})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dst.Close()) }()
+	require.NoError(t, f.ctl.Do("fault=cufile_io"))
+	dir := t.TempDir()
+	_, err = SaveFile(context.Background(), filepath.Join(dir, "saved.bin"), dst, SaveOptions{Direct: DirectOn})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "cuFileWrite")
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, ents, "neither the final name nor a temporary file")
+}

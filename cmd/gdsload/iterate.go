@@ -8,11 +8,13 @@ import (
 	"io"
 	"time"
 
+	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/iterator"
 	"github.com/spf13/cobra"
 )
 
 type iterateOptions struct {
+	direct          string
 	rank, worldSize int
 	partitions      int
 	seed            uint64
@@ -65,6 +67,7 @@ and a final summary line on stdout.`,
 	f.Int64Var(&o.epochs, "epochs", 1, "epochs to run (a resumed run continues up to this many)")
 	f.BoolVar(&o.dropRemainder, "drop-remainder", false, "drop the samples that do not split evenly instead of padding ranks by wrapping around")
 	f.IntVar(&o.workers, "workers", 1, "shards decoded in parallel")
+	f.StringVar(&o.direct, "direct", "auto", "O_DIRECT for local shards: auto (bypass the page cache where possible), on, or off (keep shards cached for the next epoch)")
 	f.IntVar(&o.prefetch, "prefetch", 0, "shards read ahead (default 2 x workers)")
 	f.BoolVar(&o.verify, "verify", false, "check each shard's SHA-256 against the manifest")
 	f.StringVar(&o.stateOut, "state-out", "", "write the iterator state (JSON) here when stopping")
@@ -94,6 +97,10 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 	if cmd.Flags().Changed("world-size") {
 		place.WorldSize = o.worldSize
 	}
+	direct, err := loader.ParseDirectMode(o.direct)
+	if err != nil {
+		return usageError{err}
+	}
 	var ds *iterator.Dataset
 	var opener iterator.ShardOpener // nil: local files
 	if isRemote(source) {
@@ -109,7 +116,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 		Rank: place.Rank, WorldSize: place.WorldSize, Partitions: o.partitions,
 		Seed: o.seed, Shuffle: o.shuffle, ShuffleBytes: window, Epochs: o.epochs,
 		DropRemainder: o.dropRemainder, Workers: o.workers, Prefetch: o.prefetch, Verify: o.verify,
-		Opener: opener,
+		Opener: opener, Direct: direct,
 	})
 	if err != nil {
 		return usageError{err}

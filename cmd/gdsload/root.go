@@ -18,6 +18,7 @@ Exit codes: 0 ok, 1 error, 2 usage, 130 interrupted.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	addProfileFlag(root)
 	root.AddCommand(
 		newLoadCmd(),
 		newBenchCmd(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/webdataset"
 )
 
@@ -44,8 +45,14 @@ type Options struct {
 	// MaxShardBytes caps one shard's decompressed size (default
 	// webdataset.DefaultMaxShardBytes).
 	MaxShardBytes int64
-	// Opener reads shards (default DirOpener{Root: dataset root}).
+	// Opener reads shards (default DirOpener{Root: dataset root, Direct:
+	// Direct}).
 	Opener ShardOpener
+	// Direct is the O_DIRECT mode of the default opener: DirectAuto (the
+	// zero value) bypasses the page cache where the file system allows,
+	// right for datasets much larger than memory; DirectOff keeps shards
+	// in the page cache for the next epoch.
+	Direct loader.DirectMode
 	// ReaderOptions configure shard decoding (caps).
 	ReaderOptions []webdataset.Option
 }
@@ -103,7 +110,7 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 		opts.Prefetch = 2 * opts.Workers
 	}
 	if opts.Opener == nil {
-		opts.Opener = DirOpener{Root: ds.Root}
+		opts.Opener = DirOpener{Root: ds.Root, Direct: opts.Direct}
 	}
 	switch {
 	case opts.WorldSize < 0 || opts.Rank < 0 || opts.Rank >= opts.WorldSize:

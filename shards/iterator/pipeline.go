@@ -67,7 +67,10 @@ func (it *Iterator) startPipeline(lay *layout, sch schedule) *pipeline {
 		slots:  make(chan struct{}, it.opts.Prefetch),
 	}
 	reads := make(chan *job)
-	work := make(chan *job)
+	// The read stage keeps up to one shard per worker read ahead, so
+	// workers that finish together do not wait for a read each. Slots
+	// still bound every job in flight.
+	work := make(chan *job, it.opts.Workers)
 	p.wg.Go(func() { p.dispatch(ctx, lay, sch, reads) })
 	p.wg.Go(func() { it.readLoop(ctx, reads, work) })
 	for range it.opts.Workers {

@@ -48,6 +48,13 @@ func gdsloadBinary(t *testing.T) string {
 // must exit 0 at cleanup.
 func startServer(t *testing.T, root, token string) string {
 	t.Helper()
+	addr, _ := startServerProcess(t, root, token)
+	return addr
+}
+
+// startServerProcess is startServer that also returns the process.
+func startServerProcess(t *testing.T, root, token string) (string, *os.Process) {
+	t.Helper()
 	tok := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tok, []byte(token+"\n"), 0o600))
 	cmd := exec.Command(gdsloadBinary(t), "serve", "--root", root, "--listen", "127.0.0.1:0", "--token-file", tok)
@@ -89,7 +96,7 @@ func startServer(t *testing.T, root, token string) string {
 			t.Error("server did not drain and exit within 10 s of SIGTERM")
 		}
 	})
-	return addr
+	return addr, cmd.Process
 }
 
 func TestLoadFromRemoteServerProcess(t *testing.T) {
@@ -145,4 +152,25 @@ func TestBenchRemoteServerProcess(t *testing.T) {
 
 	_, stderr, code = run(t, "bench", "--cold", "rdmafs://"+addr+"/data.bin")
 	require.Equal(t, 2, code, stderr)
+}
+
+// Over TCP a GPU destination goes through pinned buffers (bounce), even
+// where cuFile could read local files directly.
+func TestLoadFromRemoteToGPUThroughTestDouble(t *testing.T) {
+	ctl := useFakeCUDA(t)
+	require.NoError(t, ctl.Do("mode=nvfs"))
+	root := t.TempDir()
+	_, sum := writeFile(t, root, "w.bin", 3<<20+11)
+	addr := startServer(t, root, "s3cret-token-0123456789abcdef")
+	t.Setenv("GDSLOAD_TOKEN", "s3cret-token-0123456789abcdef")
+	out, stderr, code := run(t, "load", "--to", "gpu:0", "--checksum", "sha256", "--json", "--chunk-size", "1M", "rdmafs://"+addr+"/w.bin")
+	require.Equal(t, 0, code, stderr)
+	var res loadJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Files, 1)
+	require.Equal(t, "bounce", res.Files[0].Path)
+	require.Equal(t, sum, res.Files[0].SHA256, "bytes copied back from the GPU")
+	for _, c := range []string{"allocs", "pinned", "handles", "driver_refs"} {
+		require.Zero(t, ctl.Counter(c), "%s released", c)
+	}
 }

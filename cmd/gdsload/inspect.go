@@ -186,7 +186,11 @@ func inspectShard(ctx context.Context, path string) (any, string, error) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: WebDataset shard, %s compression, %d bytes on disk\n", path, rep.Compression, rep.FileBytes)
+	comp := rep.Compression + " compressed"
+	if rep.Compression == "none" {
+		comp = "uncompressed"
+	}
+	fmt.Fprintf(&b, "%s: WebDataset shard, %s, %d bytes on disk\n", path, comp, rep.FileBytes)
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "samples\t%d\n", rep.Samples)
 	fmt.Fprintf(tw, "bytes\t%d (%s)\n", rep.Bytes, formatBytes(rep.Bytes))

@@ -227,7 +227,11 @@ func TestInspectWebDatasetShard(t *testing.T) {
 
 			out, _, code := runInspectCmd(t, path)
 			require.Equal(t, 0, code)
-			require.Contains(t, out, tc.compression+" compression")
+			if tc.compression == "none" {
+				require.Contains(t, out, "uncompressed")
+			} else {
+				require.Contains(t, out, tc.compression+" compressed")
+			}
 			require.Regexp(t, `samples\s+2\n`, out)
 			require.Contains(t, out, "min 101, max 321")
 			require.Regexp(t, `json\s+1\n`, out)

@@ -57,6 +57,7 @@ demo: build
 gpu-binaries:
 	mkdir -p .gpu
 	CGO_ENABLED=1 $(GO) build -ldflags='-s -w' -o .gpu/gdsload ./cmd/gdsload
+	CGO_ENABLED=1 $(GO) test -c -ldflags='-s -w' -o .gpu/checkpoint.test ./shards/checkpoint
 
 clean:
 	rm -rf bin .gpu $(DEMO_DIR)

@@ -172,6 +172,9 @@ func (s *saver) run(ctx context.Context) error {
 		s.route = PathHost
 	case isDev:
 		s.route = PathBounce
+		if r, ok := s.src.(*regions); ok && r.hostOnly() {
+			s.route = PathHost // copied from host memory, no device involved
+		}
 	default:
 		return errors.New("the source is neither host memory, a DeviceReader nor a FileWriterSource")
 	}

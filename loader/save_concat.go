@@ -53,3 +53,13 @@ func (r *regions) ReadBack(ctx context.Context, off int64, p []byte) error {
 	}
 	return nil
 }
+
+// hostOnly reports whether every part is host memory.
+func (r *regions) hostOnly() bool {
+	for _, p := range r.parts {
+		if _, ok := p.(HostSource); !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -4,7 +4,7 @@
 # with CUDA 13, PyTorch, safetensors and the nvidia-cufile wheel, with a
 # prebuilt binary at ./.gpu/gdsload (no Go needed there):
 #
-#   GOOS=linux go build -o .gpu/gdsload ./cmd/gdsload   # on the dev machine
+#   make gpu-binaries                                     # on the dev machine: .gpu/gdsload, .gpu/checkpoint.test
 #   bash scripts/gpu-check.sh                             # on the GPU machine
 #
 # It prints:
@@ -249,6 +249,39 @@ else:
     print(f"MISMATCH: gdsload digest {d!r} is neither the data region nor the whole file"); ok = False
 sys.exit(0 if ok else 1)
 EOF
+fi
+
+
+section "save from GPU memory, read back by the safetensors library"
+# The checkpoint package's test binary (make gpu-binaries) loads a sharded
+# checkpoint into GPU memory through bounce and gds, saves it from there
+# (pinned copies, cuFileWrite) and checks it with gdsload's own parser; then
+# the safetensors library must read the saved files as equal to a reference.
+TESTBIN=${CHECKPOINT_TEST:-./.gpu/checkpoint.test}
+if [ -x "$TESTBIN" ]; then
+	SAVE_OUT=$CHECK_DIR/save
+	mkdir -p "$SAVE_OUT"
+	if GDSLOAD_REAL_GPU=1 GDSLOAD_SAVE_OUT=$SAVE_OUT run_step 120 "$TESTBIN" -test.run '^TestSaveFromGPU$' -test.v; then
+		run_step 120 "$PY" - "$SAVE_OUT" <<'EOF'
+import glob, os, sys
+import safetensors, torch
+from safetensors.torch import load_file
+out = sys.argv[1]
+ref = load_file(os.path.join(out, "reference.safetensors"))
+ok = True
+for path in sorted(glob.glob(os.path.join(out, "saved-*.safetensors"))):
+    got = load_file(path)
+    same = set(got) == set(ref) and all(
+        got[k].dtype == ref[k].dtype and got[k].shape == ref[k].shape
+        and torch.equal(got[k].view(torch.uint8), ref[k].view(torch.uint8)) for k in ref)
+    print(f"safetensors {safetensors.__version__} reads {os.path.basename(path)}: {len(got)} tensors, equal to the reference: {same}")
+    ok = ok and same
+sys.exit(0 if ok else 1)
+EOF
+	fi
+	rm -rf "$SAVE_OUT"
+else
+	fail "no checkpoint test binary at $TESTBIN (make gpu-binaries)"
 fi
 
 section "done in $(($(date +%s) - START)) s, $FAILS failure(s)"

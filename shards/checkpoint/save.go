@@ -52,3 +52,27 @@ func SaveSafetensors(ctx context.Context, path string, tensors []SaveTensor, met
 	}
 	return loader.SaveFile(ctx, path, loader.Concat(parts...), opts)
 }
+
+// Save writes the loaded tensors, wherever they live (host or GPU memory),
+// as one safetensors file at path with SaveSafetensors. A checkpoint loaded
+// to a GPU, changed there, and saved back never passes through a Go slice
+// of its own: GPU views are copied through pinned buffers or written with
+// cuFileWrite.
+func (l *Loaded) Save(ctx context.Context, path string, metadata map[string]string, opts loader.SaveOptions) (*loader.SaveResult, error) {
+	if l.closed {
+		return nil, fmt.Errorf("save %s: the checkpoint's memory was freed (Close)", path)
+	}
+	tensors := make([]SaveTensor, len(l.Tensors))
+	for i, t := range l.Tensors {
+		st := SaveTensor{Name: t.Name, Dtype: t.Dtype, Shape: t.Shape}
+		if b := l.Bytes(t.Name); b != nil {
+			st.Data = loader.HostMemory(b)
+		} else if rb, ok := l.Allocations[t.File].Dest.(loader.ReadBacker); ok {
+			st.Data = loader.DeviceRegion(rb, t.Offset, t.Bytes)
+		} else {
+			return nil, fmt.Errorf("save %s: tensor %q lives in memory that can be neither read nor copied back", path, t.Name)
+		}
+		tensors[i] = st
+	}
+	return SaveSafetensors(ctx, path, tensors, metadata, opts)
+}

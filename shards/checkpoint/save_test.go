@@ -81,3 +81,27 @@ func TestSaveSafetensorsRejectsBeforeCreating(t *testing.T) {
 		require.Empty(t, ents, name)
 	}
 }
+
+func TestSaveLoadedFromHost(t *testing.T) {
+	s := writeSharded(t)
+	c := openOrSkip(t, s.index, loader.DirectAuto)
+	l, err := c.Load(context.Background(), HostAllocator, loader.Options{ChunkSize: 64 << 10})
+	require.NoError(t, err)
+	out := filepath.Join(t.TempDir(), "merged.safetensors")
+	res, err := l.Save(context.Background(), out, nil, loader.SaveOptions{})
+	require.NoError(t, err)
+	require.Equal(t, loader.PathHost, res.Route)
+	f, err := safetensors.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	for name, w := range s.want() {
+		ti, ok := f.Header.Tensor(name)
+		require.True(t, ok, name)
+		got, err := io.ReadAll(f.TensorReader(ti))
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(w.Data, got), name)
+	}
+	require.NoError(t, l.Close())
+	_, err = l.Save(context.Background(), out, nil, loader.SaveOptions{})
+	require.ErrorContains(t, err, "freed")
+}

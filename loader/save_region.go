@@ -1,0 +1,46 @@
+package loader
+
+import (
+	"context"
+	"fmt"
+)
+
+// DeviceRegion returns bytes [off, off+n) of a destination the host cannot
+// read (a GPU destination) as a SaveSource: SaveFile copies it back through
+// host buffers, or, when the destination writes files itself (the gds
+// destination), with cuFileWrite. A tensor view of a checkpoint in GPU
+// memory is saved this way.
+func DeviceRegion(dst ReadBacker, off, n int64) SaveSource {
+	r := region{dst: dst, off: off, n: n}
+	if fw, ok := dst.(FileWriterSource); ok {
+		return writerRegion{region: r, fw: fw}
+	}
+	return r
+}
+
+type region struct {
+	dst    ReadBacker
+	off, n int64
+}
+
+func (r region) Size() int64 { return r.n }
+
+func (r region) ReadBack(ctx context.Context, off int64, p []byte) error {
+	if off < 0 || off+int64(len(p)) > r.n {
+		return fmt.Errorf("bytes [%d, %d) outside a region of %d", off, off+int64(len(p)), r.n)
+	}
+	return r.dst.ReadBack(ctx, r.off+off, p)
+}
+
+// writerRegion is a region of a destination that writes files itself.
+type writerRegion struct {
+	region
+	fw FileWriterSource
+}
+
+func (w writerRegion) WriteToFile(ctx context.Context, fd uintptr, fileOff, srcOff, n int64) (int64, error) {
+	if srcOff < 0 || srcOff+n > w.n {
+		return 0, fmt.Errorf("bytes [%d, %d) outside a region of %d", srcOff, srcOff+n, w.n)
+	}
+	return w.fw.WriteToFile(ctx, fd, fileOff, w.off+srcOff, n)
+}

@@ -1,0 +1,100 @@
+//go:build cgo
+
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/safetensors"
+)
+
+// gpuForSave returns the device and cuFile driver the save test runs on:
+// the CUDA test double, or with GDSLOAD_REAL_GPU=1 (scripts/gpu-check.sh)
+// the real libraries on GPU 0.
+func gpuForSave(t *testing.T) (*cufile.Device, *cufile.Driver) {
+	t.Helper()
+	cfg := cufile.Config{}
+	if os.Getenv("GDSLOAD_REAL_GPU") != "1" {
+		cfg = withFakeGPU(t).libs.Config()
+	}
+	rt, err := cufile.OpenRuntime(cfg)
+	require.NoError(t, err)
+	dev, err := rt.Device(0)
+	require.NoError(t, err)
+	cf, err := cufile.OpenCuFile(cfg)
+	if err != nil {
+		return dev, nil
+	}
+	return dev, cf.Driver()
+}
+
+// A sharded checkpoint loaded into GPU memory and saved from there gives a
+// safetensors file holding exactly the tensors that were loaded. With
+// GDSLOAD_SAVE_OUT set, the saved file and a reference written by
+// safetensors.Encode from the same tensors are left there for the
+// safetensors library to compare (scripts/gpu-check.sh).
+func TestSaveFromGPU(t *testing.T) {
+	for _, path := range []loader.Path{loader.PathBounce, loader.PathGDS} {
+		t.Run(string(path), func(t *testing.T) {
+			dev, drv := gpuForSave(t)
+			s := writeSharded(t)
+			mode := loader.DirectAuto
+			if path == loader.PathGDS {
+				if drv == nil {
+					t.Skip("libcufile unavailable: no gds path")
+				}
+				mode = loader.DirectOn
+			} else {
+				drv = nil
+			}
+			c := openOrSkip(t, s.index, mode)
+			l, err := c.Load(context.Background(), gpuAllocator(dev, drv, 64<<10), loader.Options{ChunkSize: 64 << 10, Workers: 4})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, l.Close()) }()
+
+			out := filepath.Join(t.TempDir(), "saved.safetensors")
+			if dir := os.Getenv("GDSLOAD_SAVE_OUT"); dir != "" {
+				out = filepath.Join(dir, "saved-"+string(path)+".safetensors")
+			}
+			_, err = l.Save(context.Background(), out, map[string]string{"format": "pt"}, loader.SaveOptions{})
+			require.NoError(t, err)
+
+			f, err := safetensors.Open(out)
+			require.NoError(t, err)
+			defer f.Close()
+			want := s.want()
+			require.Len(t, f.Header.Tensors, len(want))
+			for name, w := range want {
+				ti, ok := f.Header.Tensor(name)
+				require.True(t, ok, name)
+				got, err := io.ReadAll(f.TensorReader(ti))
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(w.Data, got), name)
+			}
+			if dir := os.Getenv("GDSLOAD_SAVE_OUT"); dir != "" {
+				var ref bytes.Buffer
+				names := make([]string, 0, len(want))
+				for n := range want {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				ts := make([]safetensors.TensorData, 0, len(names))
+				for _, n := range names {
+					ts = append(ts, want[n])
+				}
+				require.NoError(t, safetensors.Encode(&ref, ts, map[string]string{"format": "pt"}))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "reference.safetensors"), ref.Bytes(), 0o644))
+			}
+		})
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/gdsload/gdsload/cufile"
@@ -13,45 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The CUDA test double, built once per process (loader's TestMain belongs
-// to the engine's tests, so the build is cached in the temp folder).
-var fakeGPU = sync.OnceValues(func() (*fakeGPULibs, error) {
-	libs, err := fakecuda.Cached()
-	if err != nil {
-		return nil, err
-	}
-	ctl, err := libs.Open()
-	if err != nil {
-		return nil, err
-	}
-	return &fakeGPULibs{Libs: libs, ctl: ctl}, nil
-})
-
-type fakeGPULibs struct {
-	*fakecuda.Libs
-	ctl *fakecuda.Control
-}
+// fakeGPULibs is the CUDA test double as a loader test uses it.
+type fakeGPULibs struct{ *fakecuda.Session }
 
 // withFakeGPU resets the double, applies cmds, and checks at the end of
-// the test that every allocation, buffer, stream, event, handle and driver
-// reference was given back. Tests using it must not run in parallel.
+// the test that everything was given back (fakecuda.Use).
 func withFakeGPU(t *testing.T, cmds ...string) *fakeGPULibs {
 	t.Helper()
-	f, err := fakeGPU()
-	require.NoError(t, err)
-	require.NoError(t, f.ctl.Do("reset"))
-	for _, c := range cmds {
-		require.NoError(t, f.ctl.Do(c))
-	}
-	t.Cleanup(func() {
-		require.NoError(t, f.ctl.Do("reset"))
-		for _, c := range []string{"allocs", "pinned", "streams", "events", "handles", "driver_refs", "bufreg"} {
-			if n := f.ctl.Counter(c); n != 0 {
-				t.Errorf("test double still holds %d %s at the end of the test", n, c)
-			}
-		}
-	})
-	return f
+	return &fakeGPULibs{fakecuda.Use(t, cmds...)}
 }
 
 func (f *fakeGPULibs) device(t *testing.T, id int) *cufile.Device {

@@ -65,7 +65,7 @@ func TestSaveFromGPUWriteFailureLeavesNothing(t *testing.T) {
 		GPUConfig: GPUConfig{Device: f.device(t, 0), Size: 2 << 20}, Driver: f.driver(t)})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, dst.Close()) }()
-	require.NoError(t, f.ctl.Do("fault=cufile_io"))
+	require.NoError(t, f.Control.Do("fault=cufile_io"))
 	dir := t.TempDir()
 	_, err = SaveFile(context.Background(), filepath.Join(dir, "saved.bin"), dst, SaveOptions{Direct: DirectOn})
 	require.Error(t, err)

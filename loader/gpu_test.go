@@ -83,16 +83,16 @@ func TestGPUBounceByteExact(t *testing.T) {
 			})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, dst.Close()) }()
-			before := f.ctl.Counter("async_bytes")
+			before := f.Control.Counter("async_bytes")
 			spanLoad(t, dst, name, 1<<20, 4)
-			require.Equal(t, int64(len(want)), f.ctl.Counter("async_bytes")-before, "every byte went through an async copy")
+			require.Equal(t, int64(len(want)), f.Control.Counter("async_bytes")-before, "every byte went through an async copy")
 			require.Equal(t, sha256hex(want), sha256hex(readBackAll(t, dst)))
 			require.Equal(t, "gpu:0", dst.Kind())
 
 			// Reused for a second load without new pinned memory.
-			pinned := f.ctl.Counter("pinned")
+			pinned := f.Control.Counter("pinned")
 			spanLoad(t, dst, name, 1<<20, 2)
-			require.Equal(t, pinned, f.ctl.Counter("pinned"))
+			require.Equal(t, pinned, f.Control.Counter("pinned"))
 			require.Equal(t, sha256hex(want), sha256hex(readBackAll(t, dst)))
 		})
 	}
@@ -121,7 +121,7 @@ func TestGPUDirectByteExact(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, n, got)
 			}
-			require.EqualValues(t, 1, f.ctl.Counter("handles"), "one cuFile handle per source")
+			require.EqualValues(t, 1, f.Control.Counter("handles"), "one cuFile handle per source")
 			require.Equal(t, sha256hex(want), sha256hex(readBackAll(t, dst)))
 		})
 	}
@@ -169,11 +169,11 @@ func TestGPUDirectBufferedSourceBounces(t *testing.T) {
 	})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, dst.Close()) }()
-	reads := f.ctl.Counter("cufile_reads")
+	reads := f.Control.Counter("cufile_reads")
 	res, err := Load(context.Background(), []Job{WholeFile(src, dst)}, Options{Checksum: ChecksumSHA256, Workers: 2})
 	require.NoError(t, err)
 	require.Equal(t, sha256hex(want), res.Files[0].SHA256)
-	require.Equal(t, reads, f.ctl.Counter("cufile_reads"), "no cuFileRead on a buffered descriptor")
+	require.Equal(t, reads, f.Control.Counter("cufile_reads"), "no cuFileRead on a buffered descriptor")
 }
 
 // On a second GPU, every cuFile read and copy runs with that GPU current
@@ -244,7 +244,7 @@ func TestLoadIntoGPU(t *testing.T) {
 				require.Equal(t, wants[i], fr.SHA256, "file %d", i)
 			}
 			if path == PathGDS {
-				require.Positive(t, f.ctl.Counter("cufile_reads"))
+				require.Positive(t, f.Control.Counter("cufile_reads"))
 			}
 		})
 	}
@@ -281,7 +281,7 @@ func TestGPULoadErrors(t *testing.T) {
 		dst, err := NewGPUBounceDestination(GPUConfig{Device: f.device(t, 0), Size: 4 << 20, ChunkSize: 1 << 20, Buffers: 2})
 		require.NoError(t, err)
 		defer func() { require.Error(t, dst.Close(), "the copy error stays reported") }()
-		require.NoError(t, f.ctl.Do("fault=copy"))
+		require.NoError(t, f.Control.Do("fault=copy"))
 		_, err = Load(context.Background(), []Job{WholeFile(src, dst)}, Options{ChunkSize: 1 << 20, Workers: 2})
 		require.Error(t, err)
 		require.Contains(t, err.Error(), "illegal memory access")

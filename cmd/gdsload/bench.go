@@ -48,11 +48,11 @@ func newBenchCmd() *cobra.Command {
 	return cmd
 }
 
-// allModes lists every mode this binary knows, available here or not.
-func allModes(device int) (avail []bench.Mode, missing map[string]string) {
-	avail = bench.HostModes()
-	gpu, missing := gpuBenchModes(device)
-	return append(avail, gpu...), missing
+// allModes lists every mode this binary knows, available here or not; call
+// release once the modes are no longer used.
+func allModes(device int) (avail []bench.Mode, missing map[string]string, release func()) {
+	gpu, missing, release := gpuBenchModes(device)
+	return append(bench.HostModes(), gpu...), missing, release
 }
 
 func modeHelp() string {
@@ -84,7 +84,8 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 	if err != nil || chunk == 0 {
 		return usagef("--chunk-size %q: want a positive size such as 4MiB", o.chunkSize)
 	}
-	avail, missing := allModes(o.device)
+	avail, missing, release := allModes(o.device)
+	defer release()
 	if isRemote(path) {
 		if o.cold {
 			return usagef("--cold drops a local file's pages; it does not apply to %s (drop the server's cache there)", path)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gdsload/gdsload/cufile/fakecuda"
 	"github.com/stretchr/testify/require"
 )
 
@@ -109,14 +108,7 @@ func TestDoctorHumanOutput(t *testing.T) {
 // With the CUDA test double standing in for the libraries, doctor reports
 // the mode libcufile gives and the path a load would take.
 func TestDoctorWithFakeCUDA(t *testing.T) {
-	libs, err := fakecuda.Cached()
-	require.NoError(t, err)
-	ctl, err := libs.Open()
-	require.NoError(t, err)
-	for k, v := range libs.Env() {
-		t.Setenv(k, v)
-	}
-	t.Cleanup(func() { require.NoError(t, ctl.Do("reset")) })
+	ctl := useFakeCUDA(t)
 	for _, tc := range []struct{ mode, path, reason string }{
 		{"nvfs", "gds", "cuFile in nvfs mode"},
 		{"compat", "bounce", "gds refused: cuFile in compat mode"},

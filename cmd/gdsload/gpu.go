@@ -98,19 +98,20 @@ func gpuModeHelp() [][2]string {
 	}
 }
 
-// gpuBenchModes returns the GPU modes usable on device, and why the others
-// are not.
-func gpuBenchModes(device int) ([]bench.Mode, map[string]string) {
+// gpuBenchModes returns the GPU modes usable on device, why the others are
+// not, and a function that releases the GPU libraries once the benchmark
+// is done (the modes share them across runs).
+func gpuBenchModes(device int) ([]bench.Mode, map[string]string, func()) {
 	missing := map[string]string{}
 	stack := loader.OpenGPUStack(cufile.Config{})
+	release := func() { _ = stack.Close() }
 	if _, why, err := loader.SelectGPUPath(stack, device, loader.PathBounce); err != nil {
 		for _, m := range gpuModeHelp() {
 			missing[m[0]] = why
 		}
-		stack.Close()
-		return nil, missing
+		release()
+		return nil, missing, func() {}
 	}
-	// The stack stays open for the process: the modes use it on every run.
 	var modes []bench.Mode
 	if _, why, err := loader.SelectGPUPath(stack, device, loader.PathGDS); err != nil {
 		missing["gds"] = why
@@ -120,7 +121,7 @@ func gpuBenchModes(device int) ([]bench.Mode, map[string]string) {
 	modes = append(modes,
 		gpuMode(stack, device, "bounce", loader.PathBounce, loader.DirectOn),
 		gpuMode(stack, device, "cached-bounce", loader.PathBounce, loader.DirectOff))
-	return modes, missing
+	return modes, missing, release
 }
 
 func gpuMode(stack *loader.GPUStack, device int, name string, path loader.Path, direct loader.DirectMode) bench.Mode {

@@ -10,22 +10,15 @@ import (
 	"github.com/gdsload/gdsload/cufile/fakecuda"
 )
 
-// useFakeCUDA points the library search at the CUDA test double and
-// returns its control handle.
+// useFakeCUDA points the library search at the CUDA test double (which
+// checks for leaks at the end of the test) and returns its control handle.
 func useFakeCUDA(t *testing.T) *fakecuda.Control {
 	t.Helper()
-	libs, err := fakecuda.Cached()
-	if err != nil {
-		t.Skipf("CUDA test double not buildable here (no C compiler?): %v", err)
-	}
-	ctl, err := libs.Open()
-	require.NoError(t, err)
-	for k, v := range libs.Env() {
+	s := fakecuda.Use(t)
+	for k, v := range s.Env() {
 		t.Setenv(k, v)
 	}
-	require.NoError(t, ctl.Do("reset"))
-	t.Cleanup(func() { require.NoError(t, ctl.Do("reset")) })
-	return ctl
+	return s.Control
 }
 
 type loadJSON struct {

@@ -25,7 +25,7 @@ func gpuForSave(t *testing.T) (*cufile.Device, *cufile.Driver) {
 	t.Helper()
 	cfg := cufile.Config{}
 	if os.Getenv("GDSLOAD_REAL_GPU") != "1" {
-		cfg = withFakeGPU(t).libs.Config()
+		cfg = withFakeGPU(t).Libs.Config()
 	}
 	rt, err := cufile.OpenRuntime(cfg)
 	require.NoError(t, err)

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/gdsload/gdsload/cufile"
@@ -17,48 +16,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeGPU builds the CUDA test double once per test binary.
-var fakeGPU = sync.OnceValues(func() (*fakeGPULibs, error) {
-	libs, err := fakecuda.Cached()
-	if err != nil {
-		return nil, err
-	}
-	ctl, err := libs.Open()
-	if err != nil {
-		return nil, err
-	}
-	return &fakeGPULibs{libs: libs, ctl: ctl}, nil
-})
-
-type fakeGPULibs struct {
-	libs *fakecuda.Libs
-	ctl  *fakecuda.Control
-}
+// fakeGPULibs is the CUDA test double as a checkpoint test uses it.
+type fakeGPULibs struct{ *fakecuda.Session }
 
 // withFakeGPU resets the double, applies cmds, and checks at the end of the
-// test that everything taken from it was given back.
+// test that everything taken from it was given back (fakecuda.Use).
 func withFakeGPU(t *testing.T, cmds ...string) *fakeGPULibs {
 	t.Helper()
-	f, err := fakeGPU()
-	require.NoError(t, err)
-	require.NoError(t, f.ctl.Do("reset"))
-	for _, c := range cmds {
-		require.NoError(t, f.ctl.Do(c))
-	}
-	t.Cleanup(func() {
-		for _, c := range []string{"allocs", "pinned", "streams", "events", "handles", "driver_refs", "bufreg"} {
-			if n := f.ctl.Counter(c); n != 0 {
-				t.Errorf("test double still holds %d %s at the end of the test", n, c)
-			}
-		}
-		require.NoError(t, f.ctl.Do("reset"))
-	})
-	return f
+	return &fakeGPULibs{fakecuda.Use(t, cmds...)}
 }
 
 func (f *fakeGPULibs) device(t *testing.T) *cufile.Device {
 	t.Helper()
-	rt, err := cufile.OpenRuntime(f.libs.Config())
+	rt, err := cufile.OpenRuntime(f.Libs.Config())
 	require.NoError(t, err)
 	d, err := rt.Device(0)
 	require.NoError(t, err)
@@ -67,7 +37,7 @@ func (f *fakeGPULibs) device(t *testing.T) *cufile.Device {
 
 func (f *fakeGPULibs) driver(t *testing.T) *cufile.Driver {
 	t.Helper()
-	c, err := cufile.OpenCuFile(f.libs.Config())
+	c, err := cufile.OpenCuFile(f.Libs.Config())
 	require.NoError(t, err)
 	return c.Driver()
 }
@@ -126,7 +96,7 @@ func TestLoadShardedIntoGPU(t *testing.T) {
 				require.Equal(t, want[v.Name].Data, got, v.Name)
 			}
 			if path == loader.PathGDS {
-				require.Positive(t, f.ctl.Counter("cufile_reads"), "the gds path read through cuFile")
+				require.Positive(t, f.Control.Counter("cufile_reads"), "the gds path read through cuFile")
 			}
 		})
 	}
@@ -144,5 +114,5 @@ func TestLoadGPUOutOfMemoryFreesEarlierFiles(t *testing.T) {
 	_, err = c.Load(context.Background(), gpuAllocator(f.device(t), nil, 64<<10), loader.Options{ChunkSize: 64 << 10})
 	require.ErrorIs(t, err, cufile.ErrOutOfMemory)
 	require.ErrorContains(t, err, c.Files()[1].Path)
-	require.Zero(t, f.ctl.Counter("allocs"))
+	require.Zero(t, f.Control.Counter("allocs"))
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/rdmafs"
@@ -154,97 +151,20 @@ func remoteShardNames(ctx context.Context, c *rdmafs.Client, dir string) ([]stri
 // scanRemote reads each named shard once, several at a time, to count its
 // samples and hash it, and returns the dataset they make.
 func scanRemote(ctx context.Context, op remoteShardOpener, names []string, workers int) (*iterator.Dataset, iterator.ShardOpener, error) {
-	m := &webdataset.Manifest{Format: webdataset.ManifestFormat, Version: webdataset.ManifestVersion, Shards: make([]webdataset.ShardEntry, len(names))}
-	errs := make([]error, len(names))
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(max(workers, 1), len(names)) {
-		wg.Go(func() {
-			for i := range next {
-				m.Shards[i], errs[i] = scanRemoteShard(ctx, op, names[i])
-				if errs[i] != nil {
-					cancel()
-				}
-			}
-		})
-	}
-feed:
-	for i := range names {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err := parent.Err(); err != nil {
-		return nil, nil, err
-	}
-	// The first failure cancelled the other scans: report it, not them.
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, nil, err
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, nil, err
-	}
-	return iterator.FromManifest(op.root(), m), op, nil
-}
-
-// scanRemoteShard is webdataset.ScanShard over the network: size, sample
-// count, sample bytes and SHA-256 of the shard's stored bytes.
-func scanRemoteShard(ctx context.Context, op remoteShardOpener, name string) (webdataset.ShardEntry, error) {
-	rc, err := op.Open(ctx, name)
-	if err != nil {
-		return webdataset.ShardEntry{}, err
-	}
-	defer rc.Close()
-	h := sha256.New()
-	// Big buffered reads: each Read is a request, pipelined over the
-	// client's connections when it spans several chunks.
-	cr := &countingReader{r: io.TeeReader(bufio.NewReaderSize(rc, 4<<20), h)}
-	rd, err := webdataset.NewReader(cr, webdataset.CompressionFromName(name), webdataset.WithName(op.url(name)))
-	if err != nil {
-		return webdataset.ShardEntry{}, err
-	}
-	defer rd.Close()
-	e := webdataset.ShardEntry{Name: name}
-	for {
-		if e.Samples%256 == 0 && ctx.Err() != nil {
-			return webdataset.ShardEntry{}, ctx.Err()
-		}
-		_, size, err := rd.Skip()
-		if err == io.EOF {
-			break
-		}
+	m, err := webdataset.BuildManifestFrom(ctx, names, workers, func(ctx context.Context, name string) (webdataset.ShardEntry, error) {
+		rc, err := op.Open(ctx, name)
 		if err != nil {
 			return webdataset.ShardEntry{}, err
 		}
-		e.Samples++
-		e.SampleBytes += size
+		defer rc.Close()
+		// Big buffered reads: each Read is a request, pipelined over the
+		// client's connections when it spans several chunks.
+		return webdataset.ScanShardReader(ctx, bufio.NewReaderSize(rc, 4<<20), name, webdataset.WithName(op.url(name)))
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	if _, err := io.Copy(io.Discard, cr); err != nil {
-		return webdataset.ShardEntry{}, fmt.Errorf("scanning shard %s: %w", op.url(name), err)
-	}
-	e.Bytes = cr.n
-	e.SHA256 = hex.EncodeToString(h.Sum(nil))
-	return e, nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+	return iterator.FromManifest(op.root(), m), op, nil
 }
 
 // remoteShardOpener is the iterator's ShardOpener over an rdmafs client:

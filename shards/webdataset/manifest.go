@@ -159,15 +159,31 @@ func BuildManifest(ctx context.Context, dir string, opts ...Option) (*Manifest, 
 		}
 	}
 	slices.Sort(names)
+	return BuildManifestFrom(ctx, names, runtime.GOMAXPROCS(0), func(ctx context.Context, name string) (ShardEntry, error) {
+		return ScanShard(ctx, filepath.Join(dir, name), opts...)
+	})
+}
+
+// BuildManifestFrom builds the manifest of the named shards with scan (a
+// local file or a remote one), up to workers scans at a time, entries in
+// the order of names. The first failing scan cancels the others and is the
+// error returned.
+func BuildManifestFrom(ctx context.Context, names []string, workers int, scan func(ctx context.Context, name string) (ShardEntry, error)) (*Manifest, error) {
 	m := &Manifest{Format: ManifestFormat, Version: ManifestVersion, Shards: make([]ShardEntry, len(names))}
 	errs := make([]error, len(names))
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), max(len(names), 1)) {
+	for range min(max(workers, 1), max(len(names), 1)) {
 		wg.Go(func() {
 			for i := range next {
-				m.Shards[i], errs[i] = ScanShard(ctx, filepath.Join(dir, names[i]), opts...)
+				m.Shards[i], errs[i] = scan(ctx, names[i])
 				m.Shards[i].Name = names[i]
+				if errs[i] != nil {
+					cancel()
+				}
 			}
 		})
 	}
@@ -181,8 +197,13 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	if err := parent.Err(); err != nil {
 		return nil, err
+	}
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -199,15 +220,22 @@ func ScanShard(ctx context.Context, p string, opts ...Option) (ShardEntry, error
 		return ShardEntry{}, fmt.Errorf("webdataset: scanning shard: %w", err)
 	}
 	defer f.Close()
+	return ScanShardReader(ctx, f, filepath.Base(p), opts...)
+}
+
+// ScanShardReader is ScanShard for a shard read from r (a remote file, say):
+// it reads r to the end. name is the shard's name (compression is detected
+// from it and its bytes), used in the entry and in errors.
+func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Option) (ShardEntry, error) {
 	h := sha256.New()
-	cf := &countingReader{r: io.TeeReader(f, h)}
-	opts = append([]Option{WithName(filepath.Base(p))}, opts...)
-	rd, err := NewReader(cf, CompressionFromName(p), opts...)
+	cf := &countingReader{r: io.TeeReader(r, h)}
+	opts = append([]Option{WithName(name)}, opts...)
+	rd, err := NewReader(cf, CompressionFromName(name), opts...)
 	if err != nil {
 		return ShardEntry{}, err
 	}
 	defer rd.Close()
-	e := ShardEntry{Name: filepath.Base(p)}
+	e := ShardEntry{Name: name}
 	for {
 		if e.Samples%256 == 0 && ctx.Err() != nil {
 			return ShardEntry{}, ctx.Err()
@@ -223,7 +251,7 @@ func ScanShard(ctx context.Context, p string, opts ...Option) (ShardEntry, error
 		e.SampleBytes += size
 	}
 	if _, err := io.Copy(io.Discard, cf); err != nil {
-		return ShardEntry{}, fmt.Errorf("webdataset: scanning shard %s: %w", p, err)
+		return ShardEntry{}, fmt.Errorf("webdataset: scanning shard %s: %w", name, err)
 	}
 	e.Bytes = cf.n
 	e.SHA256 = hex.EncodeToString(h.Sum(nil))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -69,6 +70,9 @@ type File struct {
 	memAlign int64 // buffer address alignment for O_DIRECT
 	id       fileIdentity
 	scratch  sync.Pool // *[]byte, aligned, scratchSize long
+	// preadHook, when set (tests), replaces the direct-read system call
+	// to inject short reads and EINTR.
+	preadHook func(b []byte, off int64) (int, error)
 }
 
 // fileIdentity is what must stay the same for a load to be trusted.
@@ -198,7 +202,16 @@ func (f *File) readDirect(p []byte, off int64) (int, error) {
 func (f *File) preadFull(buf []byte, off int64) (int, error) {
 	done := 0
 	for done < len(buf) {
-		n, err := pread(f.f, buf[done:], off+int64(done))
+		var n int
+		var err error
+		if f.preadHook != nil {
+			n, err = f.preadHook(buf[done:], off+int64(done))
+		} else {
+			n, err = pread(f.f, buf[done:], off+int64(done))
+		}
+		if errors.Is(err, syscall.EINTR) {
+			continue // interrupted before any byte moved: ask again
+		}
 		if err != nil {
 			return done, fmt.Errorf("direct read at offset %d: %w", off+int64(done), err)
 		}

@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -79,8 +80,10 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 // O_DIRECT flag at open and refuse the reads.
 func (f *File) probeDirect() error {
 	b := alignedSlice(int(f.align), int(max(f.memAlign, f.align)))
-	_, err := pread(f.f, b, 0)
-	return err
+	if _, err := f.preadFull(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return errors.Unwrap(err)
+	}
+	return nil
 }
 
 func unwrapErrno(err error) error {
@@ -106,14 +109,9 @@ func dioAlign(f *os.File) (offset, mem int64) {
 	return offset, mem
 }
 
+// pread is one pread(2); preadFull retries EINTR and short counts.
 func pread(f *os.File, b []byte, off int64) (int, error) {
-	for {
-		n, err := unix.Pread(int(f.Fd()), b, off)
-		if err == unix.EINTR {
-			continue
-		}
-		return n, err
-	}
+	return unix.Pread(int(f.Fd()), b, off)
 }
 
 func identify(f *os.File) (fileIdentity, error) {

@@ -11,7 +11,7 @@
 # and prints the medians and median ratios. Targets: B1 >= 0.6x A;
 # B2 >= 1.7x B1 (needs 2 free cores).
 #
-# Environment: GDSLOAD (default ./bin/gdsload), N (48), TOTAL_MIB (600),
+# Environment: GDSLOAD (default ./bin/gdsload), N (64), TOTAL_MIB (1536),
 # PAIRS (3), WORK (a temporary directory, removed afterwards unless given).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,8 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib-bench.sh"
 
 GDSLOAD=${GDSLOAD:-./bin/gdsload}
-N=${N:-48}
-TOTAL_MIB=${TOTAL_MIB:-600}
+N=${N:-64}
+TOTAL_MIB=${TOTAL_MIB:-1536}
 PAIRS=${PAIRS:-3}
 need zstd zstd
 need python3 python3

@@ -69,7 +69,7 @@ and a final summary line on stdout.`,
 	f.IntVar(&o.workers, "workers", 1, "shards decoded in parallel")
 	f.StringVar(&o.direct, "direct", "auto", "O_DIRECT for local shards: auto (bypass the page cache where possible), on, or off (keep shards cached for the next epoch)")
 	f.IntVar(&o.prefetch, "prefetch", 0, "shards read ahead (default 2 x workers)")
-	f.BoolVar(&o.verify, "verify", false, "check each shard's SHA-256 against the manifest")
+	f.BoolVar(&o.verify, "verify", true, "check each shard's SHA-256 against the manifest (sizes are always checked; --verify=false skips the hashing)")
 	f.StringVar(&o.stateOut, "state-out", "", "write the iterator state (JSON) here when stopping")
 	f.StringVar(&o.resume, "resume", "", "resume from a state file written by --state-out")
 	f.Int64Var(&o.limit, "limit", 0, "stop after this many samples (0: no limit)")
@@ -115,7 +115,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 	it, err := iterator.New(ds, iterator.Options{
 		Rank: place.Rank, WorldSize: place.WorldSize, Partitions: o.partitions,
 		Seed: o.seed, Shuffle: o.shuffle, ShuffleBytes: window, Epochs: o.epochs,
-		DropRemainder: o.dropRemainder, Workers: o.workers, Prefetch: o.prefetch, Verify: o.verify,
+		DropRemainder: o.dropRemainder, Workers: o.workers, Prefetch: o.prefetch, SkipChecksum: !o.verify,
 		Opener: opener, Direct: direct,
 	})
 	if err != nil {

@@ -114,11 +114,19 @@ func TestCorruptAndStaleShardsAreNamed(t *testing.T) {
 	if err := os.WriteFile(p, bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := runToEnd(ds, Options{Verify: true}); !errors.Is(err, webdataset.ErrShardChecksum) || !strings.Contains(err.Error(), ds.Shards[1].Name) {
-		t.Fatalf("with Verify: %v, want ErrShardChecksum naming %s", err, ds.Shards[1].Name)
+	if err := runToEnd(ds, Options{}); !errors.Is(err, webdataset.ErrShardChecksum) || !strings.Contains(err.Error(), ds.Shards[1].Name) {
+		t.Fatalf("by default: %v, want ErrShardChecksum naming %s", err, ds.Shards[1].Name)
 	}
-	if err := runToEnd(ds, Options{}); err == nil || !strings.Contains(err.Error(), ds.Shards[1].Name) {
-		t.Fatalf("without Verify: %v, want a decode error naming %s", err, ds.Shards[1].Name)
+	if err := runToEnd(ds, Options{SkipChecksum: true}); err == nil || !strings.Contains(err.Error(), ds.Shards[1].Name) {
+		t.Fatalf("with SkipChecksum: %v, want a decode error naming %s", err, ds.Shards[1].Name)
+	}
+	// A shard whose size differs from the manifest's is refused even
+	// without checksums.
+	if err := os.WriteFile(p, append(slices.Clone(data), make([]byte, 512)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(ds, Options{SkipChecksum: true}); !errors.Is(err, webdataset.ErrShardSize) || !strings.Contains(err.Error(), ds.Shards[1].Name) {
+		t.Fatalf("grown shard: %v, want ErrShardSize naming %s", err, ds.Shards[1].Name)
 	}
 }
 

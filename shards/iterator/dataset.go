@@ -22,8 +22,8 @@ type Shard struct {
 	// SampleBytes is the total field bytes of the shard's samples, the
 	// memory that holding them costs; 0 means unknown (Bytes is used).
 	SampleBytes int64
-	// SHA256 of the stored bytes, hex; empty when unknown. Checked when
-	// Options.Verify is set.
+	// SHA256 of the stored bytes, hex; empty when unknown. Checked on every
+	// read unless Options.SkipChecksum.
 	SHA256 string
 }
 

@@ -40,8 +40,10 @@ type Options struct {
 	// 2*Workers): memory stays within about (Prefetch + Workers) shards plus
 	// the shuffle windows being emitted.
 	Workers, Prefetch int
-	// Verify checks each shard's SHA-256 against the dataset when known.
-	Verify bool
+	// SkipChecksum skips checking each shard's SHA-256 against the
+	// dataset (its manifest). By default every shard read is checked where
+	// the manifest gives a digest; sizes are always checked.
+	SkipChecksum bool
 	// MaxShardBytes caps one shard's decompressed size (default
 	// webdataset.DefaultMaxShardBytes).
 	MaxShardBytes int64
@@ -231,4 +233,19 @@ func (it *Iterator) Close() error {
 		it.err = errors.New("iterator: closed")
 	}
 	return nil
+}
+
+// checkShard compares shard bytes as read with what the dataset says:
+// always the size, and the SHA-256 unless skipChecksum. Errors name the
+// shard and wrap webdataset.ErrShardSize or ErrShardChecksum.
+func checkShard(raw []byte, sh Shard, skipChecksum bool) error {
+	e := webdataset.ShardEntry{Name: sh.Name, Bytes: sh.Bytes, SHA256: sh.SHA256}
+	if sh.SHA256 == "" || skipChecksum {
+		e.SHA256 = ""
+		if sh.Bytes > 0 && int64(len(raw)) != sh.Bytes {
+			return webdataset.VerifyShardBytes(raw, e) // the size error
+		}
+		return nil
+	}
+	return webdataset.VerifyShardBytes(raw, e)
 }

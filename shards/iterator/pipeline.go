@@ -190,12 +190,9 @@ func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webd
 	if err != nil {
 		return nil, nil, err
 	}
-	if it.opts.Verify && sh.SHA256 != "" {
-		e := webdataset.ShardEntry{Name: sh.Name, Bytes: sh.Bytes, SHA256: sh.SHA256}
-		if err := webdataset.VerifyShardBytes(raw, e); err != nil {
-			it.rawPool.put(raw)
-			return nil, nil, err
-		}
+	if err := checkShard(raw, sh, it.opts.SkipChecksum); err != nil {
+		it.rawPool.put(raw)
+		return nil, nil, err
 	}
 	tarData, tarPool := raw, it.rawPool
 	if c := webdataset.DetectCompression(sh.Name, raw); c != webdataset.None {

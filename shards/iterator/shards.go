@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-
-	"github.com/gdsload/gdsload/shards/webdataset"
 )
 
 // ShardData is one whole shard as ShardIterator yields it.
@@ -135,8 +133,8 @@ func (it *ShardIterator) startFeed(order []int, sch schedule) *shardFeed {
 			shard := order[g%sch.n]
 			sh := it.ds.Shards[shard]
 			buf, err := readShard(ctx, it.opts.Opener, it.pool, sh.Name, sh.Bytes)
-			if err == nil && it.opts.Verify && sh.SHA256 != "" {
-				err = webdataset.VerifyShardBytes(buf, webdataset.ShardEntry{Name: sh.Name, Bytes: sh.Bytes, SHA256: sh.SHA256})
+			if err == nil {
+				err = checkShard(buf, sh, it.opts.SkipChecksum)
 			}
 			select {
 			case f.out <- shardRead{shard: shard, g: g, buf: buf, err: err}:

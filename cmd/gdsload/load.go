@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/spf13/cobra"
 )
 
@@ -17,6 +18,7 @@ type loadOptions struct {
 	chunkSize string
 	checksum  string
 	format    string
+	verify    bool
 	asJSON    bool
 	remote    remoteOptions
 }
@@ -46,6 +48,7 @@ says why not otherwise.`,
 	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size (a multiple of the direct-I/O alignment)")
 	f.StringVar(&o.checksum, "checksum", "none", "digest of the bytes as they landed: none, sha256 or crc32c")
 	f.StringVar(&o.format, "format", "auto", "raw (files as bytes), checkpoint (safetensors data regions, .npy tensors), or auto: checkpoint for one .safetensors, .safetensors.index.json or .npy PATH")
+	f.BoolVar(&o.verify, "verify", true, "check files listed in a shard manifest (index.json beside them) for size and SHA-256")
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
 	o.remote.addFlags(f)
 	return cmd
@@ -84,11 +87,23 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	if err != nil {
 		return err
 	}
+	var checks map[string]webdataset.ShardEntry
+	if o.verify {
+		if checks, err = manifestChecks(files); err != nil {
+			return err
+		}
+		if len(checks) > 0 && sum == loader.ChecksumNone {
+			sum = loader.ChecksumSHA256 // a manifest's digests are SHA-256
+		}
+	}
 	srcs, err := openSources(ctx, files, mode, &o.remote)
 	if err != nil {
 		return err
 	}
 	defer srcs.Close()
+	if err := checkSizes(srcs.sources, checks); err != nil {
+		return err
+	}
 
 	dst, err := openDestination(ctx, target, srcs, chunk, o.workers)
 	if err != nil {
@@ -103,6 +118,9 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	})
 	bar.Stop()
 	if err != nil {
+		return err
+	}
+	if err := checkDigests(res, checks); err != nil {
 		return err
 	}
 	if o.asJSON {

@@ -32,6 +32,8 @@ typedef struct {
 	const char *(*getErrorString)(int);
 	int (*driverGetVersion)(int *);
 	int (*runtimeGetVersion)(int *);
+	// Optional (CUDA 11.3+): NULL when the library lacks it.
+	int (*flushGPUDirectRDMAWrites)(int, int);
 } gd_cudart;
 
 #define GD_SYM(h, f, field, name) \
@@ -61,6 +63,7 @@ static inline const char *gd_cudart_load(void *h, gd_cudart *f) {
 	GD_SYM(h, f, getErrorString, "cudaGetErrorString")
 	GD_SYM(h, f, driverGetVersion, "cudaDriverGetVersion")
 	GD_SYM(h, f, runtimeGetVersion, "cudaRuntimeGetVersion")
+	*(void **)(&f->flushGPUDirectRDMAWrites) = dlsym(h, "cudaDeviceFlushGPUDirectRDMAWrites");
 	return NULL;
 }
 
@@ -99,4 +102,8 @@ static inline int gd_eventDestroy(gd_cudart *f, void *e) { return f->eventDestro
 static inline const char *gd_getErrorString(gd_cudart *f, int e) { return f->getErrorString(e); }
 static inline int gd_driverGetVersion(gd_cudart *f, int *v) { return f->driverGetVersion(v); }
 static inline int gd_runtimeGetVersion(gd_cudart *f, int *v) { return f->runtimeGetVersion(v); }
+static inline int gd_hasFlushGPUDirectRDMAWrites(gd_cudart *f) { return f->flushGPUDirectRDMAWrites != NULL; }
+static inline int gd_flushGPUDirectRDMAWrites(gd_cudart *f, int target, int scope) {
+	return f->flushGPUDirectRDMAWrites(target, scope);
+}
 #endif

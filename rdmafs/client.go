@@ -21,7 +21,9 @@ type Client struct {
 	next  atomic.Uint32
 	// maxRead is the smallest MaxRead any server connection announced.
 	maxRead atomic.Int64
-	closed  atomic.Bool
+	// devReg is how the latest ReadAtDevice registered GPU memory.
+	devReg atomic.Pointer[DeviceRegistration]
+	closed atomic.Bool
 	// stop is closed by Close to interrupt backoff sleeps.
 	stop     chan struct{}
 	stopOnce sync.Once

@@ -39,6 +39,11 @@ var (
 	ErrRegion = errors.New("rdmafs: region refused")
 	// ErrNoRDMA: RDMA is not available in this build or on this machine.
 	ErrNoRDMA = errors.New("rdmafs: RDMA unavailable")
+	// ErrNoGPUDirect: a read into GPU memory cannot be done by RDMA: the
+	// transport is not verbs, the client has no DeviceMemory, neither
+	// dma-buf nor nvidia-peermem registration works, or the final flush
+	// failed. Callers read into pinned host memory and copy instead.
+	ErrNoGPUDirect = errors.New("rdmafs: GPU memory cannot be an RDMA destination")
 )
 
 // Error is a failed operation on the server. It unwraps to the sentinel

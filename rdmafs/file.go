@@ -43,17 +43,27 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	if len(p) == 0 {
 		return 0, nil
 	}
+	return f.readChunks(len(p), func(lo, hi int) (int, bool, error) {
+		return f.readPiece(ctx, p[lo:hi], off+int64(lo))
+	})
+}
+
+// readChunks reads bytes [0, length) of a request as chunk-sized pieces,
+// pipelined over the client's connections: piece(lo, hi) reads one of them.
+// It stops starting pieces after the first failure or short piece and
+// returns the bytes read contiguously from the start.
+func (f *File) readChunks(length int, piece func(lo, hi int) (n int, eof bool, err error)) (int, error) {
 	chunk := f.cl.chunkSize()
-	if len(p) <= chunk {
-		n, eof, err := f.readPiece(ctx, p, off)
-		return finishPiece(n, len(p), eof, err)
+	if length <= chunk {
+		n, eof, err := piece(0, length)
+		return finishPiece(n, length, eof, err)
 	}
 	type result struct {
 		n   int
 		eof bool
 		err error
 	}
-	pieces := (len(p) + chunk - 1) / chunk
+	pieces := (length + chunk - 1) / chunk
 	results := make([]result, pieces)
 	sem := make(chan struct{}, f.cl.parallelism())
 	var wg sync.WaitGroup
@@ -61,7 +71,7 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	stop := make(chan struct{})
 	for i := range pieces {
 		lo := i * chunk
-		hi := min(lo+chunk, len(p))
+		hi := min(lo+chunk, length)
 		select {
 		case sem <- struct{}{}:
 		case <-stop:
@@ -75,7 +85,7 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			n, eof, err := f.readPiece(ctx, p[lo:hi], off+int64(lo))
+			n, eof, err := piece(lo, hi)
 			results[i] = result{n, eof, err}
 			if err != nil || n < hi-lo {
 				failed.Do(func() { close(stop) })
@@ -86,9 +96,9 @@ func (f *File) ReadAtContext(ctx context.Context, p []byte, off int64) (int, err
 	total := 0
 	for i, r := range results {
 		total += r.n
-		want := min(chunk, len(p)-i*chunk)
+		want := min(chunk, length-i*chunk)
 		if r.err != nil || r.n < want {
-			return finishPiece(total, len(p), r.eof, r.err)
+			return finishPiece(total, length, r.eof, r.err)
 		}
 	}
 	return total, nil
@@ -147,20 +157,9 @@ func (cc *clientConn) read(ctx context.Context, name string, p []byte, off int64
 		m.Region = r
 		dst = nil
 	}
-	c, err := cc.roundTrip(ctx, wire.TypeRead, m.Append(nil), dst)
+	d, err := cc.readRequest(ctx, m, dst)
 	if err != nil {
 		return 0, false, err
-	}
-	if err := replyErr(c, wire.TypeReadDone, "read", name, off); err != nil {
-		return 0, false, err
-	}
-	d, err := wire.DecodeReadDone(c.payload)
-	if err != nil {
-		return 0, false, &Error{Op: "read", Name: name, Offset: off, Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
-	}
-	if int(d.N) > len(p) || (dst != nil && d.N != c.got) {
-		return 0, false, &Error{Op: "read", Name: name, Offset: off, Err: ErrProtocol,
-			Msg: fmt.Sprintf("server completed %d bytes but delivered %d of %d asked", d.N, c.got, len(p))}
 	}
 	if wantCRC {
 		if !d.HasCRC {
@@ -172,4 +171,28 @@ func (cc *clientConn) read(ctx context.Context, name string, p []byte, off int64
 		}
 	}
 	return int(d.N), d.EOF, nil
+}
+
+// readRequest sends READ m and waits for its READ_DONE. dst is the stream
+// destination (nil when the data goes to a region). It checks that the
+// server completed no more than it was asked and, on a stream, exactly
+// what it delivered.
+func (cc *clientConn) readRequest(ctx context.Context, m wire.Read, dst []byte) (wire.ReadDone, error) {
+	name, off := m.Name, int64(m.Offset)
+	c, err := cc.roundTrip(ctx, wire.TypeRead, m.Append(nil), dst)
+	if err != nil {
+		return wire.ReadDone{}, err
+	}
+	if err := replyErr(c, wire.TypeReadDone, "read", name, off); err != nil {
+		return wire.ReadDone{}, err
+	}
+	d, err := wire.DecodeReadDone(c.payload)
+	if err != nil {
+		return wire.ReadDone{}, &Error{Op: "read", Name: name, Offset: off, Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
+	}
+	if d.N > m.Length || (dst != nil && d.N != c.got) {
+		return wire.ReadDone{}, &Error{Op: "read", Name: name, Offset: off, Err: ErrProtocol,
+			Msg: fmt.Sprintf("server completed %d bytes but delivered %d of %d asked", d.N, c.got, m.Length)}
+	}
+	return d, nil
 }

@@ -17,6 +17,7 @@ type clientConfig struct {
 	chunk         int
 	crc           bool
 	transport     Transport
+	device        DeviceMemory
 	log           *slog.Logger
 }
 
@@ -96,4 +97,11 @@ func WithLogger(l *slog.Logger) Option {
 			c.log = l
 		}
 	}
+}
+
+// WithDeviceMemory lets File.ReadAtDevice register GPU memory for RDMA
+// through dm (cufile.RDMAMemory implements it). Without it ReadAtDevice
+// fails with ErrNoGPUDirect.
+func WithDeviceMemory(dm DeviceMemory) Option {
+	return func(c *clientConfig) { c.device = dm }
 }

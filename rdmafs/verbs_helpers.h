@@ -150,6 +150,29 @@ static inline int gdl_peer_ip(struct rdma_cm_id *id, char *out, int outlen) {
 	return inet_ntop(sa->sa_family, src, out, outlen) ? 0 : -errno;
 }
 
+// gdl_reg_dmabuf registers len bytes at offset of dma-buf fd for remote
+// writes, addressed by the peer from iova (ibv_reg_dmabuf_mr: rdma-core 34+,
+// Linux 5.12+, and a provider that supports it). NULL with *err set on
+// failure.
+static inline struct ibv_mr *gdl_reg_dmabuf(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova,
+                                            int fd, int *err) {
+	errno = 0;
+	struct ibv_mr *mr = ibv_reg_dmabuf_mr(pd, offset, len, iova, fd,
+	                                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	*err = mr ? 0 : (errno ? errno : EOPNOTSUPP);
+	return mr;
+}
+
+// gdl_reg_addr registers len bytes at a virtual address that Go does not
+// own (GPU memory, which the kernel pins through nvidia-peermem) for remote
+// writes. NULL with *err set on failure.
+static inline struct ibv_mr *gdl_reg_addr(struct ibv_pd *pd, uintptr_t addr, size_t len, int *err) {
+	errno = 0;
+	struct ibv_mr *mr = ibv_reg_mr(pd, (void *)addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	*err = mr ? 0 : (errno ? errno : EINVAL);
+	return mr;
+}
+
 static inline uint32_t gdl_mr_lkey(struct ibv_mr *mr) { return mr->lkey; }
 static inline uint32_t gdl_mr_rkey(struct ibv_mr *mr) { return mr->rkey; }
 

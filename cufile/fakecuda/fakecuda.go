@@ -162,7 +162,7 @@ func (l *Libs) Open() (*Control, error) {
 // Do applies one command (see fakecuda_control in csrc/fakecuda.c):
 // "reset", "fault=NAME[:ARG]", "devices=N", "mode=nvfs|p2pdma|compat",
 // "mem=BYTES", "delay_us=N". Faults: driver_open, init, oom, copy,
-// read_at:OFFSET, short_read, cufile_io.
+// read_at:OFFSET, short_read, cufile_io, dmabuf, sync_memops, rdma_flush.
 func (c *Control) Do(cmd string) error {
 	cs := C.CString(cmd)
 	defer C.free(unsafe.Pointer(cs))
@@ -173,7 +173,8 @@ func (c *Control) Do(cmd string) error {
 }
 
 // Counter returns a live count: "allocs", "bufreg", "pinned", "streams",
-// "events", "handles", "driver_refs", "async_bytes", "cufile_reads".
+// "events", "handles", "driver_refs", "async_bytes", "cufile_reads",
+// "rdma_flushes" (the last three count up from process start).
 func (c *Control) Counter(name string) int64 {
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))

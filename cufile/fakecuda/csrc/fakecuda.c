@@ -47,7 +47,7 @@ static char fault[64];
 static long delay_us;
 static size_t used[MAXDEV];
 static long live_pinned, live_streams, live_events, live_handles, driver_refs;
-static long long async_bytes, cufile_reads;
+static long long async_bytes, cufile_reads, rdma_flushes;
 static __thread int cur_dev;
 
 struct alloc {
@@ -163,6 +163,7 @@ EXPORT long long fakecuda_counter(const char *name) {
   else if (strcmp(name, "driver_refs") == 0) v = driver_refs;
   else if (strcmp(name, "async_bytes") == 0) v = async_bytes;
   else if (strcmp(name, "cufile_reads") == 0) v = cufile_reads;
+  else if (strcmp(name, "rdma_flushes") == 0) v = rdma_flushes;
   pthread_mutex_unlock(&mu);
   return v;
 }
@@ -346,6 +347,22 @@ EXPORT int cudaHostUnregister(void *p) {
   free(h);
   return 0;
 }
+
+#ifndef FAKECUDA_NO_RDMA_FLUSH
+/* cudaDeviceFlushGPUDirectRDMAWrites (CUDA 11.3+): target 0 is the current
+ * device; scope 100 the owner, 200 all devices. Built without it
+ * (-DFAKECUDA_NO_RDMA_FLUSH) the double stands for an older libcudart. */
+EXPORT int cudaDeviceFlushGPUDirectRDMAWrites(int target, int scope) {
+  init();
+  if (ndev <= 0) return cudaErrorNoDevice;
+  if (target != 0 || (scope != 100 && scope != 200)) return cudaErrorInvalidValue;
+  if (fault_is("rdma_flush", NULL)) return cudaErrorIllegalAddress;
+  pthread_mutex_lock(&mu);
+  rdma_flushes++;
+  pthread_mutex_unlock(&mu);
+  return 0;
+}
+#endif
 
 /* Streams: a queue run by the stream's own thread. */
 struct op {
@@ -798,16 +815,21 @@ EXPORT int cuInit(unsigned flags) {
 EXPORT int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
 
 EXPORT int cuGetErrorString(int e, const char **s) {
-  *s = e == 0 ? "no error" : e == 1 ? "invalid argument" : e == 100 ? "no CUDA-capable device is detected" : "unknown error";
+  *s = e == 0 ? "no error" : e == 1 ? "invalid argument" : e == 100 ? "no CUDA-capable device is detected"
+      : e == 801 ? "operation not supported" : "unknown error";
   return 0;
 }
 
 /* cuMemGetHandleForAddressRange hands out a dma-buf fd (type 1): here a dup
- * of the allocation's memfd. */
+ * of the allocation's memfd. Like the real one it wants a host-page-aligned
+ * range. Fault "dmabuf" answers CUDA_ERROR_NOT_SUPPORTED (801), as a driver
+ * without dma-buf support does. */
 EXPORT int cuMemGetHandleForAddressRange(void *handle, unsigned long long dptr, size_t size, int type,
                                          unsigned long long flags) {
   (void)flags;
   if (type != 1 || !handle) return 1;
+  if (fault_is("dmabuf", NULL)) return 801;
+  if (dptr % PAGE || size % PAGE) return 1;
   pthread_mutex_lock(&mu);
   struct alloc *a = find((uintptr_t)dptr, size);
   int fd = a ? dup(a->fd) : -1;
@@ -817,7 +839,9 @@ EXPORT int cuMemGetHandleForAddressRange(void *handle, unsigned long long dptr, 
   return 0;
 }
 
+/* Fault "sync_memops" answers CUDA_ERROR_NOT_SUPPORTED (801). */
 EXPORT int cuPointerSetAttribute(const void *value, int attr, unsigned long long ptr) {
   if (!value || attr != 6) return 1; /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS */
+  if (fault_is("sync_memops", NULL)) return 801;
   return rw_of((uintptr_t)ptr, 0) ? 0 : 1;
 }

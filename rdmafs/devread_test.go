@@ -1,0 +1,298 @@
+package rdmafs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeGPU is GPU memory simulated by a host buffer at a made-up device
+// address: rdmafs only passes device addresses around, never dereferences
+// them, so any address works.
+type fakeGPU struct {
+	base uintptr
+	mem  []byte
+	// refuseDmaBuf makes the RDMA side refuse dma-buf registrations.
+	refuseDmaBuf bool
+
+	mu                         sync.Mutex
+	live, dmaBufRegs, peerRegs int
+}
+
+func (g *fakeGPU) slice(addr uint64, n int64) ([]byte, error) {
+	lo := addr - uint64(g.base)
+	if addr < uint64(g.base) || lo+uint64(n) > uint64(len(g.mem)) {
+		return nil, fmt.Errorf("[0x%x, +%d) is not GPU memory", addr, n)
+	}
+	return g.mem[lo : lo+uint64(n)], nil
+}
+
+func (g *fakeGPU) liveRegions() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.live
+}
+
+// gpuLoopback is the loopback transport with connections that register
+// fakeGPU memory the way verbs registers real GPU memory.
+type gpuLoopback struct {
+	*Loopback
+	gpu *fakeGPU
+}
+
+func (gpuLoopback) registersDeviceMemory() {}
+
+func (g gpuLoopback) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	c, err := g.Loopback.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &gpuLoopConn{loopClientConn: c.(*loopClientConn), gpu: g.gpu}, nil
+}
+
+type gpuLoopConn struct {
+	*loopClientConn
+	gpu *fakeGPU
+}
+
+var _ deviceRegistrar = (*gpuLoopConn)(nil)
+
+func (c *gpuLoopConn) RegisterDmaBuf(fd int, offset uint64, n int64, iova uint64) (Region, error) {
+	if c.gpu.refuseDmaBuf {
+		return Region{}, errors.New("ibv_reg_dmabuf_mr: operation not supported")
+	}
+	// The exported buffer starts at the allocation (see fakeDeviceMemory):
+	// offset and iova must name the same GPU byte.
+	if iova-offset != uint64(c.gpu.base) {
+		return Region{}, fmt.Errorf("dma-buf offset %d does not match iova 0x%x", offset, iova)
+	}
+	return c.register(iova, n, &c.gpu.dmaBufRegs)
+}
+
+func (c *gpuLoopConn) RegisterDevicePeer(ptr uintptr, n int64) (Region, error) {
+	return c.register(uint64(ptr), n, &c.gpu.peerRegs)
+}
+
+func (c *gpuLoopConn) register(addr uint64, n int64, count *int) (Region, error) {
+	p, err := c.gpu.slice(addr, n)
+	if err != nil {
+		return Region{}, err
+	}
+	r, err := c.table.register(p)
+	if err == nil {
+		c.gpu.mu.Lock()
+		c.gpu.live++
+		*count++
+		c.gpu.mu.Unlock()
+	}
+	return r, err
+}
+
+func (c *gpuLoopConn) Deregister(r Region) error {
+	err := c.loopClientConn.Deregister(r)
+	if err == nil {
+		c.gpu.mu.Lock()
+		c.gpu.live--
+		c.gpu.mu.Unlock()
+	}
+	return err
+}
+
+// ReadAtDevice lands the file's bytes in GPU memory through registered
+// regions, in pieces over several connections; every region is gone and
+// the dma-buf closed before the one flush, which comes after the last
+// write; the registration method is reported. Reading past the end gives
+// the bytes there are and io.EOF, flushed too.
+func TestReadAtDeviceOverRegions(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		dmaErr       error
+		refuseDmaBuf bool
+		method       string
+		reason       string
+	}{
+		{name: "dma-buf", method: RegDmaBuf, reason: "exported the memory as a dma-buf"},
+		{name: "export refused", dmaErr: errors.New("CUDA_ERROR_NOT_SUPPORTED"), method: RegPeermem,
+			reason: "export failed: CUDA_ERROR_NOT_SUPPORTED"},
+		{name: "NIC refuses dma-buf", refuseDmaBuf: true, method: RegPeermem,
+			reason: "refused it: ibv_reg_dmabuf_mr: operation not supported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const size = 1<<20 + 12345
+			gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 2<<20), refuseDmaBuf: tc.refuseDmaBuf}
+			tr := gpuLoopback{Loopback: NewLoopback(), gpu: gpu}
+			ts := startServer(t, ServerConfig{}, tr)
+			data := writeFile(t, ts.root, "weights.bin", size, 11)
+			dm := &fakeDeviceMemory{base: gpu.base, dmaErr: tc.dmaErr}
+			dm.onFlush = func() {
+				if n := gpu.liveRegions(); n != 0 {
+					t.Errorf("flush with %d regions still registered", n)
+				}
+			}
+			cl := dialTest(t, ts, tr, WithDeviceMemory(dm), WithChunkSize(64<<10), WithConnections(3))
+			if r := cl.DeviceRegistration(); r != (DeviceRegistration{}) {
+				t.Errorf("registration before any device read: %+v", r)
+			}
+			f, err := cl.Open(context.Background(), "weights.bin")
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			const dst, off, n = 4096 + 17, 1000, 700000
+			got, err := f.ReadAtDevice(context.Background(), gpu.base+dst, n, off)
+			if err != nil || got != n {
+				t.Fatalf("ReadAtDevice = %d, %v; want %d, nil", got, err, n)
+			}
+			if !bytes.Equal(gpu.mem[dst:dst+n], data[off:off+n]) {
+				t.Error("GPU memory differs from the file")
+			}
+			if gpu.mem[dst-1] != 0 || gpu.mem[dst+n] != 0 {
+				t.Error("bytes outside the destination were written")
+			}
+			exports, syncs, flushes := dm.counts()
+			pieces := (n + 64<<10 - 1) / (64 << 10)
+			if exports != 1 || flushes != 1 {
+				t.Errorf("%d dma-buf exports and %d flushes for one read, want 1 and 1", exports, flushes)
+			}
+			wantDma, wantPeer, wantSyncs := pieces, 0, 0
+			if tc.method == RegPeermem {
+				wantDma, wantPeer, wantSyncs = 0, pieces, 1
+			}
+			if gpu.dmaBufRegs != wantDma || gpu.peerRegs != wantPeer || syncs != wantSyncs {
+				t.Errorf("%d dma-buf and %d peermem registrations, %d SYNC_MEMOPS; want %d, %d, %d",
+					gpu.dmaBufRegs, gpu.peerRegs, syncs, wantDma, wantPeer, wantSyncs)
+			}
+			r := cl.DeviceRegistration()
+			if r.Method != tc.method || !strings.Contains(r.Reason, tc.reason) {
+				t.Errorf("DeviceRegistration = %+v, want method %q with a reason saying %q", r, tc.method, tc.reason)
+			}
+			dm.checkDmaBufsClosed(t)
+
+			// Past the end: the tail, io.EOF, and still a flush.
+			clear(gpu.mem)
+			got, err = f.ReadAtDevice(context.Background(), gpu.base, 100000, size-5000)
+			if got != 5000 || err != io.EOF {
+				t.Fatalf("read across the end = %d, %v; want 5000, io.EOF", got, err)
+			}
+			if !bytes.Equal(gpu.mem[:5000], data[size-5000:]) || gpu.mem[5000] != 0 {
+				t.Error("tail bytes wrong in GPU memory")
+			}
+			if _, _, flushes := dm.counts(); flushes != 2 {
+				t.Errorf("%d flushes after two reads, want 2", flushes)
+			}
+			if gpu.liveRegions() != 0 {
+				t.Errorf("%d regions still registered after the reads", gpu.liveRegions())
+			}
+			dm.checkDmaBufsClosed(t)
+		})
+	}
+}
+
+// When neither method registers the memory, nothing is read, nothing is
+// flushed, and the error and the diagnostics name both causes.
+func TestReadAtDeviceNoRegistration(t *testing.T) {
+	gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
+	tr := gpuLoopback{Loopback: NewLoopback(), gpu: gpu}
+	ts := startServer(t, ServerConfig{}, tr)
+	writeFile(t, ts.root, "a.bin", 300000, 3)
+	dm := &fakeDeviceMemory{base: gpu.base, dmaErr: errors.New("CUDA_ERROR_NOT_SUPPORTED"), syncErr: errors.New("CUDA_ERROR_INVALID_VALUE")}
+	cl := dialTest(t, ts, tr, WithDeviceMemory(dm), WithChunkSize(64<<10))
+	f, err := cl.Open(context.Background(), "a.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.ReadAtDevice(context.Background(), gpu.base, 300000, 0)
+	if n != 0 || !errors.Is(err, ErrNoGPUDirect) {
+		t.Fatalf("ReadAtDevice = %d, %v; want 0 and ErrNoGPUDirect", n, err)
+	}
+	for _, s := range []string{"a.bin", "CUDA_ERROR_NOT_SUPPORTED", "CUDA_ERROR_INVALID_VALUE", "bounce path"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not say %q", err, s)
+		}
+	}
+	r := cl.DeviceRegistration()
+	if r.Method != "" || !strings.Contains(r.Reason, "dma-buf: export failed") || !strings.Contains(r.Reason, "nvidia-peermem: SYNC_MEMOPS failed") {
+		t.Errorf("DeviceRegistration = %+v, want no method and both causes", r)
+	}
+	if exports, syncs, flushes := dm.counts(); exports != 1 || syncs != 1 || flushes != 0 {
+		t.Errorf("%d exports, %d SYNC_MEMOPS, %d flushes; want 1, 1, 0", exports, syncs, flushes)
+	}
+}
+
+// A failed flush fails the read: the data may not be visible to the GPU.
+func TestReadAtDeviceFlushFails(t *testing.T) {
+	gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
+	tr := gpuLoopback{Loopback: NewLoopback(), gpu: gpu}
+	ts := startServer(t, ServerConfig{}, tr)
+	writeFile(t, ts.root, "a.bin", 8192, 3)
+	dm := &fakeDeviceMemory{base: gpu.base, flushErr: errors.New("cudaErrorIllegalAddress")}
+	cl := dialTest(t, ts, tr, WithDeviceMemory(dm))
+	f, err := cl.Open(context.Background(), "a.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.ReadAtDevice(context.Background(), gpu.base, 8192, 0)
+	if n != 0 || !errors.Is(err, ErrNoGPUDirect) || !strings.Contains(err.Error(), "cudaErrorIllegalAddress") ||
+		!strings.Contains(err.Error(), "may not be visible") {
+		t.Fatalf("ReadAtDevice with a failing flush = %d, %v", n, err)
+	}
+	dm.checkDmaBufsClosed(t)
+}
+
+// Stream and plain loopback transports refuse GPU destinations up front,
+// pointing at the bounce path, without touching the GPU; so does a client
+// without DeviceMemory, and bad ranges are refused.
+func TestReadAtDeviceRefusals(t *testing.T) {
+	for _, tt := range transports() {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := tt.tr()
+			ts := startServer(t, ServerConfig{}, tr)
+			writeFile(t, ts.root, "a.bin", 4096, 1)
+			dm := &fakeDeviceMemory{}
+			cl := dialTest(t, ts, tr, WithDeviceMemory(dm))
+			f, err := cl.Open(context.Background(), "a.bin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := f.ReadAtDevice(context.Background(), 0x7e0000000000, 4096, 0)
+			want := "GPU destinations need the verbs transport and this client uses " + tt.name
+			if n != 0 || !errors.Is(err, ErrNoGPUDirect) || !strings.Contains(err.Error(), want) ||
+				!strings.Contains(err.Error(), "pinned host memory") || !strings.Contains(err.Error(), "bounce path") {
+				t.Fatalf("ReadAtDevice over %s = %d, %v; want ErrNoGPUDirect saying %q and naming the bounce path", tt.name, n, err, want)
+			}
+			if exports, syncs, flushes := dm.counts(); exports+syncs+flushes != 0 {
+				t.Errorf("the GPU was asked %d times", exports+syncs+flushes)
+			}
+		})
+	}
+	t.Run("no DeviceMemory", func(t *testing.T) {
+		tr := gpuLoopback{Loopback: NewLoopback(), gpu: &fakeGPU{}}
+		ts := startServer(t, ServerConfig{}, tr)
+		writeFile(t, ts.root, "a.bin", 4096, 1)
+		f, err := dialTest(t, ts, tr).Open(context.Background(), "a.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.ReadAtDevice(context.Background(), 0x7e0000000000, 4096, 0)
+		if !errors.Is(err, ErrNoGPUDirect) || !strings.Contains(err.Error(), "WithDeviceMemory") {
+			t.Fatalf("ReadAtDevice without DeviceMemory: %v", err)
+		}
+		for _, c := range []struct {
+			ptr    uintptr
+			n, off int64
+		}{{0x1000, 10, -1}, {0x1000, -1, 0}, {^uintptr(0) - 10, 100, 0}} {
+			if _, err := f.ReadAtDevice(context.Background(), c.ptr, c.n, c.off); !errors.Is(err, ErrInvalid) {
+				t.Errorf("ReadAtDevice(0x%x, %d, %d): %v, want ErrInvalid", c.ptr, c.n, c.off, err)
+			}
+		}
+		if n, err := f.ReadAtDevice(context.Background(), 0x1000, 0, 0); n != 0 || err != nil {
+			t.Errorf("empty read = %d, %v", n, err)
+		}
+	})
+}

@@ -50,6 +50,14 @@ type FileReaderDestination interface {
 	ReadFromFile(ctx context.Context, src FileDescriptorSource, fileOff, dstOff, n int64) (int64, error)
 }
 
+// DeviceDestination is an optional capability of a destination in device
+// memory: DeviceAddress is the address of destination offset off, where a
+// DeviceReaderSource may write directly (the rdma path).
+type DeviceDestination interface {
+	Destination
+	DeviceAddress(off int64) uintptr
+}
+
 // ReadBacker is an optional capability of a destination whose memory the
 // host cannot read directly (GPU memory): ReadBack copies destination bytes
 // [off, off+len(p)) into p, so checksums cover the bytes as they landed.

@@ -80,6 +80,10 @@ func (g *GPUBounce) Len() int64 { return g.mem.size }
 // whole device allocation is saved through pinned buffers.
 func (g *GPUBounce) Size() int64 { return g.mem.size }
 
+// DeviceAddress is the device address of destination offset off: the rdma
+// path writes there.
+func (g *GPUBounce) DeviceAddress(off int64) uintptr { return uintptr(g.mem.ptr()) + uintptr(off) }
+
 // DevicePtr is the device address of destination offset 0, for tensors
 // that view the loaded bytes.
 func (g *GPUBounce) DevicePtr() cufile.DevicePtr { return g.mem.ptr() }

@@ -40,6 +40,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // and is chunk bytes long, the last one excepted.
 type plan struct {
 	Job
+	route   route
 	index   int
 	end     int64 // source offset one past the last byte
 	first   int64 // first chunk boundary after Offset
@@ -47,7 +48,7 @@ type plan struct {
 	nChunks int
 }
 
-func newPlan(index int, j Job, chunk, align int64) (plan, error) {
+func newPlan(index int, j Job, chunk, align int64, path Path) (plan, error) {
 	if j.Source == nil || j.Dest == nil {
 		return plan{}, fmt.Errorf("job %d: source and destination are required", index)
 	}
@@ -65,6 +66,7 @@ func newPlan(index int, j Job, chunk, align int64) (plan, error) {
 			Err: fmt.Errorf("%d bytes at destination offset %d do not fit its %d bytes", length, j.DestOffset, s.Len())}
 	}
 	p := plan{Job: j, index: index, end: j.Offset + length, chunk: chunk}
+	p.route = routeOf(j, path)
 	p.Length = length
 	p.first = alignUp(j.Offset, align)
 	if p.first == j.Offset {
@@ -77,6 +79,32 @@ func newPlan(index int, j Job, chunk, align int64) (plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// route is how a job's chunks travel.
+type route int
+
+const (
+	// routeSpan: the source reads into memory the destination lends.
+	routeSpan route = iota
+	// routeFile: the destination reads the file itself (gds).
+	routeFile
+	// routeDevice: the source writes into device memory itself (rdma).
+	routeDevice
+)
+
+func routeOf(j Job, path Path) route {
+	_, fileDst := j.Dest.(FileReaderDestination)
+	_, fdSrc := j.Source.(FileDescriptorSource)
+	if fileDst && fdSrc {
+		return routeFile
+	}
+	_, devDst := j.Dest.(DeviceDestination)
+	_, devSrc := j.Source.(DeviceReaderSource)
+	if path == PathRDMA && devDst && devSrc {
+		return routeDevice
+	}
+	return routeSpan
 }
 
 // chunkAt returns the source range of chunk i.

@@ -65,7 +65,7 @@ func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 	plans := make([]plan, len(jobs))
 	totalChunks := 0
 	for i, j := range jobs {
-		p, err := newPlan(i, j, opts.ChunkSize, alignmentOf(srcs))
+		p, err := newPlan(i, j, opts.ChunkSize, alignmentOf(srcs), opts.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -188,7 +188,7 @@ func (e *engine) next(ctx context.Context) (p *plan, i int, span Span, ok bool, 
 	}
 	p, i = &e.plans[e.job], e.chunk
 	e.chunk++
-	if e.direct(p) {
+	if p.route != routeSpan {
 		return p, i, Span{}, true, nil
 	}
 	off, n := p.chunkAt(i)
@@ -199,13 +199,6 @@ func (e *engine) next(ctx context.Context) (p *plan, i int, span Span, ok bool, 
 	return p, i, span, true, nil
 }
 
-// direct reports whether the destination reads the file itself (gds).
-func (e *engine) direct(p *plan) bool {
-	_, dok := p.Dest.(FileReaderDestination)
-	_, sok := p.Source.(FileDescriptorSource)
-	return dok && sok
-}
-
 func (e *engine) work(ctx context.Context) error {
 	for {
 		p, i, span, ok, err := e.next(ctx)
@@ -214,9 +207,12 @@ func (e *engine) work(ctx context.Context) error {
 		}
 		off, n := p.chunkAt(i)
 		t0 := time.Now()
-		if e.direct(p) {
+		switch p.route {
+		case routeFile:
 			err = e.readDirect(ctx, p, off, n)
-		} else {
+		case routeDevice:
+			err = e.readDevice(ctx, p, off, n)
+		default:
 			err = e.readSpan(ctx, p, i, off, span)
 		}
 		if err != nil {
@@ -237,6 +233,24 @@ func (e *engine) readDirect(ctx context.Context, p *plan, off, n int64) error {
 		err = fmt.Errorf("%w: read %d of %d bytes", ErrChanged, got, n)
 	}
 	if err != nil {
+		return &Error{Op: "read", Name: p.Source.Name(), Offset: off, Err: err}
+	}
+	return nil
+}
+
+func (e *engine) readDevice(ctx context.Context, p *plan, off, n int64) error {
+	addr := p.Dest.(DeviceDestination).DeviceAddress(p.DestOffset + off - p.Offset)
+	got, err := p.Source.(DeviceReaderSource).ReadAtDevice(ctx, addr, n, off)
+	if err == io.EOF && int64(got) == n {
+		err = nil
+	}
+	if err == nil && int64(got) != n {
+		err = fmt.Errorf("%w: read %d of %d bytes", ErrChanged, got, n)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
 		return &Error{Op: "read", Name: p.Source.Name(), Offset: off, Err: err}
 	}
 	return nil
@@ -281,11 +295,15 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 		if d, ok := p.Source.(DirectInfo); ok {
 			f.Direct, f.Reason = d.Direct(), d.DirectReason()
 		}
-		if f.Path == PathGDS && (!e.direct(p) || !f.Direct) {
+		if f.Path == PathGDS && (p.route != routeFile || !f.Direct) {
 			// cuFile needs an O_DIRECT descriptor; the gds destination
 			// bounced this file through pinned memory instead.
 			f.Path = PathBounce
 			f.Reason = strings.TrimPrefix(f.Reason+"; no O_DIRECT descriptor for cuFile: bounced through pinned memory", "; ")
+		}
+		if f.Path == PathRDMA && p.route != routeDevice {
+			f.Path = PathBounce
+			f.Reason = strings.TrimPrefix(f.Reason+"; the source cannot write into device memory: bounced through pinned memory", "; ")
 		}
 		if f.Reason != "" {
 			fellBack = append(fellBack, f.Reason)

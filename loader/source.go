@@ -48,6 +48,15 @@ type Verifier interface {
 	Verify() error
 }
 
+// DeviceReaderSource is an optional capability of a remote Source that
+// lands bytes in device memory itself (rdmafs over verbs: the server
+// RDMA-writes into the registered GPU range). ReadAtDevice reads n bytes at
+// off into the device address ptr, like ReadAt.
+type DeviceReaderSource interface {
+	Source
+	ReadAtDevice(ctx context.Context, ptr uintptr, n, off int64) (int, error)
+}
+
 // Opener opens a Source by name. The command line maps local paths to
 // OpenFile and rdmafs:// URLs to the remote client.
 type Opener interface {

@@ -174,3 +174,18 @@ func TestLoadFromRemoteToGPUThroughTestDouble(t *testing.T) {
 		require.Zero(t, ctl.Counter(c), "%s released", c)
 	}
 }
+
+// Without an RDMA build (or device) --transport verbs says so and names
+// the TCP alternative, into host or GPU memory alike.
+func TestLoadVerbsTransportUnavailable(t *testing.T) {
+	useFakeCUDA(t)
+	root := t.TempDir()
+	writeFile(t, root, "w.bin", 10)
+	addr := startServer(t, root, "s3cret-token-0123456789abcdef")
+	t.Setenv("GDSLOAD_TOKEN", "s3cret-token-0123456789abcdef")
+	for _, to := range []string{"host", "gpu:0"} {
+		_, stderr, code := run(t, "load", "--transport", "verbs", "--to", to, "rdmafs://"+addr+"/w.bin")
+		require.Equal(t, 1, code, stderr)
+		require.Contains(t, stderr, "tcp", to)
+	}
+}

@@ -17,7 +17,9 @@ const gpuAlign = 4096
 
 // openDestination builds the destination --to asks for. auto takes a GPU
 // path when one is usable and says why not otherwise; gpu[:N] insists.
-func openDestination(ctx context.Context, t target, srcs *openedSources, chunk int64, workers int) (*destination, error) {
+// With rdma set (rdmafs over verbs) remote sources write into the GPU
+// memory themselves.
+func openDestination(ctx context.Context, t target, srcs *openedSources, chunk int64, workers int, rdma bool) (*destination, error) {
 	if t.kind == "host" {
 		return hostRing(chunk, workers, "host destination requested")
 	}
@@ -29,6 +31,9 @@ func openDestination(ctx context.Context, t target, srcs *openedSources, chunk i
 			return hostRing(chunk, workers, "auto: "+reason)
 		}
 		return nil, fmt.Errorf("--to gpu:%d: %w; use --to host, or run 'gdsload doctor' to see what is missing", t.device, err)
+	}
+	if rdma && allRemote(srcs.sources) {
+		path, reason = loader.PathRDMA, "rdmafs over verbs: the server writes into registered GPU memory"
 	}
 	d, err := gpuDestination(stack, t.device, path, reason, srcs.sources, loader.EffectiveChunkSize(chunk, srcs.sources), workers)
 	if err != nil {
@@ -68,7 +73,9 @@ func gpuDestination(stack *loader.GPUStack, device int, path loader.Path, reason
 		if err != nil {
 			return nil, err
 		}
-	case loader.PathBounce:
+	case loader.PathBounce, loader.PathRDMA:
+		// On the rdma path the pinned buffers only serve sources that
+		// cannot write into device memory themselves.
 		dst, err = loader.NewGPUBounceDestination(cfg)
 		if err != nil {
 			return nil, err
@@ -151,4 +158,38 @@ func gpuMode(stack *loader.GPUStack, device int, name string, path loader.Path, 
 		}
 		return s, err
 	}}
+}
+
+func allRemote(srcs []loader.Source) bool {
+	for _, s := range srcs {
+		if _, ok := s.(loader.DeviceReaderSource); !ok {
+			return false
+		}
+	}
+	return len(srcs) > 0
+}
+
+// useGPUForRDMA gives the rdmafs client what it needs to register memory on
+// GPU device: the CUDA driver API (dma-buf export, SYNC_MEMOPS) and the
+// runtime (flush of RDMA writes). It returns a function that releases them.
+func useGPUForRDMA(r *remoteOptions, device int) (func(), error) {
+	cfg := cufile.Config{}
+	rt, err := cufile.OpenRuntime(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("RDMA into gpu:%d: %w; use --transport tcp (the bounce path)", device, err)
+	}
+	dev, err := rt.Device(device)
+	if err != nil {
+		return nil, fmt.Errorf("RDMA into gpu:%d: %w; use --transport tcp (the bounce path)", device, err)
+	}
+	drv, err := cufile.OpenCUDADriver(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("RDMA into gpu:%d: %w; use --transport tcp (the bounce path)", device, err)
+	}
+	mem, err := cufile.NewRDMAMemory(drv, dev)
+	if err != nil {
+		return nil, fmt.Errorf("RDMA into gpu:%d: %w; use --transport tcp (the bounce path)", device, err)
+	}
+	r.device = mem
+	return func() { r.device = nil }, nil
 }

@@ -96,6 +96,14 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 			sum = loader.ChecksumSHA256 // a manifest's digests are SHA-256
 		}
 	}
+	if o.remote.verbs() && target.kind != "host" {
+		// RDMA into GPU memory: the client registers device ranges.
+		release, err := useGPUForRDMA(&o.remote, target.device)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	srcs, err := openSources(ctx, files, mode, &o.remote)
 	if err != nil {
 		return err
@@ -105,7 +113,7 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 		return err
 	}
 
-	dst, err := openDestination(ctx, target, srcs, chunk, o.workers)
+	dst, err := openDestination(ctx, target, srcs, chunk, o.workers, o.remote.verbs())
 	if err != nil {
 		return err
 	}

@@ -19,12 +19,16 @@ type remoteOptions struct {
 	tokenFile   string
 	connections int
 	crc         bool
-	clients     map[string]*rdmafs.Client
+	transport   string
+	// device, when set, lets a verbs client land reads in GPU memory.
+	device  rdmafs.DeviceMemory
+	clients map[string]*rdmafs.Client
 }
 
 func (r *remoteOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&r.tokenFile, "token-file", "", "file holding the rdmafs shared secret (default: $GDSLOAD_TOKEN)")
 	f.IntVar(&r.connections, "connections", 4, "TCP connections per rdmafs server")
+	f.StringVar(&r.transport, "transport", "tcp", "rdmafs transport: tcp, or verbs (RDMA into registered host or GPU memory; needs a build with -tags rdma and an RDMA NIC)")
 	f.BoolVar(&r.crc, "crc", true, "have the rdmafs server send a CRC32C of each read and check it (off: the server may use sendfile)")
 }
 
@@ -39,7 +43,14 @@ func (r *remoteOptions) client(ctx context.Context, addr string) (*rdmafs.Client
 	if err != nil {
 		return nil, err
 	}
-	opts := []rdmafs.Option{rdmafs.WithConnections(max(1, r.connections)), rdmafs.WithCRC(r.crc)}
+	tr, err := rdmafs.TransportByName(r.transport)
+	if err != nil {
+		return nil, fmt.Errorf("--transport %s: %w", r.transport, err)
+	}
+	opts := []rdmafs.Option{rdmafs.WithConnections(max(1, r.connections)), rdmafs.WithCRC(r.crc), rdmafs.WithTransport(tr)}
+	if r.device != nil {
+		opts = append(opts, rdmafs.WithDeviceMemory(r.device))
+	}
 	if token != nil {
 		opts = append(opts, rdmafs.WithToken(token))
 	}
@@ -62,6 +73,9 @@ func (r *remoteOptions) Close() error {
 	}
 	return nil
 }
+
+// verbs reports whether remote reads use RDMA.
+func (r *remoteOptions) verbs() bool { return r.transport == "verbs" || r.transport == "rdma" }
 
 // remoteSource names a remote file by its URL in results and errors.
 type remoteSource struct {

@@ -35,7 +35,12 @@ latency, and the path taken with the reason for it.
 --to host streams into a bounded ring of reused host buffers (gdsio CPUONLY);
 --to gpu[:N] loads into device memory on GPU N through gds (cuFile) or bounce
 (pinned buffers + async copies); auto picks a GPU path when one is usable and
-says why not otherwise.`,
+says why not otherwise.
+
+One .safetensors file, *.safetensors.index.json or .npy file loads as a
+checkpoint (--format auto): each file's data region into one allocation,
+checksums over the tensor data. Files that a shard manifest (index.json
+beside them) lists are checked against it for size and SHA-256.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			return runLoad(cmd, o, paths)

@@ -202,13 +202,20 @@ func printBench(w io.Writer, r benchReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	names := make([]string, 0, len(r.Skipped))
-	for name := range r.Skipped {
-		names = append(names, name)
+	// One line per reason: "skipped gds, bounce: no GPU: ...".
+	byReason := map[string][]string{}
+	for name, why := range r.Skipped {
+		byReason[why] = append(byReason[why], name)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		fmt.Fprintf(w, "skipped %s: %s\n", name, r.Skipped[name])
+	reasons := make([]string, 0, len(byReason))
+	for why := range byReason {
+		reasons = append(reasons, why)
+	}
+	sort.Strings(reasons)
+	for _, why := range reasons {
+		names := byReason[why]
+		sort.Strings(names)
+		fmt.Fprintf(w, "skipped %s: %s\n", strings.Join(names, ", "), why)
 	}
 	return nil
 }

@@ -18,7 +18,8 @@ func HostModes() []Mode {
 		{Name: "posix", Help: "buffered read() loop into a fresh heap buffer of the file's size, as naive code does", Run: runPOSIX},
 		{Name: "direct", Help: "O_DIRECT read() loop, one 4 MiB aligned buffer, one request at a time", Run: runDirect},
 		{Name: "mmap", Help: "mmap the file and copy it out in 4 MiB pieces", Run: runMmap},
-		{Name: "loader", Help: "the gdsload engine into its host ring (gdsio CPUONLY), as `gdsload load --to host` runs it", Run: runLoader},
+		{Name: "loader", Help: "the gdsload engine into its host ring (gdsio CPUONLY), as `gdsload load --to host` runs it", Run: runLoader(loader.DirectAuto)},
+		{Name: "cached-loader", Help: "the same with buffered reads through the page cache, as `gdsload load --direct off`", Run: runLoader(loader.DirectOff)},
 	}
 }
 
@@ -129,24 +130,26 @@ func runMmap(_ context.Context, path string, _ Config) (Sample, error) {
 }
 
 // runLoader runs the engine as one `gdsload load --to host` does, ring
-// allocation included.
-func runLoader(ctx context.Context, path string, cfg Config) (Sample, error) {
-	f, err := loader.OpenFile(path, loader.DirectAuto)
-	if err != nil {
-		return Sample{}, err
+// allocation included, with the given O_DIRECT mode.
+func runLoader(mode loader.DirectMode) func(context.Context, string, Config) (Sample, error) {
+	return func(ctx context.Context, path string, cfg Config) (Sample, error) {
+		f, err := loader.OpenFile(path, mode)
+		if err != nil {
+			return Sample{}, err
+		}
+		defer f.Close()
+		chunk := loader.EffectiveChunkSize(cfg.ChunkSize, []loader.Source{f})
+		workers := cfg.Workers
+		if workers <= 0 {
+			workers = loader.DefaultWorkers
+		}
+		ring, err := loader.NewRing(2*workers, chunk)
+		if err != nil {
+			return Sample{}, err
+		}
+		defer ring.Close()
+		return LoaderRun(ctx, []loader.Job{loader.WholeFile(f, ring)}, loader.Options{Workers: workers, ChunkSize: chunk})
 	}
-	defer f.Close()
-	chunk := loader.EffectiveChunkSize(cfg.ChunkSize, []loader.Source{f})
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = loader.DefaultWorkers
-	}
-	ring, err := loader.NewRing(2*workers, chunk)
-	if err != nil {
-		return Sample{}, err
-	}
-	defer ring.Close()
-	return LoaderRun(ctx, []loader.Job{loader.WholeFile(f, ring)}, loader.Options{Workers: workers, ChunkSize: chunk})
 }
 
 // LoaderRun runs one load and turns its result into a Sample; GPU modes

@@ -12,15 +12,13 @@ import (
 )
 
 type loadOptions struct {
-	to        string
-	direct    string
-	workers   int
-	chunkSize string
-	checksum  string
-	format    string
-	verify    bool
-	asJSON    bool
-	remote    remoteOptions
+	ioFlags
+	to       string
+	checksum string
+	format   string
+	verify   bool
+	asJSON   bool
+	remote   remoteOptions
 }
 
 func newLoadCmd() *cobra.Command {
@@ -48,9 +46,7 @@ beside them) lists are checked against it for size and SHA-256.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "host", "destination: host, gpu[:N] or auto")
-	f.StringVar(&o.direct, "direct", "auto", "O_DIRECT for local files: auto, on or off")
-	f.IntVar(&o.workers, "workers", loader.DefaultWorkers, "concurrent chunk reads")
-	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size (a multiple of the direct-I/O alignment)")
+	o.ioFlags.add(f, "O_DIRECT for local files: auto, on or off")
 	f.StringVar(&o.checksum, "checksum", "none", "digest of the bytes as they landed: none, sha256 or crc32c")
 	f.StringVar(&o.format, "format", "auto", "raw (files as bytes), checkpoint (safetensors data regions, .npy tensors), or auto: checkpoint for one .safetensors, .safetensors.index.json or .npy PATH")
 	f.BoolVar(&o.verify, "verify", true, "check files listed in a shard manifest (index.json beside them) for size and SHA-256")
@@ -60,20 +56,13 @@ beside them) lists are checked against it for size and SHA-256.`,
 }
 
 func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
-	mode, err := loader.ParseDirectMode(o.direct)
+	mode, chunk, err := o.ioFlags.parse()
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	sum, err := loader.ParseChecksum(o.checksum)
 	if err != nil {
 		return usageError{err}
-	}
-	chunk, err := parseSize(o.chunkSize)
-	if err != nil || chunk == 0 {
-		return usagef("--chunk-size %q: want a positive size such as 4MiB", o.chunkSize)
-	}
-	if o.workers <= 0 {
-		return usagef("--workers %d: want at least 1", o.workers)
 	}
 	target, err := parseTarget(o.to)
 	if err != nil {

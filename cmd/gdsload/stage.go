@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path"
@@ -19,13 +18,11 @@ import (
 )
 
 type stageOptions struct {
-	direct    string
-	workers   int
-	chunkSize string
-	checksum  string
-	verify    string
-	asJSON    bool
-	remote    remoteOptions
+	ioFlags
+	checksum string
+	verify   string
+	asJSON   bool
+	remote   remoteOptions
 }
 
 func newStageCmd() *cobra.Command {
@@ -58,9 +55,7 @@ changed is staged again. The journal and lock live in DST/` + stage.SidecarName 
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.direct, "direct", "auto", "O_DIRECT reads and writes: auto, on or off")
-	f.IntVar(&o.workers, "workers", loader.DefaultWorkers, "concurrent chunk reads")
-	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size (a multiple of the direct-I/O alignment)")
+	o.ioFlags.add(f, "O_DIRECT reads and writes: auto, on or off")
 	f.StringVar(&o.checksum, "checksum", "sha256", "digest of every file: sha256 or crc32c (files a manifest lists use sha256)")
 	f.StringVar(&o.verify, "verify", "digest", "digest, or readback to re-read each written file before its rename")
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
@@ -69,9 +64,9 @@ changed is staged again. The journal and lock live in DST/` + stage.SidecarName 
 }
 
 func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) error {
-	mode, err := loader.ParseDirectMode(o.direct)
+	mode, chunk, err := o.ioFlags.parse()
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	sum, err := loader.ParseChecksum(o.checksum)
 	if err != nil || sum == loader.ChecksumNone {
@@ -80,13 +75,6 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	verify, err := stage.ParseVerify(o.verify)
 	if err != nil {
 		return usageError{err}
-	}
-	chunk, err := parseSize(o.chunkSize)
-	if err != nil || chunk == 0 {
-		return usagef("--chunk-size %q: want a positive size such as 4MiB", o.chunkSize)
-	}
-	if o.workers <= 0 {
-		return usagef("--workers %d: want at least 1", o.workers)
 	}
 	ctx := cmd.Context()
 	opener := &cliOpener{mode: mode, remote: &o.remote}
@@ -123,9 +111,7 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 		return err
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return printJSON(cmd.OutOrStdout(), res)
 	}
 	return printStage(cmd.OutOrStdout(), res)
 }
@@ -287,9 +273,7 @@ func stageToGPU(cmd *cobra.Command, o *stageOptions, t target, entries []stage.E
 		res.GiBPerS = float64(res.Bytes) / (1 << 30) / res.Seconds
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return printJSON(cmd.OutOrStdout(), res)
 	}
 	return printStage(cmd.OutOrStdout(), res)
 }

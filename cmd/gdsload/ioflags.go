@@ -1,0 +1,34 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/gdsload/gdsload/loader"
+)
+
+// ioFlags are the data-path flags that load and stage share.
+type ioFlags struct {
+	direct    string
+	workers   int
+	chunkSize string
+}
+
+func (f *ioFlags) add(fs *pflag.FlagSet, directHelp string) {
+	fs.StringVar(&f.direct, "direct", "auto", directHelp)
+	fs.IntVar(&f.workers, "workers", loader.DefaultWorkers, "concurrent chunk reads")
+	fs.StringVar(&f.chunkSize, "chunk-size", "4MiB", "chunk size (a multiple of the direct-I/O alignment)")
+}
+
+// parse checks the flags; its errors are usage errors.
+func (f *ioFlags) parse() (mode loader.DirectMode, chunk int64, err error) {
+	if mode, err = loader.ParseDirectMode(f.direct); err != nil {
+		return 0, 0, usageError{err}
+	}
+	if chunk, err = parseSize(f.chunkSize); err != nil || chunk == 0 {
+		return 0, 0, usagef("--chunk-size %q: want a positive size such as 4MiB", f.chunkSize)
+	}
+	if f.workers <= 0 {
+		return 0, 0, usagef("--workers %d: want at least 1", f.workers)
+	}
+	return mode, chunk, nil
+}

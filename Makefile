@@ -46,9 +46,9 @@ bench: build
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
-	@if command -v staticcheck >/dev/null 2>&1; then staticcheck $(PKGS); \
-	 elif $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2 >/dev/null 2>&1; then $$($(GO) env GOPATH)/bin/staticcheck $(PKGS); \
-	 else echo "staticcheck not installable here; skipped"; fi
+	@sc=$$(command -v staticcheck || true); \
+	 if [ -z "$$sc" ] && $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2 >/dev/null 2>&1; then sc=$$($(GO) env GOPATH)/bin/staticcheck; fi; \
+	 if [ -n "$$sc" ]; then echo "staticcheck ./..."; $$sc $(PKGS); else echo "staticcheck not installable here; skipped"; fi
 
 demo: build
 	scripts/demo.sh $(BIN) $(DEMO_DIR)

@@ -80,6 +80,10 @@ func (g *GPUBounce) Len() int64 { return g.mem.size }
 // whole device allocation is saved through pinned buffers.
 func (g *GPUBounce) Size() int64 { return g.mem.size }
 
+// PinHost page-locks host memory that ReadBack copies into (HostPinner:
+// SaveFile's bounce buffers).
+func (g *GPUBounce) PinHost(mem []byte) (func(), error) { return g.mem.pinHost(mem) }
+
 // DeviceAddress is the device address of destination offset off: the rdma
 // path writes there.
 func (g *GPUBounce) DeviceAddress(off int64) uintptr { return uintptr(g.mem.ptr()) + uintptr(off) }

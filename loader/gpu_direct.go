@@ -250,6 +250,10 @@ func (g *GPUDirect) Kind() string { return g.mem.kind() }
 // Len is the destination's size in bytes.
 func (g *GPUDirect) Len() int64 { return g.mem.size }
 
+// PinHost page-locks host memory that ReadBack copies into (HostPinner:
+// SaveFile's bounce buffers).
+func (g *GPUDirect) PinHost(mem []byte) (func(), error) { return g.mem.pinHost(mem) }
+
 // DeviceAddress is the device address of destination offset off: the rdma
 // path writes there.
 func (g *GPUDirect) DeviceAddress(off int64) uintptr { return uintptr(g.mem.ptr()) + uintptr(off) }

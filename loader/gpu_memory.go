@@ -67,3 +67,12 @@ func (m *gpuMemory) readBack(ctx context.Context, off int64, p []byte) error {
 }
 
 func (m *gpuMemory) free() error { return m.dev.Free(m.base) }
+
+// pinHost page-locks mem for copies from this device's memory.
+func (m *gpuMemory) pinHost(mem []byte) (func(), error) {
+	reg, err := m.dev.RegisterHost(mem)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = reg.Unregister() }, nil
+}

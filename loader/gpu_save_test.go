@@ -74,3 +74,31 @@ func TestSaveFromGPUWriteFailureLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ents, "neither the final name nor a temporary file")
 }
+
+// pinWatch is a GPU destination whose ReadBack notes how much host memory
+// the double holds pinned while the save copies.
+type pinWatch struct {
+	*GPUBounce
+	f   *fakeGPULibs
+	max int64
+}
+
+func (p *pinWatch) ReadBack(ctx context.Context, off int64, b []byte) error {
+	p.max = max(p.max, p.f.Counter("pinned"))
+	return p.GPUBounce.ReadBack(ctx, off, b)
+}
+
+// The bounce save copies device memory into pinned buffers: SaveFile pins
+// its pool for the save and unpins it afterwards.
+func TestSaveFromGPUPinsItsBuffers(t *testing.T) {
+	f := withFakeGPU(t)
+	dst, err := NewGPUBounceDestination(GPUConfig{Device: f.device(t, 0), Size: 3 << 20, ChunkSize: 1 << 20, Buffers: 2})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dst.Close()) }()
+	base := f.Counter("pinned")
+	w := &pinWatch{GPUBounce: dst, f: f}
+	_, err = SaveFile(context.Background(), filepath.Join(t.TempDir(), "out.bin"), w, SaveOptions{ChunkSize: 1 << 20})
+	require.NoError(t, err)
+	require.Greater(t, w.max, base, "the save's buffers were pinned while it copied")
+	require.Equal(t, base, f.Counter("pinned"), "and unpinned after")
+}

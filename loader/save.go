@@ -52,6 +52,14 @@ type FileWriterSource interface {
 	WriteToFile(ctx context.Context, fd uintptr, fileOff, srcOff, n int64) (int64, error)
 }
 
+// HostPinner is an optional capability of a DeviceReader: PinHost
+// page-locks host memory that ReadBack will copy into (cudaHostRegister),
+// so the device-to-host copies of a save run at pinned-memory speed.
+// SaveFile pins its bounce buffers once per save and calls unpin at the end.
+type HostPinner interface {
+	PinHost(mem []byte) (unpin func(), err error)
+}
+
 // HostMemory wraps b as a HostSource.
 func HostMemory(b []byte) HostSource { return hostMemory(b) }
 
@@ -188,6 +196,12 @@ func (s *saver) run(ctx context.Context) error {
 		return err
 	}
 	defer FreeHost(pool)
+	if p, ok := s.src.(HostPinner); ok && isDev {
+		// Pinning only speeds the copies up: a refusal is not an error.
+		if unpin, err := p.PinHost(pool); err == nil {
+			defer unpin()
+		}
+	}
 	free := make(chan []byte, nbuf)
 	for i := range nbuf {
 		free <- pool[i*int(s.opts.ChunkSize) : (i+1)*int(s.opts.ChunkSize)]

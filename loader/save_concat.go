@@ -63,3 +63,14 @@ func (r *regions) hostOnly() bool {
 	}
 	return true
 }
+
+// PinHost pins mem for the first part that can (the parts of one save live
+// on one device).
+func (r *regions) PinHost(mem []byte) (func(), error) {
+	for _, p := range r.parts {
+		if hp, ok := p.(HostPinner); ok {
+			return hp.PinHost(mem)
+		}
+	}
+	return func() {}, nil
+}

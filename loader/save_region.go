@@ -25,6 +25,14 @@ type region struct {
 
 func (r region) Size() int64 { return r.n }
 
+// PinHost forwards to the destination when it can pin host memory.
+func (r region) PinHost(mem []byte) (func(), error) {
+	if hp, ok := r.dst.(HostPinner); ok {
+		return hp.PinHost(mem)
+	}
+	return func() {}, nil
+}
+
 func (r region) ReadBack(ctx context.Context, off int64, p []byte) error {
 	if off < 0 || off+int64(len(p)) > r.n {
 		return fmt.Errorf("bytes [%d, %d) outside a region of %d", off, off+int64(len(p)), r.n)

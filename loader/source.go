@@ -10,7 +10,9 @@ import (
 // ReadAt follows io.ReaderAt: clients may call it from many goroutines at
 // once, and it returns a non-nil error whenever it reads fewer than len(p)
 // bytes. Size is the size the source had when it was opened; the loader
-// never reads past it.
+// never reads past it. A source value must be comparable (a pointer, or a
+// struct of comparable fields): the loader verifies each distinct source
+// of a load once.
 type Source interface {
 	io.ReaderAt
 	// Name identifies the source in errors and results (a path or URL).

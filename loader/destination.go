@@ -14,6 +14,9 @@ import "context"
 // memory and Commit does nothing. For a ring it returns a reused buffer and
 // Commit recycles it. For a GPU through the bounce path it returns a pinned
 // buffer and Commit starts an asynchronous copy to the device.
+//
+// A destination value must be comparable (a pointer, as every destination
+// here is): the loader flushes each distinct destination of a load once.
 type Destination interface {
 	// Span returns memory for destination bytes [off, off+n).
 	Span(ctx context.Context, off, n int64) (Span, error)

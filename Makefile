@@ -7,15 +7,19 @@ PKGS    := ./...
 FUZZTIME ?= 10s
 DEMO_DIR ?= demo-data
 
-.PHONY: all build test rdma-build race fuzz bench lint demo clean gpu-binaries
+.PHONY: all setup build test rdma-build race fuzz bench lint demo clean gpu-binaries
 
 all: build
 
+# A C compiler for cgo; installed with apt-get when missing and run as root.
+setup:
+	@scripts/setup.sh
+
 # Never link with -z now: go-nvml resolves NVML symbols lazily.
-build:
+build: setup
 	CGO_ENABLED=1 $(GO) build -o $(BIN) ./cmd/gdsload
 
-test: lint rdma-build
+test: setup lint rdma-build
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 # The verbs transport (build tag rdma) needs libibverbs-dev and

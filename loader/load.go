@@ -62,10 +62,11 @@ func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 	}
 	opts.ChunkSize = EffectiveChunkSize(opts.ChunkSize, srcs)
 	opts = opts.withDefaults()
+	align := alignmentOf(srcs)
 	plans := make([]plan, len(jobs))
 	totalChunks := 0
 	for i, j := range jobs {
-		p, err := newPlan(i, j, opts.ChunkSize, alignmentOf(srcs), opts.Path)
+		p, err := newPlan(i, j, opts.ChunkSize, align, opts.Path)
 		if err != nil {
 			return nil, err
 		}

@@ -336,21 +336,30 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 // joinReasons states the path's reason and, once per distinct cause, how
 // many files fell back from direct I/O.
 func joinReasons(pathReason string, fellBack []string, files int) string {
-	var parts []string
-	if pathReason != "" {
-		parts = append(parts, pathReason)
-	}
 	counts := map[string]int{}
 	for _, r := range fellBack {
 		counts[r]++
 	}
+	var parts []string
+	for _, p := range []string{pathReason, CountedReasons(counts, files)} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// CountedReasons states each distinct reason once, in sorted order, with
+// how many of files it concerns: "O_DIRECT refused by ramfs (3 of 5 files)".
+func CountedReasons(counts map[string]int, files int) string {
 	keys := make([]string, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s (%d of %d files)", k, counts[k], files))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s (%d of %d files)", k, counts[k], files)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -49,7 +47,7 @@ func (s *Stager) Run(ctx context.Context, p *Plan) (*Result, error) {
 	if res.Seconds > 0 {
 		res.GiBPerS = float64(res.CopiedBytes) / (1 << 30) / res.Seconds
 	}
-	res.Reason = joinReasons(r.reasons, res.Copied) // the goroutines are done
+	res.Reason = loader.CountedReasons(r.reasons, res.Copied) // the goroutines are done
 	return res, nil
 }
 
@@ -413,18 +411,4 @@ func (r *run) explain(err error) error {
 		return r.noSpace(ns)
 	}
 	return err
-}
-
-// joinReasons states each distinct fallback reason once with its count.
-func joinReasons(reasons map[string]int, files int) string {
-	keys := make([]string, 0, len(reasons))
-	for k := range reasons {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s (%d of %d files)", k, reasons[k], files)
-	}
-	return strings.Join(parts, "; ")
 }

@@ -3,6 +3,7 @@ package stage
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +60,7 @@ func openJournal(dir string) (*journal, error) {
 			j.recs[r.Rel] = r
 		}
 	}
-	if err := j.compact(dir); err != nil {
+	if err := j.compact(); err != nil {
 		return nil, err
 	}
 	j.f, err = os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|unix.O_CLOEXEC, 0o644)
@@ -69,7 +70,7 @@ func openJournal(dir string) (*journal, error) {
 	return j, nil
 }
 
-func (j *journal) compact(dir string) error {
+func (j *journal) compact() error {
 	rels := make([]string, 0, len(j.recs))
 	for r := range j.recs {
 		rels = append(rels, r)
@@ -80,31 +81,12 @@ func (j *journal) compact(dir string) error {
 	for _, r := range rels {
 		_ = enc.Encode(j.recs[r]) // cannot fail: plain fields
 	}
-	tmp := filepath.Join(dir, journalName+".tmp")
-	err := os.WriteFile(tmp, buf.Bytes(), 0o644)
-	if err == nil {
-		err = syncFile(tmp)
-	}
-	if err == nil {
-		err = os.Rename(tmp, j.path)
-	}
-	if err == nil {
-		err = loader.SyncDir(dir)
-	}
+	// A temporary name, fsync, rename, directory fsync: loader.SaveFile.
+	_, err := loader.SaveFile(context.Background(), j.path, loader.HostMemory(buf.Bytes()), loader.SaveOptions{Direct: loader.DirectOff})
 	if err != nil {
-		_ = os.Remove(tmp)
 		return fmt.Errorf("rewriting the stage journal %s: %w", j.path, err)
 	}
 	return nil
-}
-
-func syncFile(p string) error {
-	f, err := os.OpenFile(p, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }
 
 // get returns the record of rel.

@@ -151,16 +151,14 @@ func (s *Stager) Close() error {
 	return err
 }
 
-// removeStaleTemps removes the temporary files of interrupted runs. The
-// lock is held, so none of them belongs to a running stage.
+// removeStaleTemps removes the temporary files of interrupted runs, in the
+// destination and in its sidecar folder (an interrupted journal rewrite).
+// The lock is held, so none of them belongs to a running stage.
 func removeStaleTemps(dest string) (int, error) {
 	n := 0
 	err := filepath.WalkDir(dest, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
-		}
-		if d.IsDir() && d.Name() == SidecarName {
-			return filepath.SkipDir
 		}
 		if d.Type().IsRegular() && loader.IsTempName(d.Name()) {
 			if err := os.Remove(p); err != nil {

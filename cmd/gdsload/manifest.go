@@ -61,7 +61,7 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		if len(m.Shards) == 0 {
 			return fmt.Errorf("no shards (*.tar, *.tar.gz, *.tgz, *.tar.zst) in %s", dir)
 		}
-		if err := webdataset.WriteManifest(dir, m); err != nil {
+		if err := webdataset.WriteManifest(ctx, dir, m); err != nil {
 			return err
 		}
 	}

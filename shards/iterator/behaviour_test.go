@@ -273,7 +273,7 @@ func TestOpenSources(t *testing.T) {
 	for _, s := range ds.Shards {
 		m.Shards = append(m.Shards, webdataset.ShardEntry{Name: s.Name, Bytes: s.Bytes, Samples: s.Samples, SHA256: s.SHA256, SampleBytes: s.SampleBytes})
 	}
-	if err := webdataset.WriteManifest(ds.Root, m); err != nil {
+	if err := webdataset.WriteManifest(context.Background(), ds.Root, m); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/gdsload/gdsload/loader"
 )
 
 // ManifestName is the file name of a manifest, kept beside the shards.
@@ -101,10 +103,11 @@ func ReadManifest(p string) (*Manifest, error) {
 	return &m, nil
 }
 
-// WriteManifest writes m as dir/index.json atomically: a temporary file in
-// dir is written, synced and renamed over the old manifest, then dir is
-// synced, so readers see the old or the new manifest, never a torn one.
-func WriteManifest(dir string, m *Manifest) error {
+// WriteManifest writes m as dir/index.json atomically (loader.SaveFile: a
+// temporary file in dir is written, synced and renamed over the old
+// manifest, then dir is synced), so readers see the old or the new
+// manifest, never a torn one.
+func WriteManifest(ctx context.Context, dir string, m *Manifest) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
@@ -113,33 +116,9 @@ func WriteManifest(dir string, m *Manifest) error {
 		return fmt.Errorf("webdataset: encoding manifest: %w", err)
 	}
 	b = append(b, '\n')
-	tmp, err := os.CreateTemp(dir, "."+ManifestName+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("webdataset: writing manifest: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err = tmp.Write(b); err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, ManifestName))
-	}
+	_, err = loader.SaveFile(ctx, filepath.Join(dir, ManifestName), loader.HostMemory(b), loader.SaveOptions{Direct: loader.DirectOff})
 	if err != nil {
 		return fmt.Errorf("webdataset: writing manifest in %s: %w", dir, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("webdataset: syncing %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("webdataset: syncing %s: %w", dir, err)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gdsload/gdsload/loader"
 )
 
 func TestManifestRoundTrip(t *testing.T) {
@@ -47,12 +49,12 @@ func TestManifestRoundTrip(t *testing.T) {
 			t.Errorf("VerifyShard(%s): %v", e.Name, err)
 		}
 	}
-	if err := WriteManifest(dir, m); err != nil {
+	if err := WriteManifest(context.Background(), dir, m); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".tmp") {
+		if strings.HasSuffix(e.Name(), ".tmp") || loader.IsTempName(e.Name()) {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
 	}

@@ -122,3 +122,12 @@ func SelectGPUPath(s *GPUStack, device int, want Path) (Path, string, error) {
 func unavailableReason(why string) error {
 	return fmt.Errorf("%s (%w)", why, cufile.ErrUnavailable)
 }
+
+// DriverFor returns the cuFile driver a destination on path needs: the
+// stack's driver for gds, nil for the other paths.
+func (s *GPUStack) DriverFor(path Path) (*cufile.Driver, error) {
+	if path != PathGDS {
+		return nil, nil
+	}
+	return s.Driver()
+}

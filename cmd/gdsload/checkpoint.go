@@ -48,11 +48,18 @@ func loadCheckpoint(ctx context.Context, path string, t target, mode loader.Dire
 			return nil, fmt.Errorf("--to gpu:%d: %w; use --to host, or run 'gdsload doctor' to see what is missing", t.device, err)
 		default:
 			lopts.Path, lopts.Reason = path, reason
-			buffers := max(2, 2*lopts.Workers/max(1, len(ck.Files())))
-			alloc, err = gpuAllocator(stack, t.device, path, lopts.ChunkSize, buffers)
+			dev, err := stack.Runtime.Device(t.device)
 			if err != nil {
 				return nil, err
 			}
+			drv, err := stack.DriverFor(path)
+			if err != nil {
+				return nil, err
+			}
+			alloc = checkpoint.GPUAllocator(path, loader.GPUConfig{
+				Device: dev, ChunkSize: loader.EffectiveChunkSize(lopts.ChunkSize, nil),
+				Buffers: max(2, 2*lopts.Workers/max(1, len(ck.Files()))),
+			}, drv)
 		}
 	}
 	l, err := ck.Load(ctx, alloc, lopts)
@@ -63,33 +70,4 @@ func loadCheckpoint(ctx context.Context, path string, t target, mode loader.Dire
 	// free them before the files close.
 	defer l.Close()
 	return &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors)}, nil
-}
-
-// gpuAllocator gives each checkpoint file its own device allocation on the
-// path chosen.
-func gpuAllocator(stack *loader.GPUStack, device int, path loader.Path, chunk int64, buffers int) (checkpoint.Allocator, error) {
-	dev, err := stack.Runtime.Device(device)
-	if err != nil {
-		return nil, err
-	}
-	chunk = loader.EffectiveChunkSize(chunk, nil)
-	return func(size int64) (loader.Destination, func() error, error) {
-		cfg := loader.GPUConfig{Device: dev, Size: max(size, 1), ChunkSize: chunk, Buffers: buffers}
-		if path == loader.PathGDS {
-			drv, err := stack.Driver()
-			if err != nil {
-				return nil, nil, err
-			}
-			d, err := loader.NewGPUDirectDestination(loader.GPUDirectConfig{GPUConfig: cfg, Driver: drv})
-			if err != nil {
-				return nil, nil, err
-			}
-			return d, d.Close, nil
-		}
-		d, err := loader.NewGPUBounceDestination(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return d, d.Close, nil
-	}, nil
 }

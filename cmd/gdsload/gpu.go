@@ -58,30 +58,13 @@ func gpuDestination(stack *loader.GPUStack, device int, path loader.Path, reason
 		offsets[i] = size
 		size += (s.Size() + gpuAlign - 1) / gpuAlign * gpuAlign
 	}
-	cfg := loader.GPUConfig{Device: dev, Size: max(size, 1), ChunkSize: chunk, Buffers: 2 * workers}
-	var dst interface {
-		loader.Destination
-		Close() error
+	drv, err := stack.DriverFor(path)
+	if err != nil {
+		return nil, err
 	}
-	switch path {
-	case loader.PathGDS:
-		drv, err := stack.Driver()
-		if err != nil {
-			return nil, err
-		}
-		dst, err = loader.NewGPUDirectDestination(loader.GPUDirectConfig{GPUConfig: cfg, Driver: drv})
-		if err != nil {
-			return nil, err
-		}
-	case loader.PathBounce, loader.PathRDMA:
-		// On the rdma path the pinned buffers only serve sources that
-		// cannot write into device memory themselves.
-		dst, err = loader.NewGPUBounceDestination(cfg)
-		if err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("GPU path %q", path)
+	dst, err := loader.NewGPUDestination(path, loader.GPUConfig{Device: dev, Size: max(size, 1), ChunkSize: chunk, Buffers: 2 * workers}, drv)
+	if err != nil {
+		return nil, err
 	}
 	return &destination{
 		path:   path,

@@ -45,21 +45,11 @@ func (f *fakeGPULibs) driver(t *testing.T) *cufile.Driver {
 // gpuAllocator makes one GPU destination per file: bounce, or gds when drv
 // is not nil.
 func gpuAllocator(dev *cufile.Device, drv *cufile.Driver, chunk int64) Allocator {
-	return func(size int64) (loader.Destination, func() error, error) {
-		cfg := loader.GPUConfig{Device: dev, Size: size, ChunkSize: chunk, Buffers: 4}
-		if drv != nil {
-			d, err := loader.NewGPUDirectDestination(loader.GPUDirectConfig{GPUConfig: cfg, Driver: drv})
-			if err != nil {
-				return nil, nil, err
-			}
-			return d, d.Close, nil
-		}
-		d, err := loader.NewGPUBounceDestination(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		return d, d.Close, nil
+	path := loader.PathBounce
+	if drv != nil {
+		path = loader.PathGDS
 	}
+	return GPUAllocator(path, loader.GPUConfig{Device: dev, ChunkSize: chunk, Buffers: 4}, drv)
 }
 
 // A sharded checkpoint loads into GPU memory through the bounce and the gds

@@ -41,7 +41,7 @@ func (c GPUConfig) withDefaults() GPUConfig {
 // memory and pinned buffers stay allocated) until Close. After a failed
 // copy it refuses further spans: CUDA errors leave the device unusable.
 type GPUBounce struct {
-	mem  *gpuMemory
+	gpuView
 	ring *pinnedRing
 }
 
@@ -58,7 +58,7 @@ func NewGPUBounceDestination(cfg GPUConfig) (*GPUBounce, error) {
 	if err != nil {
 		return nil, errors.Join(err, mem.free())
 	}
-	return &GPUBounce{mem: mem, ring: ring}, nil
+	return &GPUBounce{gpuView: gpuView{mem}, ring: ring}, nil
 }
 
 // Span waits for a free pinned buffer for destination bytes [off, off+n);
@@ -69,28 +69,6 @@ func (g *GPUBounce) Span(ctx context.Context, off, n int64) (Span, error) {
 
 // Flush waits until every committed span is in device memory.
 func (g *GPUBounce) Flush(ctx context.Context) error { return g.ring.flush(ctx) }
-
-// Kind returns "gpu:N".
-func (g *GPUBounce) Kind() string { return g.mem.kind() }
-
-// Len is the destination's size in bytes.
-func (g *GPUBounce) Len() int64 { return g.mem.size }
-
-// Size is the destination's size: as a SaveSource (loader.SaveFile) the
-// whole device allocation is saved through pinned buffers.
-func (g *GPUBounce) Size() int64 { return g.mem.size }
-
-// PinHost page-locks host memory that ReadBack copies into (HostPinner:
-// SaveFile's bounce buffers).
-func (g *GPUBounce) PinHost(mem []byte) (func(), error) { return g.mem.pinHost(mem) }
-
-// DeviceAddress is the device address of destination offset off: the rdma
-// path writes there.
-func (g *GPUBounce) DeviceAddress(off int64) uintptr { return uintptr(g.mem.ptr()) + uintptr(off) }
-
-// DevicePtr is the device address of destination offset 0, for tensors
-// that view the loaded bytes.
-func (g *GPUBounce) DevicePtr() cufile.DevicePtr { return g.mem.ptr() }
 
 // ReadBack flushes, then copies device bytes [off, off+len(p)) into p.
 func (g *GPUBounce) ReadBack(ctx context.Context, off int64, p []byte) error {

@@ -30,8 +30,8 @@ type GPUDirectConfig struct {
 // pinned bounce ring created on first need. ReadFromFile may be called
 // from many goroutines. It is reused across loads until Close.
 type GPUDirect struct {
-	cfg        GPUDirectConfig
-	mem        *gpuMemory
+	cfg GPUDirectConfig
+	gpuView
 	drv        *cufile.Driver
 	registered bool // the device buffer is registered with cuFile
 
@@ -71,7 +71,7 @@ func NewGPUDirectDestination(cfg GPUDirectConfig) (_ *GPUDirect, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &GPUDirect{cfg: cfg, mem: mem, drv: cfg.Driver, handles: map[uintptr]*cachedHandle{}}
+	g := &GPUDirect{cfg: cfg, gpuView: gpuView{mem}, drv: cfg.Driver, handles: map[uintptr]*cachedHandle{}}
 	if props, perr := cfg.Driver.Properties(); perr == nil && props.MaxPinnedMemKiB*1024 >= mem.size+mem.shift {
 		// One registration for the whole buffer: reads then skip
 		// cuFile's per-call pinning. Failure only costs speed.
@@ -153,10 +153,6 @@ func (g *GPUDirect) handleFd(fd uintptr) (*cufile.FileHandle, error) {
 	g.handles[fd] = &cachedHandle{h: h, dev: uint64(st.Dev), ino: st.Ino}
 	return h, nil
 }
-
-// Size is the destination's size: as a SaveSource (loader.SaveFile) the
-// whole device allocation is saved.
-func (g *GPUDirect) Size() int64 { return g.mem.size }
 
 // WriteToFile writes device bytes [srcOff, srcOff+n) at file offset fileOff
 // of the O_DIRECT descriptor fd with cuFileWrite (the gds path of
@@ -243,23 +239,6 @@ func (g *GPUDirect) Flush(ctx context.Context) error {
 	}
 	return r.flush(ctx)
 }
-
-// Kind returns "gpu:N".
-func (g *GPUDirect) Kind() string { return g.mem.kind() }
-
-// Len is the destination's size in bytes.
-func (g *GPUDirect) Len() int64 { return g.mem.size }
-
-// PinHost page-locks host memory that ReadBack copies into (HostPinner:
-// SaveFile's bounce buffers).
-func (g *GPUDirect) PinHost(mem []byte) (func(), error) { return g.mem.pinHost(mem) }
-
-// DeviceAddress is the device address of destination offset off: the rdma
-// path writes there.
-func (g *GPUDirect) DeviceAddress(off int64) uintptr { return uintptr(g.mem.ptr()) + uintptr(off) }
-
-// DevicePtr is the device address of destination offset 0.
-func (g *GPUDirect) DevicePtr() cufile.DevicePtr { return g.mem.ptr() }
 
 // ReadBack flushes, then copies device bytes [off, off+len(p)) into p.
 func (g *GPUDirect) ReadBack(ctx context.Context, off int64, p []byte) error {

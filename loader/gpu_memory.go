@@ -76,3 +76,29 @@ func (m *gpuMemory) pinHost(mem []byte) (func(), error) {
 	}
 	return func() { _ = reg.Unregister() }, nil
 }
+
+// gpuView gives the GPU destinations their common accessors over their
+// device memory.
+type gpuView struct{ mem *gpuMemory }
+
+// Kind names the memory: "gpu:N".
+func (v gpuView) Kind() string { return v.mem.kind() }
+
+// Len is the destination's size in bytes.
+func (v gpuView) Len() int64 { return v.mem.size }
+
+// Size is the destination's size: as a SaveSource (loader.SaveFile) the
+// whole device allocation is saved.
+func (v gpuView) Size() int64 { return v.mem.size }
+
+// PinHost page-locks host memory that ReadBack copies into (HostPinner:
+// SaveFile's bounce buffers).
+func (v gpuView) PinHost(mem []byte) (func(), error) { return v.mem.pinHost(mem) }
+
+// DeviceAddress is the device address of destination offset off: the rdma
+// path writes there.
+func (v gpuView) DeviceAddress(off int64) uintptr { return uintptr(v.mem.ptr()) + uintptr(off) }
+
+// DevicePtr is the device address of destination offset 0, for tensor
+// views and kernels.
+func (v gpuView) DevicePtr() cufile.DevicePtr { return v.mem.ptr() }

@@ -100,25 +100,9 @@ func (g *GPUDirect) ReadFromFile(ctx context.Context, src FileDescriptorSource, 
 	if err != nil {
 		return 0, err
 	}
-	var done int64
-	// cuFile reads into the calling thread's current CUDA context.
-	err = g.mem.dev.Do(func() error {
-		for done < n {
-			if err := ctx.Err(); err != nil {
-				return context.Cause(ctx)
-			}
-			got, err := h.Read(g.mem.base, n-done, fileOff+done, g.mem.shift+dstOff+done)
-			if err != nil {
-				return fmt.Errorf("into %s offset %d: %w", g.mem.kind(), dstOff+done, err)
-			}
-			if got == 0 {
-				return nil // end of file
-			}
-			done += got
-		}
-		return nil
+	return g.transfer(ctx, "into", fileOff, dstOff, n, true, func(k, f, d int64) (int64, error) {
+		return h.Read(g.mem.base, k, f, g.mem.shift+d)
 	})
-	return done, err
 }
 
 // handle returns src's registered cuFile handle, registering it once.
@@ -165,20 +149,33 @@ func (g *GPUDirect) WriteToFile(ctx context.Context, fd uintptr, fileOff, srcOff
 	if err != nil {
 		return 0, err
 	}
+	return g.transfer(ctx, "from", fileOff, srcOff, n, false, func(k, f, d int64) (int64, error) {
+		return h.Write(g.mem.base, k, f, g.mem.shift+d)
+	})
+}
+
+// transfer repeats one cuFile call (op: a read or a write of k bytes at file
+// offset f and destination offset d) until n bytes moved, on a thread whose
+// current CUDA context is the destination's device, as cuFile requires. A
+// call that moves nothing ends a read (end of file) and fails a write.
+func (g *GPUDirect) transfer(ctx context.Context, dir string, fileOff, devOff, n int64, zeroIsEOF bool, op func(k, f, d int64) (int64, error)) (int64, error) {
 	var done int64
-	err = g.mem.dev.Do(func() error {
+	err := g.mem.dev.Do(func() error {
 		for done < n {
 			if err := ctx.Err(); err != nil {
 				return context.Cause(ctx)
 			}
-			put, err := h.Write(g.mem.base, n-done, fileOff+done, g.mem.shift+srcOff+done)
+			got, err := op(n-done, fileOff+done, devOff+done)
 			if err != nil {
-				return fmt.Errorf("from %s offset %d: %w", g.mem.kind(), srcOff+done, err)
+				return fmt.Errorf("%s %s offset %d: %w", dir, g.mem.kind(), devOff+done, err)
 			}
-			if put == 0 {
+			if got == 0 {
+				if zeroIsEOF {
+					return nil
+				}
 				return fmt.Errorf("cuFileWrite wrote nothing at file offset %d", fileOff+done)
 			}
-			done += put
+			done += got
 		}
 		return nil
 	})

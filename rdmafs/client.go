@@ -267,3 +267,13 @@ func (cl *Client) Open(ctx context.Context, name string) (*File, error) {
 	}
 	return &File{cl: cl, name: name, info: fi}, nil
 }
+
+// OpenInfo returns a handle for name described by fi, as List or Stat
+// reported it, without another round trip: opening the files of a listed
+// directory costs no request per file. fi must describe a regular file.
+func (cl *Client) OpenInfo(name string, fi FileInfo) (*File, error) {
+	if !fi.Mode().IsRegular() {
+		return nil, &Error{Op: "open", Name: name, Msg: "not a regular file", Err: ErrInvalid}
+	}
+	return &File{cl: cl, name: name, info: fi}, nil
+}

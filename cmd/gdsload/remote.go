@@ -96,17 +96,17 @@ func openRemote(ctx context.Context, raw string, r *remoteOptions) ([]loader.Sou
 	if err != nil {
 		return nil, err
 	}
-	names, err := remoteFiles(ctx, c, u.Path)
+	files, err := remoteFiles(ctx, c, u.Path)
 	if err != nil {
 		return nil, err
 	}
-	srcs := make([]loader.Source, 0, len(names))
-	for _, name := range names {
-		f, err := c.Open(ctx, name)
+	srcs := make([]loader.Source, 0, len(files))
+	for _, rf := range files {
+		f, err := c.OpenInfo(rf.name, rf.info)
 		if err != nil {
 			return nil, err
 		}
-		srcs = append(srcs, remoteSource{File: f, url: rdmafs.URL{Addr: u.Addr, Path: name}.String()})
+		srcs = append(srcs, remoteSource{File: f, url: rdmafs.URL{Addr: u.Addr, Path: rf.name}.String()})
 	}
 	if len(srcs) == 0 {
 		return nil, fmt.Errorf("%s: no files there", raw)
@@ -114,8 +114,15 @@ func openRemote(ctx context.Context, raw string, r *remoteOptions) ([]loader.Sou
 	return srcs, nil
 }
 
-// remoteFiles lists the regular files at or below name.
-func remoteFiles(ctx context.Context, c *rdmafs.Client, name string) ([]string, error) {
+// remoteFile is a regular file found on a server, with what the listing
+// said of it.
+type remoteFile struct {
+	name string
+	info rdmafs.FileInfo
+}
+
+// remoteFiles lists the regular files at or below name, in lexical order.
+func remoteFiles(ctx context.Context, c *rdmafs.Client, name string) ([]remoteFile, error) {
 	name = strings.Trim(name, "/")
 	if name != "" {
 		fi, err := c.Stat(ctx, name)
@@ -123,14 +130,14 @@ func remoteFiles(ctx context.Context, c *rdmafs.Client, name string) ([]string, 
 			return nil, err
 		}
 		if !fi.IsDir() {
-			return []string{name}, nil
+			return []remoteFile{{name, fi}}, nil
 		}
 	}
 	entries, err := c.List(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
+	var out []remoteFile
 	for _, e := range entries {
 		child := path.Join(name, e.Name())
 		switch {
@@ -141,9 +148,9 @@ func remoteFiles(ctx context.Context, c *rdmafs.Client, name string) ([]string, 
 			}
 			out = append(out, sub...)
 		case e.Mode().IsRegular():
-			out = append(out, child)
+			out = append(out, remoteFile{child, e})
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out, nil
 }

@@ -200,21 +200,17 @@ func (l remoteLister) List(ctx context.Context, raw string) ([]stage.Entry, erro
 		return nil, err
 	}
 	root := strings.Trim(u.Path, "/")
-	names, err := remoteFiles(ctx, c, root)
+	files, err := remoteFiles(ctx, c, root)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]stage.Entry, 0, len(names))
-	for _, name := range names {
-		fi, err := c.Stat(ctx, name)
-		if err != nil {
-			return nil, err
+	out := make([]stage.Entry, 0, len(files))
+	for _, rf := range files {
+		rel := path.Base(rf.name)
+		if rf.name != root {
+			rel = strings.TrimPrefix(rf.name, root+"/")
 		}
-		rel := path.Base(name)
-		if name != root {
-			rel = strings.TrimPrefix(name, root+"/")
-		}
-		out = append(out, stage.Entry{Source: rdmafs.URL{Addr: u.Addr, Path: name}.String(), Rel: rel, Size: fi.Size(), ModTime: fi.ModTime()})
+		out = append(out, stage.Entry{Source: rdmafs.URL{Addr: u.Addr, Path: rf.name}.String(), Rel: rel, Size: rf.info.Size(), ModTime: rf.info.ModTime()})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no files there", raw)

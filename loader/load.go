@@ -95,7 +95,6 @@ type engine struct {
 	chunk   int
 	lat     []time.Duration
 	nLat    atomic.Int64
-	landed  []atomic.Int64
 	errOnce sync.Once
 	err     error
 }
@@ -103,7 +102,6 @@ type engine struct {
 func (e *engine) run(ctx context.Context) (*Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	e.landed = make([]atomic.Int64, len(e.plans))
 	cpu0 := cpuTime()
 	start := time.Now()
 
@@ -220,7 +218,6 @@ func (e *engine) work(ctx context.Context) error {
 			return err
 		}
 		e.lat[e.nLat.Add(1)-1] = time.Since(t0)
-		e.landed[p.index].Add(n)
 		if e.opts.OnProgress != nil {
 			e.opts.OnProgress(n)
 		}

@@ -138,18 +138,28 @@ func runLoader(mode loader.DirectMode) func(context.Context, string, Config) (Sa
 			return Sample{}, err
 		}
 		defer f.Close()
-		chunk := loader.EffectiveChunkSize(cfg.ChunkSize, []loader.Source{f})
-		workers := cfg.Workers
-		if workers <= 0 {
-			workers = loader.DefaultWorkers
-		}
-		ring, err := loader.NewRing(2*workers, chunk)
-		if err != nil {
-			return Sample{}, err
-		}
-		defer ring.Close()
-		return LoaderRun(ctx, []loader.Job{loader.WholeFile(f, ring)}, loader.Options{Workers: workers, ChunkSize: chunk})
+		return RingLoad(ctx, []loader.Source{f}, cfg)
 	}
+}
+
+// RingLoad loads srcs into a fresh ring of reused host buffers (two per
+// worker), as `gdsload load --to host` does, and measures the load.
+func RingLoad(ctx context.Context, srcs []loader.Source, cfg Config) (Sample, error) {
+	chunk := loader.EffectiveChunkSize(cfg.ChunkSize, srcs)
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = loader.DefaultWorkers
+	}
+	ring, err := loader.NewRing(2*workers, chunk)
+	if err != nil {
+		return Sample{}, err
+	}
+	defer ring.Close()
+	jobs := make([]loader.Job, len(srcs))
+	for i, s := range srcs {
+		jobs[i] = loader.WholeFile(s, ring)
+	}
+	return LoaderRun(ctx, jobs, loader.Options{Workers: workers, ChunkSize: chunk})
 }
 
 // LoaderRun runs one load and turns its result into a Sample; GPU modes

@@ -155,18 +155,7 @@ func remoteModes(r *remoteOptions, device int) ([]bench.Mode, map[string]string)
 			if err != nil {
 				return bench.Sample{}, err
 			}
-			workers := max(cfg.Workers, 1)
-			chunk := loader.EffectiveChunkSize(cfg.ChunkSize, srcs)
-			ring, err := loader.NewRing(2*workers, chunk)
-			if err != nil {
-				return bench.Sample{}, err
-			}
-			defer ring.Close()
-			jobs := make([]loader.Job, len(srcs))
-			for i, s := range srcs {
-				jobs[i] = loader.WholeFile(s, ring)
-			}
-			return bench.LoaderRun(ctx, jobs, loader.Options{Workers: workers, ChunkSize: chunk})
+			return bench.RingLoad(ctx, srcs, cfg)
 		}}
 	return []bench.Mode{loaderMode}, missing
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
-	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/checkpoint"
 )
@@ -38,25 +36,22 @@ func loadCheckpoint(ctx context.Context, path string, t target, mode loader.Dire
 	alloc := checkpoint.HostAllocator
 	lopts.Path, lopts.Reason = loader.PathHost, "host destination requested"
 	if t.kind != "host" {
-		stack := loader.OpenGPUStack(cufile.Config{})
-		defer stack.Close()
-		path, reason, err := loader.SelectGPUPath(stack, t.device, "auto")
-		switch {
-		case err != nil && t.kind == "auto":
-			lopts.Reason = "auto: " + reason
-		case err != nil:
-			return nil, fmt.Errorf("--to gpu:%d: %w; use --to host, or run 'gdsload doctor' to see what is missing", t.device, err)
-		default:
-			lopts.Path, lopts.Reason = path, reason
-			dev, err := stack.Runtime.Device(t.device)
+		c, err := chooseGPU(t)
+		if err != nil {
+			return nil, err
+		}
+		lopts.Path, lopts.Reason = c.path, c.reason
+		if c.stack != nil {
+			defer c.stack.Close()
+			dev, err := c.stack.Runtime.Device(t.device)
 			if err != nil {
 				return nil, err
 			}
-			drv, err := stack.DriverFor(path)
+			drv, err := c.stack.DriverFor(c.path)
 			if err != nil {
 				return nil, err
 			}
-			alloc = checkpoint.GPUAllocator(path, loader.GPUConfig{
+			alloc = checkpoint.GPUAllocator(c.path, loader.GPUConfig{
 				Device: dev, ChunkSize: loader.EffectiveChunkSize(lopts.ChunkSize, nil),
 				Buffers: max(2, 2*lopts.Workers/max(1, len(ck.Files()))),
 			}, drv)

@@ -15,6 +15,30 @@ import (
 // offsets.
 const gpuAlign = 4096
 
+// gpuChoice is what --to gpu[:N] or auto resolved to: a GPU path on an
+// open stack (close it when done), or, for auto without a usable GPU, no
+// stack and the reason the load stays on the host.
+type gpuChoice struct {
+	stack  *loader.GPUStack
+	path   loader.Path
+	reason string
+}
+
+// chooseGPU resolves t (not "host"): auto falls back to the host and says
+// why; gpu[:N] without a usable GPU is an error that says what is missing.
+func chooseGPU(t target) (gpuChoice, error) {
+	stack := loader.OpenGPUStack(cufile.Config{})
+	path, reason, err := loader.SelectGPUPath(stack, t.device, "auto")
+	if err == nil {
+		return gpuChoice{stack: stack, path: path, reason: reason}, nil
+	}
+	stack.Close()
+	if t.kind == "auto" {
+		return gpuChoice{path: loader.PathHost, reason: "auto: " + reason}, nil
+	}
+	return gpuChoice{}, fmt.Errorf("--to gpu:%d: %w; use --to host, or run 'gdsload doctor' to see what is missing", t.device, err)
+}
+
 // openDestination builds the destination --to asks for. auto takes a GPU
 // path when one is usable and says why not otherwise; gpu[:N] insists.
 // With rdma set (rdmafs over verbs) remote sources write into the GPU
@@ -23,25 +47,23 @@ func openDestination(ctx context.Context, t target, srcs *openedSources, chunk i
 	if t.kind == "host" {
 		return hostRing(chunk, workers, "host destination requested")
 	}
-	stack := loader.OpenGPUStack(cufile.Config{})
-	path, reason, err := loader.SelectGPUPath(stack, t.device, "auto")
+	c, err := chooseGPU(t)
 	if err != nil {
-		stack.Close()
-		if t.kind == "auto" {
-			return hostRing(chunk, workers, "auto: "+reason)
-		}
-		return nil, fmt.Errorf("--to gpu:%d: %w; use --to host, or run 'gdsload doctor' to see what is missing", t.device, err)
+		return nil, err
+	}
+	if c.stack == nil {
+		return hostRing(chunk, workers, c.reason)
 	}
 	if rdma && allRemote(srcs.sources) {
-		path, reason = loader.PathRDMA, "rdmafs over verbs: the server writes into registered GPU memory"
+		c.path, c.reason = loader.PathRDMA, "rdmafs over verbs: the server writes into registered GPU memory"
 	}
-	d, err := gpuDestination(stack, t.device, path, reason, srcs.sources, loader.EffectiveChunkSize(chunk, srcs.sources), workers)
+	d, err := gpuDestination(c.stack, t.device, c.path, c.reason, srcs.sources, loader.EffectiveChunkSize(chunk, srcs.sources), workers)
 	if err != nil {
-		stack.Close()
+		c.stack.Close()
 		return nil, err
 	}
 	inner := d.close
-	d.close = func() { inner(); stack.Close() }
+	d.close = func() { inner(); c.stack.Close() }
 	return d, nil
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -82,9 +81,7 @@ says so and still lists the rest.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r := collectDevices(o)
 			if o.asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+				return printJSON(cmd.OutOrStdout(), r)
 			}
 			return printDevices(cmd.OutOrStdout(), r)
 		},

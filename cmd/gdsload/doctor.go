@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,9 +84,7 @@ GDSLOAD_LIBCUDART and GDSLOAD_LIBCUDA override the search.`,
 			}
 			r := runDoctor(o, path)
 			if o.asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(r)
+				return printJSON(cmd.OutOrStdout(), r)
 			}
 			return printDoctor(cmd.OutOrStdout(), r)
 		},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -77,9 +76,7 @@ func runInspect(cmd *cobra.Command, o *inspectOptions, path string) error {
 		return err
 	}
 	if o.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(cmd.OutOrStdout(), rep)
 	}
 	_, err = io.WriteString(cmd.OutOrStdout(), text)
 	return err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -76,9 +75,7 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "manifest: %s %s: %d shards, %d samples, %s\n", verb, filepath.Join(dir, webdataset.ManifestName), len(m.Shards), samples, formatBytes(bytes))
 	if o.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		return enc.Encode(m)
+		return printJSON(cmd.OutOrStdout(), m)
 	}
 	return nil
 }

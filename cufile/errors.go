@@ -42,21 +42,24 @@ type LoadError struct {
 	Tried []string
 	// Symbol is set when the library loaded but lacks this function.
 	Symbol string
-	// Err is the dynamic loader's last message.
+	// Err is the dynamic loader's message for a candidate that exists but
+	// failed to load; nil when none of them exists.
 	Err error
 }
 
 func (e *LoadError) Error() string {
 	var b strings.Builder
 	if e.Symbol != "" {
-		fmt.Fprintf(&b, "%s at %s lacks %s (too old?)", e.Library, strings.Join(e.Tried, ", "), e.Symbol)
-	} else {
-		fmt.Fprintf(&b, "%s not found", e.Library)
-		if e.Err != nil {
-			fmt.Fprintf(&b, ": %v", e.Err)
+		fmt.Fprintf(&b, "%s", e.Library)
+		if len(e.Tried) > 0 {
+			fmt.Fprintf(&b, " at %s", strings.Join(e.Tried, ", "))
 		}
-		if len(e.Tried) > 1 {
-			fmt.Fprintf(&b, " (tried %d paths)", len(e.Tried))
+		fmt.Fprintf(&b, " lacks %s (too old?)", e.Symbol)
+	} else {
+		if e.Err != nil {
+			fmt.Fprintf(&b, "%s failed to load: %v", e.Library, e.Err)
+		} else {
+			fmt.Fprintf(&b, "%s not found (tried %s)", e.Library, strings.Join(e.Tried, ", "))
 		}
 	}
 	if e.Env != "" {

@@ -33,6 +33,28 @@ func TestMissingLibraryIsUnavailable(t *testing.T) {
 	}
 }
 
+// A library file that exists but cannot be loaded is reported with the
+// dynamic loader's reason, not as "not found".
+func TestBrokenLibraryReportsWhy(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "libcudart.so.13")
+	if err := os.WriteFile(bad, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := cufile.OpenRuntime(cufile.Config{CUDART: bad})
+	if !errors.Is(err, cufile.ErrUnavailable) {
+		t.Fatalf("OpenRuntime(%s): %v, want ErrUnavailable", bad, err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"libcudart.so failed to load", bad, "GDSLOAD_LIBCUDART"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not mention %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "not found") {
+		t.Errorf("error %q calls an existing file missing", msg)
+	}
+}
+
 func TestEnvironmentOverridesSearch(t *testing.T) {
 	env := map[string]string{"GDSLOAD_LIBCUFILE": fake.CuFile}
 	cfg := cufile.Config{Getenv: func(k string) string { return env[k] }}

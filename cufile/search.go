@@ -3,6 +3,7 @@ package cufile
 import (
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Config says where to find the libraries. The zero value searches the
@@ -111,16 +112,27 @@ func (c Config) sitePackages() []string {
 	return out
 }
 
-// open loads the first candidate of spec that dlopen accepts.
+// open loads the first candidate of spec that dlopen accepts. When none
+// does, the error is the first candidate that exists but failed to load (a
+// missing dependency, a wrong architecture), which says more than "no such
+// file" for the others.
 func (c Config) open(spec libSpec) (*dlib, error) {
 	tried := c.candidates(spec)
-	var last error
+	var failed error
 	for _, p := range tried {
 		l, err := dlopen(p)
 		if err == nil {
 			return l, nil
 		}
-		last = err
+		if failed == nil && !isMissing(p, err) {
+			failed = err
+		}
 	}
-	return nil, &LoadError{Library: spec.name, Env: spec.env, Tried: tried, Err: last}
+	return nil, &LoadError{Library: spec.name, Env: spec.env, Tried: tried, Err: failed}
+}
+
+// isMissing tells whether dlopen's err says that path itself does not
+// exist, as opposed to a file that exists but cannot be loaded.
+func isMissing(path string, err error) bool {
+	return strings.HasPrefix(err.Error(), path+": cannot open shared object file")
 }

@@ -90,24 +90,43 @@ except Exception as e:
     print("torch cuda: ", e)
 EOF
 
-# Where pip put libcufile, to tell whether gdsload's own search finds it.
-PIP_CUFILE=$("$PY" - <<'EOF' 2>/dev/null
+# Where pip put libcufile and libcudart, to tell whether gdsload's own
+# search finds them (it does not run Python, so a venv outside the usual
+# prefixes can hide them).
+pip_lib() {
+	"$PY" - "$1" <<'EOF' 2>/dev/null
 import glob, os, site, sys
 dirs = list(site.getsitepackages()) + [site.getusersitepackages()] + sys.path
 for d in dirs:
-    for p in glob.glob(os.path.join(d, "nvidia", "*", "lib", "libcufile.so.0")):
+    for p in sorted(glob.glob(os.path.join(d, "nvidia", "*", "lib", sys.argv[1]))):
         print(os.path.realpath(p)); raise SystemExit
 EOF
-)
+}
+PIP_CUFILE=$(pip_lib 'libcufile.so.0')
+PIP_CUDART=$(pip_lib 'libcudart.so.1[1-3]*')
 echo "pip's libcufile.so.0: ${PIP_CUFILE:-not found}"
+echo "pip's libcudart:      ${PIP_CUDART:-not found}"
 
 section "gdsload doctor (gdsload's own library search)"
 run_step 60 "$BIN" doctor "$CHECK_DIR"
 run_step 60 "$BIN" doctor --json "$CHECK_DIR" >"$CHECK_DIR/doctor.json"
-found_cufile=$("$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(next((l.get("found") for l in r["libraries"] if l["name"].startswith("libcufile")), False))' "$CHECK_DIR/doctor.json" 2>/dev/null)
-if [ "$found_cufile" != "True" ] && [ -n "$PIP_CUFILE" ]; then
+# lib_found PREFIX: "True" when doctor found the library whose name starts so.
+lib_found() {
+	"$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(next((l.get("found") for l in r["libraries"] if l["name"].startswith(sys.argv[2])), False))' \
+		"$CHECK_DIR/doctor.json" "$1" 2>/dev/null
+}
+retry=0
+if [ "$(lib_found libcufile)" != "True" ] && [ -n "$PIP_CUFILE" ]; then
 	fail "gdsload's search missed $PIP_CUFILE; retrying with GDSLOAD_LIBCUFILE set"
 	export GDSLOAD_LIBCUFILE=$PIP_CUFILE
+	retry=1
+fi
+if [ "$(lib_found libcudart)" != "True" ] && [ -n "$PIP_CUDART" ]; then
+	fail "gdsload's search missed $PIP_CUDART; retrying with GDSLOAD_LIBCUDART set"
+	export GDSLOAD_LIBCUDART=$PIP_CUDART
+	retry=1
+fi
+if [ "$retry" -eq 1 ]; then
 	run_step 60 "$BIN" doctor "$CHECK_DIR"
 fi
 

@@ -17,8 +17,12 @@ type URL struct {
 	Path string // file or directory name relative to the export root; "" for the root
 }
 
-// String formats u back as an rdmafs URL.
-func (u URL) String() string { return "rdmafs://" + u.Addr + "/" + u.Path }
+// String formats u back as an rdmafs URL that ParseURL reads as u: bytes
+// of the path that a URL cannot hold as they are ('%', '?', '#', spaces,
+// control bytes) are percent-escaped.
+func (u URL) String() string {
+	return (&url.URL{Scheme: "rdmafs", Host: u.Addr, Path: "/" + u.Path}).String()
+}
 
 // ParseURL parses "rdmafs://host[:port]/path". IPv6 hosts go in brackets.
 // The path is relative to the server's export root; percent-escapes are
@@ -32,11 +36,14 @@ func ParseURL(s string) (URL, error) {
 		return URL{}, fmt.Errorf("parse rdmafs URL %q: scheme is %q, want rdmafs://host:port/path", s, u.Scheme)
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return URL{}, fmt.Errorf("parse rdmafs URL %q: user info, query and fragment are not supported; pass the token with --token-file or GDSLOAD_TOKEN", s)
+		return URL{}, fmt.Errorf("parse rdmafs URL %q: user info, query and fragment are not supported (pass the token with --token-file or GDSLOAD_TOKEN; write '?' in a name as %%3F and '#' as %%23)", s)
 	}
 	host, port := u.Hostname(), u.Port()
 	if host == "" {
 		return URL{}, fmt.Errorf("parse rdmafs URL %q: no host", s)
+	}
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return URL{}, fmt.Errorf("parse rdmafs URL %q: bad host %q (IPv6 addresses go in brackets: rdmafs://[::1]:7420/path)", s, host)
 	}
 	if port == "" {
 		port = strconv.Itoa(DefaultPort)

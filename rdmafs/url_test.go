@@ -1,0 +1,39 @@
+package rdmafs
+
+import "testing"
+
+// Remote names may hold any byte a file name can: URL.String must escape
+// them so that ParseURL gives the same URL back (stage, load and iterate
+// build URLs for listed files and parse them again).
+func TestURLRoundTrip(t *testing.T) {
+	for _, name := range []string{
+		"a/b.bin", "", "100%.bin", "what?.tar", "#1.tar", "a b/c d", "dir/../x",
+		"/leading", "a//b", "ü.npy", "semi;colon", "x%2Fy", "\x00nul", "\xff\xfe",
+	} {
+		for _, addr := range []string{"h:1", "[::1]:7420", "10.0.0.1:9"} {
+			u := URL{Addr: addr, Path: name}
+			got, err := ParseURL(u.String())
+			if err != nil || got != u {
+				t.Errorf("ParseURL(%q) = %+v, %v; want %+v", u.String(), got, err, u)
+			}
+		}
+	}
+}
+
+func FuzzParseURL(f *testing.F) {
+	for _, s := range []string{"rdmafs://host:9000/a/b.bin", "rdmafs://[::1]:1/", "rdmafs://h:1/a%20b", "rdmafs://h/100%25", "http://x/"} {
+		f.Add(s, "name")
+	}
+	f.Fuzz(func(t *testing.T, s, name string) {
+		if u, err := ParseURL(s); err == nil {
+			again, err := ParseURL(u.String())
+			if err != nil || again != u {
+				t.Fatalf("ParseURL(%q) = %+v; its String %q parses as %+v, %v", s, u, u.String(), again, err)
+			}
+		}
+		u := URL{Addr: "h:1", Path: name}
+		if got, err := ParseURL(u.String()); err != nil || got != u {
+			t.Fatalf("URL with path %q: String %q parses as %+v, %v", name, u.String(), got, err)
+		}
+	})
+}

@@ -1,12 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/iterator"
 )
 
@@ -23,28 +24,15 @@ func readState(path string) (iterator.State, error) {
 	return st, nil
 }
 
-// writeState writes st as JSON atomically (temporary file in the same
-// directory, fsync, rename), so a crash never leaves a torn state.
+// writeState writes st as JSON atomically (loader.SaveFile: a temporary
+// file in the same directory, fsync, rename, directory fsync), so a crash
+// never leaves a torn state.
 func writeState(path string, st iterator.State) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing iterator state: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err = tmp.Write(append(b, '\n')); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
+	if _, err := loader.SaveFile(context.Background(), path, loader.HostMemory(append(b, '\n')), loader.SaveOptions{Direct: loader.DirectOff}); err != nil {
 		return fmt.Errorf("writing iterator state %s: %w", path, err)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -52,14 +51,7 @@ func openJournal(dir string) (*journal, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading the stage journal %s: %w", j.path, err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r record
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Rel != "" {
-			j.recs[r.Rel] = r
-		}
-	}
+	j.recs = parseJournal(b)
 	if err := j.compact(); err != nil {
 		return nil, err
 	}
@@ -68,6 +60,21 @@ func openJournal(dir string) (*journal, error) {
 		return nil, fmt.Errorf("opening the stage journal %s: %w", j.path, err)
 	}
 	return j, nil
+}
+
+// parseJournal reads journal lines: the last record of each path wins; a
+// line that is not a record (torn by a kill, or damaged) is skipped, which
+// costs at most a recopy of that file, never trust in a wrong one: a record
+// is only believed while the destination's inode and mtime still match it.
+func parseJournal(b []byte) map[string]record {
+	recs := map[string]record{}
+	for line := range bytes.Lines(b) {
+		var r record
+		if json.Unmarshal(line, &r) == nil && r.Rel != "" {
+			recs[r.Rel] = r
+		}
+	}
+	return recs
 }
 
 func (j *journal) compact() error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 )
 
 // manifestName is the shards manifest kept beside the shards.
@@ -38,6 +39,11 @@ func readManifest(p string) (*manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading manifest %s: %w", p, err)
 	}
+	return parseManifest(b, p)
+}
+
+// parseManifest decodes the manifest b read from p, as readManifest.
+func parseManifest(b []byte, p string) (*manifest, error) {
 	var doc struct {
 		Format string          `json:"format"`
 		Shards []manifestShard `json:"shards"`
@@ -50,6 +56,7 @@ func readManifest(p string) (*manifest, error) {
 		if _, err := hex.DecodeString(s.SHA256); err != nil || len(s.SHA256) != 64 || s.Name == "" {
 			return nil, fmt.Errorf("manifest %s: shard %d (%q) has no name or its sha256 %q is not 64 hex digits; fix or remove the manifest", p, i, s.Name, s.SHA256)
 		}
+		s.SHA256 = strings.ToLower(s.SHA256) // digests compare as lowercase hex
 		m.shards[s.Name] = s
 	}
 	return m, nil

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -122,14 +121,7 @@ func readRemoteManifest(ctx context.Context, c *rdmafs.Client, addr, name string
 	if _, err := f.ReadAtContext(ctx, b, 0); err != nil {
 		return nil, fmt.Errorf("reading manifest %s: %w", url, err)
 	}
-	var m webdataset.Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("manifest %s: %w; rewrite it with 'gdsload manifest' on the server", url, err)
-	}
-	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("%w (in %s)", err, url)
-	}
-	return &m, nil
+	return webdataset.DecodeManifest(b, url)
 }
 
 // remoteShardNames lists the shard files directly in dir, sorted.

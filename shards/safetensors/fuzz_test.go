@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -62,6 +63,42 @@ func FuzzParseHeader(f *testing.F) {
 			t2, ok := h2.Tensor(ti.Name)
 			if !ok || t2.Dtype != ti.Dtype || !equalShape(t2.Shape, ti.Shape) || t2.Bytes() != ti.Bytes() {
 				t.Fatalf("tensor %q changed in re-encoding", ti.Name)
+			}
+		}
+	})
+}
+
+func FuzzParseIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"total_size":12},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"x.safetensors","a":"y.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"../x.safetensors"}}`))
+	f.Add([]byte(`{"weight_map":{"a":"sub/x.safetensors","b":7}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ix, err := parseIndex(data)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Kind == nil {
+				t.Fatalf("error %v is not an *Error with a Kind", err)
+			}
+			return
+		}
+		// Invariants of an accepted index: every shard stays inside the
+		// index's directory, Files are the distinct shards, sorted.
+		ix.Path = filepath.Join("/ckpt", "model.safetensors.index.json")
+		for i, p := range ix.FilePaths() {
+			if rel, err := filepath.Rel("/ckpt", p); err != nil || !filepath.IsLocal(rel) {
+				t.Fatalf("shard %q resolves to %s, outside the index's directory", ix.Files[i], p)
+			}
+			if i > 0 && ix.Files[i-1] >= ix.Files[i] {
+				t.Fatalf("Files not sorted and distinct: %q", ix.Files)
+			}
+		}
+		if len(ix.WeightMap) == 0 {
+			t.Fatal("an accepted index without tensors")
+		}
+		for name, file := range ix.WeightMap {
+			if _, found := slices.BinarySearch(ix.Files, file); !found {
+				t.Fatalf("tensor %q's shard %q is not in Files", name, file)
 			}
 		}
 	})

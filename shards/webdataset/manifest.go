@@ -93,12 +93,21 @@ func ReadManifest(p string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webdataset: reading manifest: %w", err)
 	}
+	return DecodeManifest(b, p)
+}
+
+// DecodeManifest decodes and validates the manifest b read from where (a
+// path or URL, for the errors).
+func DecodeManifest(b []byte, where string) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("webdataset: manifest %s: %w", p, err)
+		return nil, fmt.Errorf("webdataset: manifest %s: %w; rewrite it with 'gdsload manifest'", where, err)
+	}
+	for i := range m.Shards {
+		m.Shards[i].SHA256 = strings.ToLower(m.Shards[i].SHA256) // digests compare as lowercase hex
 	}
 	if err := m.Validate(); err != nil {
-		return nil, fmt.Errorf("%w (in %s)", err, p)
+		return nil, fmt.Errorf("%w (in %s)", err, where)
 	}
 	return &m, nil
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -140,5 +142,55 @@ func TestBuildManifestFailsOnCorruptShard(t *testing.T) {
 	cancel()
 	if _, err := BuildManifest(ctx, dir); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// FuzzDecodeManifest: any bytes give a manifest or an error; an accepted
+// manifest names only clean local paths, once each, and survives a round
+// trip through JSON unchanged.
+func FuzzDecodeManifest(f *testing.F) {
+	sum := strings.Repeat("ab", 32)
+	f.Add([]byte(`{"format":"webdataset","version":1,"shards":[{"name":"a.tar","bytes":10,"samples":1,"sha256":"` + sum + `"}]}`))
+	f.Add([]byte(`{"format":"webdataset","version":1,"shards":[{"name":"../a.tar","bytes":10,"samples":1,"sha256":"` + sum + `"}]}`))
+	f.Add([]byte(`{"format":"webdataset","version":1,"shards":[{"name":"d/a.tar","bytes":-1,"sha256":"` + sum + `"},{"name":"d/a.tar"}]}`))
+	f.Add([]byte(`{"format":"webdataset","version":2}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodeManifest(b, "fuzz.json")
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz.json") {
+				t.Fatalf("error %q does not name the manifest", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, s := range m.Shards {
+			if !filepath.IsLocal(s.Name) || seen[s.Name] || s.Bytes < 0 || len(s.SHA256) != 64 {
+				t.Fatalf("accepted entry %+v", s)
+			}
+			seen[s.Name] = true
+		}
+		again, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, err := DecodeManifest(again, "again.json")
+		if err != nil || !reflect.DeepEqual(m, m2) {
+			t.Fatalf("round trip: %+v, %v; want %+v", m2, err, m)
+		}
+	})
+}
+
+// A manifest written by another tool may spell digests in uppercase hex:
+// they still verify.
+func TestManifestUppercaseDigest(t *testing.T) {
+	data := []byte("shard bytes")
+	sum := sha256.Sum256(data)
+	upper := strings.ToUpper(hex.EncodeToString(sum[:]))
+	m, err := DecodeManifest([]byte(`{"format":"webdataset","version":1,"shards":[{"name":"a.tar","bytes":11,"sha256":"`+upper+`"}]}`), "m.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyShardBytes(data, m.Shards[0]); err != nil {
+		t.Errorf("uppercase digest: %v", err)
 	}
 }

@@ -1,0 +1,60 @@
+package stage
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// FuzzParseJournal: any journal bytes give records (damaged lines are
+// skipped), and what compaction writes back parses to the same records.
+func FuzzParseJournal(f *testing.F) {
+	f.Add([]byte(`{"rel":"a.bin","source":"/s/a.bin","size":3,"mtime_ns":1,"checksum":"sha256","digest":"ab","ino":7,"dest_mtime_ns":2}` + "\n"))
+	f.Add([]byte(`{"rel":"a.bin","size":3}` + "\n" + `{"rel":"a.bin","size":4}` + "\n" + `{"rel":"b`))
+	f.Add([]byte("\n\n{}\n[1]\n" + `{"rel":""}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		recs := parseJournal(b)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		for rel, r := range recs {
+			if rel == "" || r.Rel != rel {
+				t.Fatalf("record %+v under %q", r, rel)
+			}
+			if err := enc.Encode(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if again := parseJournal(buf.Bytes()); !reflect.DeepEqual(again, recs) {
+			t.Fatalf("compacted journal parses as %+v, want %+v", again, recs)
+		}
+	})
+}
+
+// FuzzParseManifest: any bytes give a manifest, nothing (another kind of
+// JSON), or an error naming the file; accepted shards have names and 64
+// hex digit sums.
+func FuzzParseManifest(f *testing.F) {
+	sum := strings.Repeat("0f", 32)
+	f.Add([]byte(`{"format":"webdataset","shards":[{"name":"a.tar","bytes":1,"sha256":"` + sum + `"}]}`))
+	f.Add([]byte(`{"shards":[{"name":"","sha256":"` + sum + `"}]}`))
+	f.Add([]byte(`{"weight_map":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parseManifest(b, "/d/index.json")
+		if err != nil {
+			if !strings.Contains(err.Error(), "/d/index.json") {
+				t.Fatalf("error %q does not name the manifest", err)
+			}
+			return
+		}
+		if m == nil {
+			return
+		}
+		for name, s := range m.shards {
+			if name == "" || s.Name != name || len(s.SHA256) != 64 {
+				t.Fatalf("accepted shard %+v under %q", s, name)
+			}
+		}
+	})
+}

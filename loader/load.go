@@ -326,8 +326,26 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 		r.Files = append(r.Files, f)
 	}
 	r.Reason = joinReasons(e.opts.Reason, fellBack, len(e.plans))
+	r.Path = actualPath(r.Path, r.Files)
 	r.finish(e.lat[:e.nLat.Load()])
 	return r, nil
+}
+
+// actualPath is the load's path as the files took it: when every file
+// fell back from the chosen path to one other (a gds load of files cuFile
+// could not read), that other path, so the top-level path never names a
+// route no byte took.
+func actualPath(chosen Path, files []FileResult) Path {
+	if len(files) == 0 {
+		return chosen
+	}
+	took := files[0].Path
+	for _, f := range files[1:] {
+		if f.Path != took {
+			return chosen
+		}
+	}
+	return took
 }
 
 // joinReasons states the path's reason and, once per distinct cause, how

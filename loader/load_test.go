@@ -336,3 +336,28 @@ func TestLoadCancelledBetweenChunksFails(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Nil(t, res)
 }
+
+func TestActualPath(t *testing.T) {
+	f := func(paths ...Path) []FileResult {
+		out := make([]FileResult, len(paths))
+		for i, p := range paths {
+			out[i].Path = p
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		chosen Path
+		files  []FileResult
+		want   Path
+	}{
+		{PathGDS, nil, PathGDS},
+		{PathGDS, f(PathGDS, PathBounce), PathGDS},
+		{PathGDS, f(PathBounce, PathBounce), PathBounce},
+		{PathRDMA, f(PathBounce), PathBounce},
+		{PathHost, f(PathHost), PathHost},
+	} {
+		if got := actualPath(tc.chosen, tc.files); got != tc.want {
+			t.Errorf("actualPath(%s, %v) = %s, want %s", tc.chosen, tc.files, got, tc.want)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func loadCheckpoint(ctx context.Context, path string, t target, mode loader.Dire
 	alloc := checkpoint.HostAllocator
 	lopts.Path, lopts.Reason = loader.PathHost, "host destination requested"
 	if t.kind != "host" {
-		c, err := chooseGPU(t)
+		c, err := chooseGPU(t, mode)
 		if err != nil {
 			return nil, err
 		}

@@ -26,10 +26,15 @@ type gpuChoice struct {
 
 // chooseGPU resolves t (not "host"): auto falls back to the host and says
 // why; gpu[:N] without a usable GPU is an error that says what is missing.
-func chooseGPU(t target) (gpuChoice, error) {
+func chooseGPU(t target, mode loader.DirectMode) (gpuChoice, error) {
 	stack := loader.OpenGPUStack(cufile.Config{})
 	path, reason, err := loader.SelectGPUPath(stack, t.device, "auto")
 	if err == nil {
+		if path == loader.PathGDS && mode == loader.DirectOff {
+			// cuFile reads need O_DIRECT descriptors: with --direct off
+			// every file would bounce anyway, so say so up front.
+			path, reason = loader.PathBounce, "--direct off: cuFile needs O_DIRECT, so page-cache reads go through pinned buffers (gds usable: "+reason+")"
+		}
 		return gpuChoice{stack: stack, path: path, reason: reason}, nil
 	}
 	stack.Close()
@@ -43,11 +48,11 @@ func chooseGPU(t target) (gpuChoice, error) {
 // path when one is usable and says why not otherwise; gpu[:N] insists.
 // With rdma set (rdmafs over verbs) remote sources write into the GPU
 // memory themselves.
-func openDestination(ctx context.Context, t target, srcs *openedSources, chunk int64, workers int, rdma bool) (*destination, error) {
+func openDestination(ctx context.Context, t target, mode loader.DirectMode, srcs *openedSources, chunk int64, workers int, rdma bool) (*destination, error) {
 	if t.kind == "host" {
 		return hostRing(chunk, workers, "host destination requested")
 	}
-	c, err := chooseGPU(t)
+	c, err := chooseGPU(t, mode)
 	if err != nil {
 		return nil, err
 	}

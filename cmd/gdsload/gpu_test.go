@@ -76,8 +76,9 @@ func TestLoadToGPUBufferedFileIsBounced(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	var res loadJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	require.Equal(t, "gds", res.Path)
-	require.Equal(t, "bounce", res.Files[0].Path, "cuFile cannot read a buffered descriptor")
+	require.Equal(t, "bounce", res.Path, "cuFile cannot read a buffered descriptor")
+	require.Contains(t, res.Reason, "--direct off: cuFile needs O_DIRECT")
+	require.Equal(t, "bounce", res.Files[0].Path)
 	require.Equal(t, sum, res.Files[0].SHA256)
 }
 

@@ -107,7 +107,7 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 		return err
 	}
 
-	dst, err := openDestination(ctx, target, srcs, chunk, o.workers, o.remote.verbs())
+	dst, err := openDestination(ctx, target, mode, srcs, chunk, o.workers, o.remote.verbs())
 	if err != nil {
 		return err
 	}

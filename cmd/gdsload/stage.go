@@ -235,7 +235,7 @@ func stageToGPU(cmd *cobra.Command, o *stageOptions, t target, entries []stage.E
 		return err
 	}
 	defer srcs.Close()
-	dst, err := openDestination(ctx, t, srcs, chunk, o.workers, o.remote.verbs())
+	dst, err := openDestination(ctx, t, mode, srcs, chunk, o.workers, o.remote.verbs())
 	if err != nil {
 		return fmt.Errorf("staging into gpu:%d: %w", t.device, err)
 	}

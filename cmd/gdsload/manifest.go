@@ -41,20 +41,35 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		if m, err = webdataset.ReadManifest(dir); err != nil {
 			return err
 		}
+		var total int64
+		for _, e := range m.Shards {
+			total += e.Bytes
+		}
+		bar := startProgress(cmd.ErrOrStderr(), "verify", total)
 		var errs []error
 		for _, e := range m.Shards {
 			if err := ctx.Err(); err != nil {
+				bar.Stop()
 				return err
 			}
 			if err := webdataset.VerifyShard(filepath.Join(dir, filepath.FromSlash(e.Name)), e); err != nil {
 				errs = append(errs, err)
 			}
+			bar.Add(e.Bytes)
 		}
+		bar.Stop()
 		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("%d of %d shards in %s differ from the manifest:\n%w", len(errs), len(m.Shards), dir, err)
 		}
 	} else {
-		if m, err = webdataset.BuildManifest(ctx, dir); err != nil {
+		_, total, err := webdataset.ShardFiles(dir)
+		if err != nil {
+			return err
+		}
+		bar := startProgress(cmd.ErrOrStderr(), "manifest", total)
+		m, err = webdataset.BuildManifest(ctx, dir, webdataset.WithProgress(bar.Add))
+		bar.Stop()
+		if err != nil {
 			return fmt.Errorf("building manifest for %s: %w", dir, err)
 		}
 		if len(m.Shards) == 0 {

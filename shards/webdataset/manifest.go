@@ -136,20 +136,35 @@ func WriteManifest(ctx context.Context, dir string, m *Manifest) error {
 // name), counting samples and hashing the bytes; several shards are scanned
 // in parallel. It does not write the manifest; see WriteManifest.
 func BuildManifest(ctx context.Context, dir string, opts ...Option) (*Manifest, error) {
-	ents, err := os.ReadDir(dir)
+	names, _, err := ShardFiles(dir)
 	if err != nil {
-		return nil, fmt.Errorf("webdataset: listing shards: %w", err)
+		return nil, err
 	}
-	var names []string
-	for _, e := range ents {
-		if e.Type().IsRegular() && IsShardName(e.Name()) {
-			names = append(names, e.Name())
-		}
-	}
-	slices.Sort(names)
 	return BuildManifestFrom(ctx, names, runtime.GOMAXPROCS(0), func(ctx context.Context, name string) (ShardEntry, error) {
 		return ScanShard(ctx, filepath.Join(dir, name), opts...)
 	})
+}
+
+// ShardFiles lists the shard files directly in dir (regular files that
+// IsShardName accepts), sorted by name, and their total size.
+func ShardFiles(dir string) (names []string, total int64, err error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("webdataset: listing shards: %w", err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !IsShardName(e.Name()) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return nil, 0, fmt.Errorf("webdataset: listing shards: %w", err)
+		}
+		names = append(names, e.Name())
+		total += fi.Size()
+	}
+	slices.Sort(names)
+	return names, total, nil
 }
 
 // BuildManifestFrom builds the manifest of the named shards with scan (a
@@ -216,7 +231,13 @@ func ScanShard(ctx context.Context, p string, opts ...Option) (ShardEntry, error
 // from it and its bytes), used in the entry and in errors.
 func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Option) (ShardEntry, error) {
 	h := sha256.New()
-	cf := &countingReader{r: io.TeeReader(r, h)}
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return ShardEntry{}, err
+		}
+	}
+	cf := &countingReader{r: io.TeeReader(r, h), progress: o.progress}
 	opts = append([]Option{WithName(name)}, opts...)
 	rd, err := NewReader(cf, CompressionFromName(name), opts...)
 	if err != nil {

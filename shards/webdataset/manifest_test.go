@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gdsload/gdsload/loader"
@@ -29,9 +30,17 @@ func TestManifestRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m, err := BuildManifest(context.Background(), dir)
+	var progressed atomic.Int64
+	m, err := BuildManifest(context.Background(), dir, WithProgress(func(n int64) { progressed.Add(n) }))
 	if err != nil {
 		t.Fatal(err)
+	}
+	names, total, err := ShardFiles(dir)
+	if err != nil || len(names) != 3 || total != int64(len(plain)+len(shards["s-001.tar.gz"])+len(shards["s-002.tar.zst"])) {
+		t.Errorf("ShardFiles = %q, %d, %v; want the 3 shards and their total size", names, total, err)
+	}
+	if progressed.Load() != total {
+		t.Errorf("progress reported %d bytes, the shards hold %d", progressed.Load(), total)
 	}
 	want := expectSamples(testMembers(true))
 	var sampleBytes int64

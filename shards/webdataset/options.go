@@ -16,6 +16,7 @@ type options struct {
 	maxSample       int64
 	maxZstdWindow   uint64
 	zstdConcurrency int
+	progress        func(int64)
 }
 
 func defaultOptions() options {
@@ -81,4 +82,11 @@ func WithZstdConcurrency(n int) Option {
 		o.zstdConcurrency = n
 		return nil
 	}
+}
+
+// WithProgress has ScanShard, ScanShardReader and BuildManifest call f with
+// the number of shard bytes read, as they are read (from several goroutines
+// at once when BuildManifest scans shards in parallel). Readers ignore it.
+func WithProgress(f func(n int64)) Option {
+	return func(o *options) error { o.progress = f; return nil }
 }

@@ -41,12 +41,16 @@ func (s *sliceReader) Seek(offset int64, whence int) (int64, error) {
 // countingReader counts the uncompressed bytes the tar reader consumed, so
 // errors can say where in the stream they happened.
 type countingReader struct {
-	r io.Reader
-	n int64
+	r        io.Reader
+	n        int64
+	progress func(int64) // nil, or told of every byte read
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if c.progress != nil && n > 0 {
+		c.progress(int64(n))
+	}
 	return n, err
 }

@@ -380,3 +380,21 @@ func TestDirOpenerStaysInRoot(t *testing.T) {
 		}
 	}
 }
+
+// Shards of nearly the same size reuse one pooled buffer: requests round up
+// to eight sizes per power of two, never below the request and at most
+// 12.5% above it.
+func TestBufferPoolReusesNearSizes(t *testing.T) {
+	for _, n := range []int64{1, 4096, 64 << 10, 64<<10 + 1, 6315171, 18945513, 1 << 30, 1<<30 + 1} {
+		got := poolSize(n)
+		if got < n || (n > 64<<10 && float64(got) > float64(n)*1.125) {
+			t.Errorf("poolSize(%d) = %d", n, got)
+		}
+	}
+	p := &bufferPool{keep: 2}
+	b := p.get(18945513)
+	p.put(b)
+	if again := p.get(18991113); &again[:1][0] != &b[:1][0] {
+		t.Error("a shard 45 KB larger did not reuse the pooled buffer")
+	}
+}

@@ -25,6 +25,12 @@ type Reader struct {
 	tr   *tar.Reader
 	mem  *sliceReader // set by ResetBytes: fields alias mem.b
 
+	// The in-memory fast path (fasttar.go): while fast is set, headers are
+	// parsed from mem.b at next, not by tr; slowOnly turns it off (tests).
+	fast     bool
+	next0    int64
+	slowOnly bool
+
 	pending  *member // first member of the next sample, payload unread
 	index    int     // samples returned or skipped so far
 	lastSize int64   // field bytes of the sample last returned or skipped
@@ -32,7 +38,9 @@ type Reader struct {
 }
 
 type member struct {
-	hdr      *tar.Header
+	name     string
+	size     int64
+	sparse   bool // a GNU sparse file: its payload is read through tr
 	key, ext string
 	offset   int64 // data offset in the tar stream
 }
@@ -69,7 +77,7 @@ func (r *Reader) Reset(src io.Reader, c Compression, name string) error {
 		src = r.br
 	}
 	r.comp = c
-	r.mem = nil
+	r.mem, r.fast = nil, false
 	var stream io.Reader
 	switch c {
 	case None:
@@ -116,7 +124,11 @@ func (r *Reader) ResetBytes(tarData []byte, name string) {
 	r.pending, r.index, r.err = nil, 0, nil
 	r.comp = None
 	r.mem = &sliceReader{b: tarData}
-	r.tr = tar.NewReader(r.mem)
+	r.tr = nil
+	r.fast, r.next0 = !r.slowOnly, 0
+	if !r.fast {
+		r.tr = tar.NewReader(r.mem)
+	}
 }
 
 // Compression returns the compression of the current stream (after Auto
@@ -157,29 +169,29 @@ func (r *Reader) next(read bool) (*Sample, error) {
 	for {
 		// Caps are checked here, once the member is known to belong to this
 		// sample, so the previous sample is still returned intact.
-		if m.hdr.Size > r.o.maxMember {
-			return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("%w: %d bytes, cap %d", ErrMemberTooLarge, m.hdr.Size, r.o.maxMember))
+		if m.size > r.o.maxMember {
+			return nil, r.fail(m.name, m.offset, fmt.Errorf("%w: %d bytes, cap %d", ErrMemberTooLarge, m.size, r.o.maxMember))
 		}
-		total += m.hdr.Size
+		total += m.size
 		if total > r.o.maxSample {
-			return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("%w: sample %q reaches %d bytes, cap %d", ErrSampleTooLarge, s.Key, total, r.o.maxSample))
+			return nil, r.fail(m.name, m.offset, fmt.Errorf("%w: sample %q reaches %d bytes, cap %d", ErrSampleTooLarge, s.Key, total, r.o.maxSample))
 		}
 		for _, f := range s.Fields {
 			if f.Ext == m.ext {
-				return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("%w: sample %q has two %q members", ErrDuplicateField, s.Key, m.ext))
+				return nil, r.fail(m.name, m.offset, fmt.Errorf("%w: sample %q has two %q members", ErrDuplicateField, s.Key, m.ext))
 			}
 		}
 		f := Field{Ext: m.ext}
-		if read && r.mem != nil && m.hdr.Typeflag != tar.TypeGNUSparse {
-			end := m.offset + m.hdr.Size
+		if read && r.mem != nil && !m.sparse {
+			end := m.offset + m.size
 			if end > int64(len(r.mem.b)) {
-				return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("reading %d bytes: %w", m.hdr.Size, io.ErrUnexpectedEOF))
+				return nil, r.fail(m.name, m.offset, fmt.Errorf("reading %d bytes: %w", m.size, io.ErrUnexpectedEOF))
 			}
 			f.Data = r.mem.b[m.offset:end:end]
 		} else if read {
-			f.Data = make([]byte, m.hdr.Size)
+			f.Data = make([]byte, m.size)
 			if _, err := io.ReadFull(r.tr, f.Data); err != nil {
-				return nil, r.fail(m.hdr.Name, m.offset, fmt.Errorf("reading %d bytes: %w", m.hdr.Size, eofIsUnexpected(err)))
+				return nil, r.fail(m.name, m.offset, fmt.Errorf("reading %d bytes: %w", m.size, eofIsUnexpected(err)))
 			}
 		}
 		s.Fields = append(s.Fields, f)
@@ -208,6 +220,11 @@ func (r *Reader) nextMember() (*member, error) {
 		r.pending = nil
 		return m, nil
 	}
+	if r.fast {
+		if m, ok := r.nextFast(); ok {
+			return m, nil
+		}
+	}
 	for {
 		before := r.offset()
 		hdr, err := r.tr.Next()
@@ -225,8 +242,40 @@ func (r *Reader) nextMember() (*member, error) {
 		if !ok {
 			continue
 		}
-		return &member{hdr: hdr, key: key, ext: strings.ToLower(ext), offset: r.offset()}, nil
+		return &member{name: hdr.Name, size: hdr.Size, sparse: hdr.Typeflag == tar.TypeGNUSparse,
+			key: key, ext: strings.ToLower(ext), offset: r.offset()}, nil
 	}
+}
+
+// nextFast walks simple headers in memory (see fasttar.go). When it meets
+// one archive/tar must read, it hands over: tr starts at that header and
+// ok is false.
+func (r *Reader) nextFast() (m *member, ok bool) {
+	b := r.mem.b
+	for {
+		off := r.next0
+		if off+tarBlock > int64(len(b)) {
+			break
+		}
+		h, simple := parseSimpleHeader(b[off : off+tarBlock])
+		end := off + tarBlock + (h.data+tarBlock-1)/tarBlock*tarBlock
+		if !simple || end > int64(len(b)) {
+			break
+		}
+		r.next0 = end
+		if !isRegular(h.typeflag) || isMeta(h.name) {
+			continue
+		}
+		key, ext, ok := SplitKey(h.name)
+		if !ok {
+			continue
+		}
+		return &member{name: h.name, size: h.size, key: key, ext: strings.ToLower(ext), offset: off + tarBlock}, true
+	}
+	r.fast = false
+	r.mem.off = r.next0
+	r.tr = tar.NewReader(r.mem)
+	return nil, false
 }
 
 // isRegular matches Python tarfile's isreg(), which WebDataset uses.

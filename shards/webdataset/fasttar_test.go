@@ -1,0 +1,195 @@
+package webdataset
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// readListing reads data in memory with the fast path on or off and lists what
+// came out: each sample (or skipped sample's key and size), then the error.
+func readListing(t *testing.T, data []byte, slowOnly bool, skipEvery int) (out []string, err error) {
+	t.Helper()
+	rd, nerr := NewReader(bytes.NewReader(nil), None, WithMaxMemberBytes(fuzzMember), WithMaxSampleBytes(fuzzSample))
+	if nerr != nil {
+		t.Fatal(nerr)
+	}
+	rd.slowOnly = slowOnly
+	rd.ResetBytes(data, "diff.tar")
+	for i := range 300 {
+		if skipEvery > 0 && i%skipEvery == 0 {
+			key, size, err := rd.Skip()
+			if err != nil {
+				return out, err
+			}
+			out = append(out, "skip "+key+" "+string(rune('0'+size%10)))
+			continue
+		}
+		s, err := rd.Next()
+		if err != nil {
+			return out, err
+		}
+		line := s.Key
+		for _, f := range s.Fields {
+			line += " " + f.Ext + "=" + string(f.Data)
+		}
+		out = append(out, line)
+	}
+	return out, nil
+}
+
+// sameFailure compares two Reader errors by what they say, leaving out the
+// offset of header errors (archive/tar counts from where it stood).
+func sameFailure(a, b error) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == nil || errors.Is(a, b) {
+		return true
+	}
+	var ea, eb *Error
+	if !errors.As(a, &ea) || !errors.As(b, &eb) {
+		return a.Error() == b.Error()
+	}
+	return ea.Member == eb.Member && ea.Err.Error() == eb.Err.Error()
+}
+
+// checkFastMatchesSlow holds the fast path to archive/tar's reading of data.
+func checkFastMatchesSlow(t *testing.T, data []byte, label string) {
+	t.Helper()
+	for _, skip := range []int{0, 2} {
+		fast, ferr := readListing(t, data, false, skip)
+		slow, serr := readListing(t, data, true, skip)
+		if len(fast) != len(slow) {
+			t.Fatalf("%s, skip %d: fast path read %d samples (%v), archive/tar %d (%v)", label, skip, len(fast), ferr, len(slow), serr)
+		}
+		for i := range fast {
+			if fast[i] != slow[i] {
+				t.Fatalf("%s, skip %d: sample %d: fast %q, archive/tar %q", label, skip, i, fast[i], slow[i])
+			}
+		}
+		if !sameFailure(ferr, serr) {
+			t.Fatalf("%s, skip %d: after %d samples: fast path %v, archive/tar %v", label, skip, len(fast), ferr, serr)
+		}
+	}
+}
+
+func TestFastTarMatchesArchiveTar(t *testing.T) {
+	cases := map[string][]byte{}
+	for _, format := range []tar.Format{tar.FormatUSTAR, tar.FormatGNU, tar.FormatPAX} {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, m := range testMembers(format != tar.FormatUSTAR) {
+			hdr := &tar.Header{Name: m.Name, Size: int64(len(m.Data)), Mode: 0o644, Typeflag: tar.TypeReg, Format: format}
+			if m.Dir {
+				hdr.Typeflag, hdr.Size, hdr.Mode = tar.TypeDir, 0, 0o755
+			}
+			if err := tw.WriteHeader(hdr); err != nil {
+				t.Fatalf("%v %s: %v", format, m.Name, err)
+			}
+			tw.Write(m.Data)
+		}
+		tw.Close()
+		cases[format.String()] = buf.Bytes()
+	}
+	fixtures, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "fixtures", "webdataset", "*.tar"))
+	for _, p := range fixtures {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[filepath.Base(p)] = b
+	}
+	plain := cases[tar.FormatUSTAR.String()]
+	// Damage in the places the fast path reads.
+	for name, at := range map[string]int{"checksum": 150, "size": 130, "magic": 258, "type": 156, "prefix": 350, "mode": 101} {
+		b := bytes.Clone(plain)
+		b[at] ^= 0x41
+		cases["damaged "+name] = b
+	}
+	cases["truncated payload"] = plain[:len(plain)-1100]
+	cases["truncated header"] = plain[:tarBlock+100]
+	cases["no end blocks"] = plain[:len(plain)-2*tarBlock]
+	cases["empty"] = nil
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) { checkFastMatchesSlow(t, data, name) })
+	}
+	// The fast path does take the common headers: no archive/tar reader
+	// exists until the end-of-archive blocks.
+	rd, _ := NewReader(bytes.NewReader(nil), None)
+	rd.ResetBytes(plain, "plain.tar")
+	if _, err := rd.Next(); err != nil || rd.tr != nil {
+		t.Errorf("a USTAR shard went through archive/tar (err %v)", err)
+	}
+}
+
+func FuzzFastTar(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s, true)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, format := range []tar.Format{tar.FormatUSTAR, tar.FormatGNU, tar.FormatPAX} {
+		tw.WriteHeader(&tar.Header{Name: "k/" + format.String() + ".txt", Size: 3, Mode: 0o600, Format: format})
+		tw.Write([]byte("abc"))
+	}
+	tw.Close()
+	f.Add(buf.Bytes(), true)
+	f.Add(buf.Bytes(), false)
+	f.Fuzz(func(t *testing.T, data []byte, fixSums bool) {
+		if fixSums {
+			// Give every block that looks like a header a valid checksum,
+			// so mutations reach the fields behind it.
+			data = bytes.Clone(data)
+			for off := 0; off+tarBlock <= len(data); off += tarBlock {
+				if blk := data[off : off+tarBlock]; bytes.HasPrefix(blk[257:], []byte("ustar")) {
+					fixChecksum(blk)
+				}
+			}
+		}
+		checkFastMatchesSlow(t, data, "fuzz input")
+	})
+}
+
+// fixChecksum writes a valid checksum into the header block blk.
+func fixChecksum(blk []byte) {
+	copy(blk[148:156], "        ")
+	var sum int64
+	for _, c := range blk[:tarBlock] {
+		sum += int64(c)
+	}
+	copy(blk[148:156], fmt.Sprintf("%06o\x00 ", sum))
+}
+
+// Every byte of a USTAR and a GNU header set to values that matter to the
+// parsers, checksum fixed: the fast path and archive/tar agree on each.
+func TestFastTarSingleByteChanges(t *testing.T) {
+	for _, format := range []tar.Format{tar.FormatUSTAR, tar.FormatGNU} {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, name := range []string{"p/k1.txt", "p/k1.json", "p/k2.txt"} {
+			tw.WriteHeader(&tar.Header{Name: name, Size: 600, Mode: 0o644, Typeflag: tar.TypeReg, Format: format})
+			tw.Write(bytes.Repeat([]byte(name[:4]), 150))
+		}
+		tw.Close()
+		plain := buf.Bytes()
+		second := tarBlock + 1024 // the second header: 600 bytes of data pad to 1024
+		for _, at := range []int{0, second} {
+			for i := range tarBlock {
+				if i >= 148 && i < 156 {
+					continue // the checksum field itself
+				}
+				for _, v := range []byte{'0', '7', '8', ' ', 0, 'x', '/', 0x80, 0xff, '5', 'L', 'S'} {
+					data := bytes.Clone(plain)
+					data[at+i] = v
+					fixChecksum(data[at:])
+					checkFastMatchesSlow(t, data, fmt.Sprintf("%v header at %d, byte %d set to %#x", format, at, i, v))
+				}
+			}
+		}
+	}
+}

@@ -39,8 +39,10 @@ func newServeCmd() *cobra.Command {
 
 Clients authenticate with a shared token (HMAC-SHA256 challenge-response);
 traffic is NOT encrypted: run it on a trusted network or inside a tunnel.
-The token file must be mode 600. Without a token the server refuses to start
-unless --insecure-no-token is given.
+The token file must be mode 600; make one with
+  (umask 077; head -c 32 /dev/urandom | base64 > token)
+and give the same file to clients (--token-file, or GDSLOAD_TOKEN). Without a
+token the server refuses to start unless --insecure-no-token is given.
 
 Once ready, serve prints exactly one line to stdout, "listening on HOST:PORT"
 (so --listen 127.0.0.1:0 works), and logs to stderr. On SIGINT/SIGTERM it

@@ -14,6 +14,10 @@ import (
 	"github.com/gdsload/gdsload/rdmafs/wire"
 )
 
+// maxPoolBytes bounds PoolBuffers × BufferSize, so a mistyped flag is an
+// error and not an out-of-memory crash.
+const maxPoolBytes = 64 << 30
+
 // ServerConfig configures a Server. Zero fields take the defaults shown.
 type ServerConfig struct {
 	// Root is the directory exported read-only. Required.
@@ -27,7 +31,8 @@ type ServerConfig struct {
 	// have (default 16, at most 1024).
 	Credits int
 	// PoolBuffers × BufferSize bounds the data memory of the whole server
-	// (default 64 × 1 MiB). READs are served in BufferSize pieces.
+	// (default 64 × 1 MiB, at most 64 GiB). READs are served in
+	// BufferSize pieces.
 	PoolBuffers int
 	BufferSize  int
 	// ConnBuffers is the most pool buffers one connection may hold at once
@@ -114,8 +119,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Credits > 1024 {
 		return nil, fmt.Errorf("rdmafs server: %d credits is over the limit of 1024", cfg.Credits)
 	}
-	if cfg.BufferSize < 4096 || cfg.MaxRead > 1<<30 {
-		return nil, fmt.Errorf("rdmafs server: buffer size %d below 4096 or max read %d over 1 GiB", cfg.BufferSize, cfg.MaxRead)
+	if cfg.BufferSize < 4096 || cfg.BufferSize > 1<<30 || cfg.MaxRead > 1<<30 {
+		return nil, fmt.Errorf("rdmafs server: buffer size %d outside 4096 B to 1 GiB, or max read %d over 1 GiB", cfg.BufferSize, cfg.MaxRead)
+	}
+	if int64(cfg.PoolBuffers)*int64(cfg.BufferSize) > maxPoolBytes {
+		return nil, fmt.Errorf("rdmafs server: %d buffers of %d bytes is over the %d GiB limit on data buffers", cfg.PoolBuffers, cfg.BufferSize, maxPoolBytes>>30)
 	}
 	fi, err := os.Stat(cfg.Root)
 	if err != nil {

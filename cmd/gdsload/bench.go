@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -77,12 +78,12 @@ type benchReport struct {
 }
 
 func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
-	if o.runs <= 0 {
-		return usagef("--runs %d: want at least 1", o.runs)
+	if err := errors.Join(intFlagIn("--runs", o.runs, 1, maxRuns), intFlagIn("--workers", o.workers, 1, maxWorkers)); err != nil {
+		return err
 	}
-	chunk, err := parseSize(o.chunkSize)
-	if err != nil || chunk == 0 {
-		return usagef("--chunk-size %q: want a positive size such as 4MiB", o.chunkSize)
+	chunk, err := chunkFlag(o.chunkSize)
+	if err != nil {
+		return err
 	}
 	avail, missing, release := allModes(o.device)
 	defer release()

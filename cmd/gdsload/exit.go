@@ -55,3 +55,31 @@ func isCobraUsage(err error) bool {
 	}
 	return false
 }
+
+// Upper bounds of the count and size flags. Beyond them a typo would
+// exhaust memory or threads before any useful work, so they are usage
+// errors instead.
+const (
+	maxWorkers     = 1024
+	maxPrefetch    = 4096
+	maxConnections = 256
+	maxRuns        = 10000
+	maxChunkSize   = 1 << 30
+)
+
+// intFlagIn is a usage error unless lo <= v <= hi.
+func intFlagIn(flag string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return usagef("%s %d: want %d to %d", flag, v, lo, hi)
+	}
+	return nil
+}
+
+// chunkFlag parses a --chunk-size value: positive, at most maxChunkSize.
+func chunkFlag(s string) (int64, error) {
+	n, err := parseSize(s)
+	if err != nil || n <= 0 || n > maxChunkSize {
+		return 0, usagef("--chunk-size %q: want a size from 1 B to 1 GiB, such as 4MiB", s)
+	}
+	return n, nil
+}

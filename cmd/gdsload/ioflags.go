@@ -24,11 +24,11 @@ func (f *ioFlags) parse() (mode loader.DirectMode, chunk int64, err error) {
 	if mode, err = loader.ParseDirectMode(f.direct); err != nil {
 		return 0, 0, usageError{err}
 	}
-	if chunk, err = parseSize(f.chunkSize); err != nil || chunk == 0 {
-		return 0, 0, usagef("--chunk-size %q: want a positive size such as 4MiB", f.chunkSize)
+	if chunk, err = chunkFlag(f.chunkSize); err != nil {
+		return 0, 0, err
 	}
-	if f.workers <= 0 {
-		return 0, 0, usagef("--workers %d: want at least 1", f.workers)
+	if err := intFlagIn("--workers", f.workers, 1, maxWorkers); err != nil {
+		return 0, 0, err
 	}
 	return mode, chunk, nil
 }

@@ -84,8 +84,17 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 	if err != nil {
 		return usagef("--shuffle-buffer: %v", err)
 	}
-	if o.workers < 1 || o.prefetch < 0 || o.limit < 0 || o.epochs < 1 || o.partitions < 0 {
-		return usagef("--workers, --epochs must be at least 1; --prefetch, --limit, --partitions not negative")
+	if o.limit < 0 || o.epochs < 1 {
+		return usagef("--epochs must be at least 1; --limit not negative")
+	}
+	if err := intFlagIn("--partitions", o.partitions, 0, iterator.MaxPartitions); err != nil {
+		return err
+	}
+	if err := intFlagIn("--workers", o.workers, 1, maxWorkers); err != nil {
+		return err
+	}
+	if err := intFlagIn("--prefetch", o.prefetch, 0, maxPrefetch); err != nil {
+		return err
 	}
 	place, err := iterator.FromEnv()
 	if err != nil {

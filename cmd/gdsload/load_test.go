@@ -94,6 +94,17 @@ func TestExitCodes(t *testing.T) {
 		{"bad target", []string{"load", "--to", "tpu", p}, 2, "--to"},
 		{"unknown command", []string{"frobnicate"}, 2, "unknown command"},
 		{"bench unknown mode", []string{"bench", "--modes", "warp", p}, 2, "unknown mode"},
+		// Counts and sizes a typo makes huge are refused before any
+		// allocation, not met with an out-of-memory crash.
+		{"huge workers", []string{"load", "--workers", "100000000000", p}, 2, "--workers 100000000000: want 1 to 1024"},
+		{"huge chunk", []string{"load", "--chunk-size", "1000TiB", p}, 2, "want a size from 1 B to 1 GiB"},
+		{"huge prefetch", []string{"iterate", "--prefetch", "1000000000000", p}, 2, "--prefetch 1000000000000: want 0 to 4096"},
+		{"huge partitions", []string{"iterate", "--partitions", "1000000000000", p}, 2, "want 0 to 1048576"},
+		{"huge runs", []string{"bench", "--runs", "100000000000", p}, 2, "--runs 100000000000: want 1 to 10000"},
+		{"huge connections", []string{"load", "--connections", "100000000000", "rdmafs://127.0.0.1:1/x"}, 2, "--connections"},
+		{"stage huge workers", []string{"stage", "--workers", "1000000000000", p, t.TempDir()}, 2, "want 1 to 1024"},
+		{"serve negative credits", []string{"serve", "--root", t.TempDir(), "--insecure-no-token", "--credits", "-5"}, 2, "--credits -5"},
+		{"serve huge pool", []string{"serve", "--root", t.TempDir(), "--insecure-no-token", "--pool-buffers", "1048576", "--buffer-size", "1048576"}, 1, "over the 64 GiB limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, code := run(t, tc.args...)

@@ -39,6 +39,9 @@ func (r *remoteOptions) client(ctx context.Context, addr string) (*rdmafs.Client
 	if c, ok := r.clients[addr]; ok {
 		return c, nil
 	}
+	if err := intFlagIn("--connections", r.connections, 1, maxConnections); err != nil {
+		return nil, err
+	}
 	token, err := clientTokenFromFlags(r.tokenFile)
 	if err != nil {
 		return nil, err
@@ -47,7 +50,7 @@ func (r *remoteOptions) client(ctx context.Context, addr string) (*rdmafs.Client
 	if err != nil {
 		return nil, fmt.Errorf("--transport %s: %w", r.transport, err)
 	}
-	opts := []rdmafs.Option{rdmafs.WithConnections(max(1, r.connections)), rdmafs.WithCRC(r.crc), rdmafs.WithTransport(tr)}
+	opts := []rdmafs.Option{rdmafs.WithConnections(r.connections), rdmafs.WithCRC(r.crc), rdmafs.WithTransport(tr)}
 	if r.device != nil {
 		opts = append(opts, rdmafs.WithDeviceMemory(r.device))
 	}

@@ -68,6 +68,10 @@ stops accepting, lets in-flight reads finish and exits 0.`,
 }
 
 func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) error {
+	if err := errors.Join(intFlagIn("--credits", o.credits, 1, 1024), intFlagIn("--pool-buffers", o.poolBuffers, 1, 1<<20),
+		intFlagIn("--buffer-size", o.bufferSize, 4096, 1<<30)); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg := rdmafs.ServerConfig{
 		Root:            o.root,

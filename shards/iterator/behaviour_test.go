@@ -341,6 +341,23 @@ func TestEdgeCases(t *testing.T) {
 			t.Fatalf("world 7 dropping the remainder of 5 samples: rank %d yields %d", r, len(rs))
 		}
 	}
+	// Counts that would need an entry per partition beyond any real job
+	// are refused, from options and from a state file alike.
+	for _, o := range []Options{{Partitions: MaxPartitions + 1}, {WorldSize: 1 << 40}} {
+		if _, err := New(ds, o); err == nil || !strings.Contains(err.Error(), "at most") {
+			t.Errorf("New with %+v: %v", o, err)
+		}
+	}
+	it, err := New(ds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := it.State()
+	st.Partitions = 1 << 40
+	if err := it.Restore(st); err == nil {
+		t.Error("a state with 2^40 partitions was restored")
+	}
+	it.Close()
 	// No samples at all.
 	empty := makeShards(t, []int{0, 0})
 	if got, st := collect(t, empty, Options{Epochs: 3}, nil, 0); len(got) != 0 || st.Epoch != 3 {

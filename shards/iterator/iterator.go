@@ -94,6 +94,11 @@ type Iterator struct {
 	err     error
 }
 
+// MaxPartitions bounds Partitions and WorldSize: an epoch's layout holds
+// an entry per partition, so a mistyped or hostile count (from a flag or a
+// state file) would otherwise exhaust memory.
+const MaxPartitions = 1 << 20
+
 // New returns an iterator over ds for the rank described by opts.
 func New(ds *Dataset, opts Options) (*Iterator, error) {
 	if opts.WorldSize == 0 {
@@ -119,6 +124,8 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 		return nil, fmt.Errorf("iterator: rank %d outside world size %d", opts.Rank, opts.WorldSize)
 	case opts.Partitions < 0 || opts.Workers < 0 || opts.Prefetch < 0 || opts.ShuffleBytes < 0 || opts.Epochs < 0:
 		return nil, fmt.Errorf("iterator: negative option in %+v", opts)
+	case opts.Partitions > MaxPartitions || opts.WorldSize > MaxPartitions:
+		return nil, fmt.Errorf("iterator: %d partitions for world size %d: at most %d", opts.Partitions, opts.WorldSize, MaxPartitions)
 	}
 	for _, s := range ds.Shards {
 		if s.Samples < 0 || s.Bytes < 0 {

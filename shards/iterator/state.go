@@ -39,8 +39,8 @@ func (it *Iterator) Restore(st State) error {
 	}
 	n := it.ds.Samples()
 	switch {
-	case st.Partitions < 1:
-		return fmt.Errorf("iterator: state has %d partitions, need at least 1", st.Partitions)
+	case st.Partitions < 1 || st.Partitions > MaxPartitions:
+		return fmt.Errorf("iterator: state has %d partitions, want 1 to %d", st.Partitions, MaxPartitions)
 	case st.Epoch < 0 || st.Consumed < 0 || (n > 0 && st.Consumed >= n):
 		return fmt.Errorf("iterator: state position epoch %d, consumed %d is outside the dataset's %d samples", st.Epoch, st.Consumed, n)
 	case st.ShuffleBytes < 0:

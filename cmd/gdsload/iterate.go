@@ -127,6 +127,9 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 		DropRemainder: o.dropRemainder, Workers: o.workers, Prefetch: o.prefetch, SkipChecksum: !o.verify,
 		Opener: opener, Direct: direct,
 	})
+	if errors.Is(err, iterator.ErrImpossibleShard) {
+		return err // the data, not the command line
+	}
 	if err != nil {
 		return usageError{err}
 	}

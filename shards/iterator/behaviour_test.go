@@ -358,6 +358,19 @@ func TestEdgeCases(t *testing.T) {
 		t.Error("a state with 2^40 partitions was restored")
 	}
 	it.Close()
+	// A damaged manifest's counts are refused before they size anything.
+	for _, bad := range []func(*Shard){
+		func(s *Shard) { s.Samples = 1 << 40 },
+		func(s *Shard) { s.SampleBytes = 1 << 50 },
+		func(s *Shard) { s.Bytes = 1 << 50 },
+	} {
+		hostile := *ds
+		hostile.Shards = slices.Clone(ds.Shards)
+		bad(&hostile.Shards[0])
+		if _, err := New(&hostile, Options{}); !errors.Is(err, ErrImpossibleShard) || !strings.Contains(err.Error(), "rewrite the manifest") {
+			t.Errorf("shard %+v: %v", hostile.Shards[0], err)
+		}
+	}
 	// No samples at all.
 	empty := makeShards(t, []int{0, 0})
 	if got, st := collect(t, empty, Options{Epochs: 3}, nil, 0); len(got) != 0 || st.Epoch != 3 {

@@ -94,6 +94,10 @@ type Iterator struct {
 	err     error
 }
 
+// ErrImpossibleShard reports shard counts in the dataset (its manifest)
+// that no shard can have: negative, or more than MaxShardBytes can hold.
+var ErrImpossibleShard = errors.New("impossible counts in the manifest")
+
 // MaxPartitions bounds Partitions and WorldSize: an epoch's layout holds
 // an entry per partition, so a mistyped or hostile count (from a flag or a
 // state file) would otherwise exhaust memory.
@@ -127,9 +131,20 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 	case opts.Partitions > MaxPartitions || opts.WorldSize > MaxPartitions:
 		return nil, fmt.Errorf("iterator: %d partitions for world size %d: at most %d", opts.Partitions, opts.WorldSize, MaxPartitions)
 	}
+	maxShard := opts.MaxShardBytes
+	if maxShard <= 0 {
+		maxShard = webdataset.DefaultMaxShardBytes
+	}
 	for _, s := range ds.Shards {
-		if s.Samples < 0 || s.Bytes < 0 {
-			return nil, fmt.Errorf("iterator: shard %s has negative size or sample count", s.Name)
+		if s.Samples < 0 || s.Bytes < 0 || s.SampleBytes < 0 {
+			return nil, fmt.Errorf("iterator: shard %s: %w: negative size or sample count", s.Name, ErrImpossibleShard)
+		}
+		// Every sample takes at least one 512-byte tar header, and a shard
+		// decodes to at most maxShard bytes: counts beyond that are a
+		// damaged manifest, refused before they size any allocation.
+		if s.Samples > maxShard/512 || s.SampleBytes > maxShard || s.Bytes > 2*maxShard {
+			return nil, fmt.Errorf("iterator: shard %s: %w: %d samples of %d bytes in %d bytes, more than a shard of at most %d bytes decoded can hold (MaxShardBytes); rewrite the manifest with 'gdsload manifest'",
+				s.Name, ErrImpossibleShard, s.Samples, s.SampleBytes, s.Bytes, maxShard)
 		}
 	}
 	return &Iterator{

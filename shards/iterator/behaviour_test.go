@@ -130,6 +130,33 @@ func TestCorruptAndStaleShardsAreNamed(t *testing.T) {
 	}
 }
 
+// endless is a shard stream that never ends, as a broken or hostile
+// storage server could send.
+type endless struct{}
+
+func (endless) Open(context.Context, string) (io.ReadCloser, error) {
+	return io.NopCloser(zeroReader{}), nil
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// A stream longer than the listed size, or than MaxShardBytes when no
+// size is listed, fails as soon as it passes it instead of growing a
+// buffer without bound.
+func TestEndlessShardStreamIsBounded(t *testing.T) {
+	ds := makeShards(t, []int{3})
+	if err := runToEnd(ds, Options{Opener: endless{}}); !errors.Is(err, webdataset.ErrShardSize) {
+		t.Errorf("listed size: %v, want ErrShardSize", err)
+	}
+	unknown := &Dataset{Root: ds.Root, Shards: slices.Clone(ds.Shards)}
+	unknown.Shards[0].Bytes, unknown.Shards[0].SampleBytes = 0, 0
+	if err := runToEnd(unknown, Options{Opener: endless{}, MaxShardBytes: 1 << 20}); err == nil || !strings.Contains(err.Error(), "larger than 2097152 bytes") {
+		t.Errorf("no listed size: %v, want the MaxShardBytes bound", err)
+	}
+}
+
 func runToEnd(ds *Dataset, opts Options) error {
 	it, err := New(ds, opts)
 	if err != nil {

@@ -103,6 +103,14 @@ var ErrImpossibleShard = errors.New("impossible counts in the manifest")
 // state file) would otherwise exhaust memory.
 const MaxPartitions = 1 << 20
 
+// maxShardBytes is MaxShardBytes with its default.
+func (o Options) maxShardBytes() int64 {
+	if o.MaxShardBytes <= 0 {
+		return webdataset.DefaultMaxShardBytes
+	}
+	return o.MaxShardBytes
+}
+
 // New returns an iterator over ds for the rank described by opts.
 func New(ds *Dataset, opts Options) (*Iterator, error) {
 	if opts.WorldSize == 0 {
@@ -131,10 +139,7 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 	case opts.Partitions > MaxPartitions || opts.WorldSize > MaxPartitions:
 		return nil, fmt.Errorf("iterator: %d partitions for world size %d: at most %d", opts.Partitions, opts.WorldSize, MaxPartitions)
 	}
-	maxShard := opts.MaxShardBytes
-	if maxShard <= 0 {
-		maxShard = webdataset.DefaultMaxShardBytes
-	}
+	maxShard := opts.maxShardBytes()
 	for _, s := range ds.Shards {
 		if s.Samples < 0 || s.Bytes < 0 || s.SampleBytes < 0 {
 			return nil, fmt.Errorf("iterator: shard %s: %w: negative size or sample count", s.Name, ErrImpossibleShard)

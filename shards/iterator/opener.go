@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/webdataset"
 )
 
 // ShardOpener gives access to shard bytes by name. Open may be called from
@@ -111,11 +112,22 @@ func (p *bufferPool) put(b []byte) {
 	}
 }
 
-// readShard reads a whole shard into a pooled buffer. size is the expected
-// size (a hint; the stream decides).
-func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name string, size int64) ([]byte, error) {
+// readShard reads a whole shard into a pooled buffer. size is the size
+// the dataset lists (0: unknown); a shard that turns out larger, or larger
+// than limit, fails before it is read further, so storage (or a server)
+// cannot make the reader allocate without bound.
+func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name string, size, limit int64) ([]byte, error) {
+	if size > 0 {
+		limit = size
+	}
+	tooLarge := func(n int64) error {
+		if size > 0 {
+			return fmt.Errorf("iterator: shard %s: %w: more than the %d bytes listed (%d found)", name, webdataset.ErrShardSize, size, n)
+		}
+		return fmt.Errorf("iterator: shard %s is larger than %d bytes (twice MaxShardBytes)", name, limit)
+	}
 	if so, ok := op.(SourceOpener); ok {
-		return loadShard(ctx, so, pool, name)
+		return loadShard(ctx, so, pool, name, limit, tooLarge)
 	}
 	rc, err := op.Open(ctx, name)
 	if err != nil {
@@ -124,6 +136,10 @@ func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name strin
 	defer rc.Close()
 	buf := pool.get(size + 1) // +1: reaching EOF needs no regrowth
 	for {
+		if int64(len(buf)) > limit {
+			pool.put(buf)
+			return nil, tooLarge(int64(len(buf)))
+		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
@@ -148,12 +164,15 @@ func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name strin
 const shardLoadWorkers = 4
 
 // loadShard reads a whole shard through the loader into a pooled buffer.
-func loadShard(ctx context.Context, so SourceOpener, pool *bufferPool, name string) ([]byte, error) {
+func loadShard(ctx context.Context, so SourceOpener, pool *bufferPool, name string, limit int64, tooLarge func(int64) error) ([]byte, error) {
 	src, closeSrc, err := so.OpenSource(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	defer closeSrc()
+	if src.Size() > limit {
+		return nil, tooLarge(src.Size())
+	}
 	buf := pool.get(src.Size())[:src.Size()]
 	_, err = loader.Load(ctx, []loader.Job{loader.WholeFile(src, loader.NewHostBuffer(buf))},
 		loader.Options{Workers: shardLoadWorkers, ChunkSize: 1 << 20})

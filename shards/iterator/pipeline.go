@@ -150,7 +150,7 @@ func (it *Iterator) readLoop(ctx context.Context, reads <-chan *job, work chan<-
 			continue
 		}
 		sh := it.ds.Shards[j.shard]
-		j.raw, j.readErr = readShard(ctx, it.opts.Opener, it.rawPool, sh.Name, sh.Bytes)
+		j.raw, j.readErr = readShard(ctx, it.opts.Opener, it.rawPool, sh.Name, sh.Bytes, 2*it.opts.maxShardBytes())
 		select {
 		case work <- j:
 		case <-ctx.Done():

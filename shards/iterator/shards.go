@@ -132,7 +132,7 @@ func (it *ShardIterator) startFeed(order []int, sch schedule) *shardFeed {
 			g := sch.global(k)
 			shard := order[g%sch.n]
 			sh := it.ds.Shards[shard]
-			buf, err := readShard(ctx, it.opts.Opener, it.pool, sh.Name, sh.Bytes)
+			buf, err := readShard(ctx, it.opts.Opener, it.pool, sh.Name, sh.Bytes, 2*it.opts.maxShardBytes())
 			if err == nil {
 				err = checkShard(buf, sh, it.opts.SkipChecksum)
 			}

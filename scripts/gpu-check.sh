@@ -22,8 +22,11 @@
 # Settings (environment): GDSLOAD_BIN (default ./.gpu/gdsload), CHECK_DIR
 # (where the test files go; default ./.gpu/check, ideally on NVMe), CHECK_GIB
 # (file size, default 4), PYTHON (default python3), CHECK_RUNS (bench runs,
-# default 2). The whole script is bounded to about 6 minutes: each step has
-# its own timeout, and a failing step is reported and skipped, not fatal.
+# default 2), CHECK_BUDGET (seconds for the whole script, default 480; it
+# typically needs about 3 minutes). Each step has its own time limit, cut to
+# what is left of the budget; a failing step is reported and the script goes
+# on. Where $OUT is set (the device machine), the whole log goes to
+# $OUT/gpu-check.log and the JSON results beside it.
 set -u -o pipefail
 
 BIN=${GDSLOAD_BIN:-./.gpu/gdsload}
@@ -31,17 +34,34 @@ CHECK_DIR=${CHECK_DIR:-./.gpu/check}
 CHECK_GIB=${CHECK_GIB:-4}
 CHECK_RUNS=${CHECK_RUNS:-2}
 PY=${PYTHON:-python3}
+BUDGET=${CHECK_BUDGET:-480}
 START=$(date +%s)
+
+# On the device machine $OUT comes back: keep the whole log and the JSON
+# results there (the command's own output is cut to its tail).
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
+	exec > >(tee "$OUT/gpu-check.log") 2>&1
+	save_results() { cp "$CHECK_DIR"/*.json "$OUT"/ 2>/dev/null || true; }
+else
+	save_results() { :; }
+fi
 FAILS=0
 
 section() { printf '\n==== %s (t+%ss)\n' "$1" "$(($(date +%s) - START))"; }
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
 now() { date +%s.%N; }
 
-# run_step SECONDS CMD...: runs CMD with a time limit and says when it fails.
+# run_step SECONDS CMD...: runs CMD with a time limit (cut to what is left
+# of CHECK_BUDGET) and says when it fails or is skipped for want of time.
 run_step() {
 	local limit=$1
 	shift
+	local left=$((BUDGET - ($(date +%s) - START)))
+	if [ "$left" -le 10 ]; then
+		fail "skipped, ${BUDGET}s budget spent: $*"
+		return 124
+	fi
+	[ "$limit" -gt "$left" ] && limit=$left
 	timeout --kill-after=10 "$limit" "$@"
 	local rc=$?
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
@@ -63,7 +83,7 @@ fi
 mkdir -p "$CHECK_DIR" || exit 1
 RAW=$CHECK_DIR/raw-${CHECK_GIB}g.bin
 ST=$CHECK_DIR/model-${CHECK_GIB}g.safetensors
-cleanup() { rm -f "$RAW" "$ST" "$CHECK_DIR"/*.json; }
+cleanup() { save_results; rm -f "$RAW" "$ST" "$CHECK_DIR"/*.json; }
 trap cleanup EXIT
 
 need_kib=$(((CHECK_GIB * 2 + 1) * 1024 * 1024))

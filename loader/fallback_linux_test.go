@@ -2,7 +2,10 @@ package loader
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -54,4 +57,34 @@ func TestDirectOnTmpfsOrExt4(t *testing.T) {
 	}
 	require.Empty(t, f.DirectReason())
 	require.GreaterOrEqual(t, f.Alignment(), int64(512))
+}
+
+// Opening what is not a regular file fails at once, naming what it is: a
+// FIFO with no writer must not block the load, under every direct mode.
+func TestOpenRefusesNonRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for _, tc := range []struct{ path, want string }{{fifo, "a FIFO"}, {dir, "a directory"}, {"/dev/null", "a character device"}} {
+		for _, mode := range []DirectMode{DirectAuto, DirectOn, DirectOff} {
+			done := make(chan error, 1)
+			go func() {
+				f, err := OpenFile(tc.path, mode)
+				if err == nil {
+					f.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || (mode != DirectOn && !strings.Contains(err.Error(), tc.want)) {
+					t.Errorf("OpenFile(%s, %v) = %v, want an error saying %q", tc.path, mode, err, tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("OpenFile(%s, %v) blocked", tc.path, mode)
+			}
+		}
+	}
 }

@@ -32,7 +32,7 @@ func OpenFileInRoot(root *os.Root, name string, mode DirectMode) (*File, error) 
 func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error)) (*File, error) {
 	f := &File{name: name, align: DefaultAlignment, memAlign: DefaultAlignment}
 	if mode != DirectOff {
-		fd, err := open(os.O_RDONLY | unix.O_DIRECT | unix.O_CLOEXEC)
+		fd, err := open(os.O_RDONLY | unix.O_DIRECT | unix.O_CLOEXEC | unix.O_NONBLOCK)
 		switch {
 		case err == nil:
 			f.f, f.direct = fd, true
@@ -52,7 +52,9 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 		}
 	}
 	if f.f == nil {
-		fd, err := open(os.O_RDONLY | unix.O_CLOEXEC)
+		// O_NONBLOCK: opening a FIFO must not wait for a writer (it is
+		// refused below); reads of regular files ignore the flag.
+		fd, err := open(os.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK)
 		if err != nil {
 			return nil, err
 		}
@@ -70,10 +72,31 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 	}
 	if !st.Mode().IsRegular() {
 		f.f.Close()
-		return nil, fmt.Errorf("%s: not a regular file (%s)", name, st.Mode().Type())
+		return nil, fmt.Errorf("%s: not a regular file: %s", name, describeType(st.Mode()))
+	}
+	if err := unix.SetNonblock(int(f.f.Fd()), false); err != nil {
+		f.f.Close()
+		return nil, &os.PathError{Op: "fcntl", Path: name, Err: err}
 	}
 	f.id, f.size = id, id.size
 	return f, nil
+}
+
+// describeType names a file's type for errors.
+func describeType(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO (named pipe)"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device (load files, not devices)"
+	}
+	return "type " + m.Type().String()
 }
 
 // probeDirect reads the first aligned block: some file systems accept the

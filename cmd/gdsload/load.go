@@ -157,7 +157,12 @@ func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {
 	fmt.Fprintf(tw, "loaded\t%s in %d files\n", formatBytes(r.Bytes), len(r.Files))
 	fmt.Fprintf(tw, "time\t%.3f s\n", r.Seconds)
 	fmt.Fprintf(tw, "bandwidth\t%.2f GiB/s\n", r.GiBPerS)
-	fmt.Fprintf(tw, "cpu\t%.3f s per GiB\n", r.CPUSecondsPerGiB)
+	if r.Bytes >= 64<<20 {
+		fmt.Fprintf(tw, "cpu\t%.3f s per GiB\n", r.CPUSecondsPerGiB)
+	} else {
+		// Per GiB of a few bytes is start-up cost blown up: say the total.
+		fmt.Fprintf(tw, "cpu\t%.3f s\n", r.CPUSeconds)
+	}
 	fmt.Fprintf(tw, "chunk latency\tp50 %.2f ms, p99 %.2f ms (%d chunks)\n", r.P50Ms, r.P99Ms, r.Chunks)
 	fmt.Fprintf(tw, "path\t%s\n", r.Path)
 	if r.Reason != "" {

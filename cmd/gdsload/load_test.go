@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // run executes the CLI in-process and returns stdout, stderr and the exit
@@ -157,4 +158,29 @@ func TestParseSize(t *testing.T) {
 		_, err := parseSize(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+// A directory's symbolic links to files are loaded like the files (as
+// stage does); a link to nowhere fails naming it; a FIFO is skipped in a
+// directory and refused when named.
+func TestLoadDirectoryLinksAndSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	p, _ := writeFile(t, dir, "a.bin", 5000)
+	require.NoError(t, os.Symlink(p, filepath.Join(dir, "link.bin")))
+	require.NoError(t, unix.Mkfifo(filepath.Join(dir, "pipe"), 0o600))
+	out, stderr, code := run(t, "load", "--json", dir)
+	require.Equal(t, 0, code, stderr)
+	var res loadJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Files, 2, "a.bin and link.bin")
+	require.EqualValues(t, 10000, res.Bytes)
+
+	_, stderr, code = run(t, "load", filepath.Join(dir, "pipe"))
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "not a regular file: a FIFO")
+
+	require.NoError(t, os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")))
+	_, stderr, code = run(t, "load", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "dangling: a symbolic link whose target cannot be read")
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // expandPaths turns the command line's files and directories into a list of
-// regular files: directories recursively, in lexical order.
+// regular files: directories recursively, in lexical order, following
+// symbolic links to files (not to directories, which could loop).
 func expandPaths(paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
@@ -32,6 +33,18 @@ func expandPaths(paths []string) ([]string, error) {
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				// Follow a link to the file it names, as stage does; a
+				// link to nowhere is an error, not a silent gap.
+				st, err := os.Stat(path)
+				if err != nil {
+					return fmt.Errorf("%s: a symbolic link whose target cannot be read: %w", path, err)
+				}
+				if st.Mode().IsRegular() {
+					found = append(found, path)
+				}
+				return nil
 			}
 			if d.Type().IsRegular() {
 				found = append(found, path)

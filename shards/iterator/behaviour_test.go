@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/shards/webdataset"
+	"golang.org/x/sys/unix"
 )
 
 func TestShuffleWindowsStayWithinBudget(t *testing.T) {
@@ -453,5 +454,23 @@ func TestBufferPoolReusesNearSizes(t *testing.T) {
 	p.put(b)
 	if again := p.get(18991113); &again[:1][0] != &b[:1][0] {
 		t.Error("a shard 45 KB larger did not reuse the pooled buffer")
+	}
+}
+
+// A FIFO named as the source is refused at once instead of blocking.
+func TestOpenRefusesFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "shard.tar")
+	if err := unix.Mkfifo(p, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Open(context.Background(), p); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "neither a directory nor a regular file") {
+			t.Errorf("Open(FIFO) = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Open(FIFO) blocked")
 	}
 }

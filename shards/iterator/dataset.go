@@ -88,6 +88,8 @@ func Open(ctx context.Context, source string, opts ...webdataset.Option) (*Datas
 		return nil, fmt.Errorf("iterator: dataset source: %w", err)
 	}
 	switch {
+	case !fi.IsDir() && !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("iterator: dataset source %s is neither a directory nor a regular file (%s)", source, fi.Mode().Type())
 	case fi.IsDir():
 		if _, err := os.Stat(filepath.Join(source, webdataset.ManifestName)); err == nil {
 			m, err := webdataset.ReadManifest(source)

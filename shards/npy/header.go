@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -197,12 +198,16 @@ func latin1(s string) string {
 // ParseFile opens the file at path and parses its header with ParseHeader;
 // failures name path.
 func ParseFile(path string) (*Header, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO is refused below instead of waiting for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &Error{Path: path, Offset: -1, Kind: ErrRead, Err: err}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
 	if err != nil {
 		return nil, &Error{Path: path, Offset: -1, Kind: ErrRead, Err: err}
 	}

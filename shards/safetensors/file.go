@@ -1,8 +1,10 @@
 package safetensors
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // File is an open safetensors file with its validated header.
@@ -15,11 +17,15 @@ type File struct {
 // Open opens the file at path and parses its header with ParseHeader;
 // failures name path. The caller must Close the File.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO is refused below instead of waiting for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &Error{Path: path, Offset: -1, Kind: ErrRead, Err: err}
 	}
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+	}
 	if err != nil {
 		f.Close()
 		return nil, &Error{Path: path, Offset: -1, Kind: ErrRead, Err: err}

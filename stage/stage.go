@@ -240,6 +240,34 @@ func (s *Stager) Plan(ctx context.Context, entries []Entry) (*Plan, error) {
 	return p, nil
 }
 
+// CheckDestination refuses a destination directory inside a local source
+// directory: the next run would list the staged copies as sources too.
+func CheckDestination(sources []string, dest string) error {
+	ad, err := filepath.Abs(dest)
+	if err != nil {
+		return nil
+	}
+	for _, src := range sources {
+		if isURL(src) || strings.Contains(src, "{") {
+			continue
+		}
+		as, err := filepath.Abs(src)
+		if err != nil {
+			continue
+		}
+		if st, err := os.Stat(as); err != nil || !st.IsDir() {
+			continue
+		}
+		if ad == as {
+			return fmt.Errorf("destination %s is the source directory %s itself; stage into a directory outside the sources", dest, src)
+		}
+		if strings.HasPrefix(ad, as+string(filepath.Separator)) {
+			return fmt.Errorf("destination %s is inside the source directory %s: the next run would stage its copies again; stage into a directory outside the sources", dest, src)
+		}
+	}
+	return nil
+}
+
 // outsideDest refuses a local source inside the destination: its copy
 // would be staged again, one level deeper, on every run.
 func (s *Stager) outsideDest(src string) error {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -338,4 +339,29 @@ func TestStageCancelLeavesNoTemp(t *testing.T) {
 	_, err = s.Run(ctx, p)
 	require.ErrorIs(t, err, context.Canceled)
 	requireClean(t, dst)
+}
+
+func TestCheckDestination(t *testing.T) {
+	src := t.TempDir()
+	file := filepath.Join(src, "f.bin")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		sources []string
+		dest    string
+		want    string // "" for no error
+	}{
+		{[]string{src}, filepath.Join(src, "sub", "out"), "inside the source directory"},
+		{[]string{src}, src, "the source directory"},
+		{[]string{src}, src + "-out", ""}, // a sibling sharing the prefix
+		{[]string{file}, filepath.Join(src, "out"), ""},
+		{[]string{"rdmafs://h:1/x"}, filepath.Join(src, "out"), ""},
+		{[]string{filepath.Join(src, "{a,b}")}, filepath.Join(src, "out"), ""},
+	} {
+		err := CheckDestination(tc.sources, tc.dest)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckDestination(%v, %s) = %v, want %q", tc.sources, tc.dest, err, tc.want)
+		}
+	}
 }

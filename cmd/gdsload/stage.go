@@ -79,11 +79,17 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	ctx := cmd.Context()
 	opener := &cliOpener{mode: mode, remote: &o.remote}
 	defer opener.Close()
+	isGPU := dst == "gpu" || strings.HasPrefix(dst, "gpu:") // a directory so named: ./gpu:0
+	if !isGPU {
+		if err := stage.CheckDestination(srcs, dst); err != nil {
+			return usageError{err}
+		}
+	}
 	entries, err := stage.Expand(ctx, srcs, remoteLister{&o.remote})
 	if err != nil {
 		return err
 	}
-	if dst == "gpu" || strings.HasPrefix(dst, "gpu:") { // a directory so named: ./gpu:0
+	if isGPU {
 		t, err := parseTarget(dst)
 		if err != nil || t.kind != "gpu" {
 			return usagef("destination %q: want a directory or gpu:N", dst)

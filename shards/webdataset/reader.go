@@ -26,9 +26,9 @@ type Reader struct {
 	mem  *sliceReader // set by ResetBytes: fields alias mem.b
 
 	// The in-memory fast path (fasttar.go): while fast is set, headers are
-	// parsed from mem.b at next, not by tr; slowOnly turns it off (tests).
+	// parsed from mem.b at fastOff, not by tr; slowOnly turns it off (tests).
 	fast     bool
-	next0    int64
+	fastOff  int64 // where the next header starts, while fast
 	slowOnly bool
 
 	pending  *member // first member of the next sample, payload unread
@@ -125,7 +125,7 @@ func (r *Reader) ResetBytes(tarData []byte, name string) {
 	r.comp = None
 	r.mem = &sliceReader{b: tarData}
 	r.tr = nil
-	r.fast, r.next0 = !r.slowOnly, 0
+	r.fast, r.fastOff = !r.slowOnly, 0
 	if !r.fast {
 		r.tr = tar.NewReader(r.mem)
 	}
@@ -253,7 +253,7 @@ func (r *Reader) nextMember() (*member, error) {
 func (r *Reader) nextFast() (m *member, ok bool) {
 	b := r.mem.b
 	for {
-		off := r.next0
+		off := r.fastOff
 		if off+tarBlock > int64(len(b)) {
 			break
 		}
@@ -262,7 +262,7 @@ func (r *Reader) nextFast() (m *member, ok bool) {
 		if !simple || end > int64(len(b)) {
 			break
 		}
-		r.next0 = end
+		r.fastOff = end
 		if !isRegular(h.typeflag) || isMeta(h.name) {
 			continue
 		}
@@ -273,7 +273,7 @@ func (r *Reader) nextFast() (m *member, ok bool) {
 		return &member{name: h.name, size: h.size, key: key, ext: strings.ToLower(ext), offset: off + tarBlock}, true
 	}
 	r.fast = false
-	r.mem.off = r.next0
+	r.mem.off = r.fastOff
 	r.tr = tar.NewReader(r.mem)
 	return nil, false
 }

@@ -134,7 +134,9 @@ func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name strin
 		return nil, err
 	}
 	defer rc.Close()
-	buf := pool.get(size + 1) // +1: reaching EOF needs no regrowth
+	// +1: reaching EOF needs no regrowth. A listed size is trusted only so
+	// far before bytes arrive: beyond 256 MiB the buffer grows as they do.
+	buf := pool.get(min(size+1, 256<<20))
 	for {
 		if int64(len(buf)) > limit {
 			pool.put(buf)

@@ -196,8 +196,11 @@ func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webd
 	}
 	tarData, tarPool := raw, it.rawPool
 	if c := webdataset.DetectCompression(sh.Name, raw); c != webdataset.None {
-		// A hint only: tar headers add about 1 KiB per sample.
-		out := it.pool.get(max(sh.SampleBytes+sh.Samples<<10, 3*sh.Bytes))
+		// A hint only (tar headers add about 1 KiB per sample), and trusted
+		// only up to 64 times the compressed bytes: output past it grows
+		// the buffer as it comes.
+		hint := max(sh.SampleBytes+sh.Samples<<10, 3*sh.Bytes)
+		out := it.pool.get(min(hint, 64*int64(len(raw))+1<<20, it.opts.maxShardBytes()))
 		tarData, err = dec.Decompress(out, raw, c, sh.Name)
 		tarPool = it.pool
 		it.rawPool.put(raw)

@@ -36,6 +36,8 @@ type AtomicFile struct {
 	reason   string
 	align    int64
 	memAlign int64
+
+	pwriteHook func(fd int, p []byte, off int64) (int, error) // tests: stands in for pwrite(2)
 }
 
 // tempMarker separates the final base name from the random suffix of a
@@ -221,8 +223,12 @@ func (a *AtomicFile) MemAlignment() int64 {
 // write is retried; a full disk is a *NoSpaceError. p may run past Size by
 // the padding of an aligned tail.
 func (a *AtomicFile) WriteAt(p []byte, off int64) error {
+	pwrite := unix.Pwrite
+	if a.pwriteHook != nil {
+		pwrite = a.pwriteHook
+	}
 	for done := 0; done < len(p); {
-		n, err := unix.Pwrite(int(a.f.Fd()), p[done:], off+int64(done))
+		n, err := pwrite(int(a.f.Fd()), p[done:], off+int64(done))
 		switch {
 		case err == unix.EINTR:
 			continue

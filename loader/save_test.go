@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -191,4 +192,55 @@ func TestIsTempName(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, IsTempName(filepath.Base(tmp)), tmp)
 	require.Equal(t, filepath.Dir(final), filepath.Dir(tmp))
+}
+
+// A direct write the file system refuses although it is aligned (EINVAL)
+// switches the file to buffered writes, says why, and loses no byte; an
+// EINVAL for a write that breaks the alignment rules is an error. EINTR
+// and short writes are retried.
+func TestAtomicFileDirectWriteRefused(t *testing.T) {
+	dir := t.TempDir()
+	a, err := CreateAtomic(filepath.Join(dir, "out.bin"), 3*4096, DirectAuto)
+	require.NoError(t, err)
+	if !a.Direct() {
+		a.Abort()
+		t.Skipf("O_DIRECT writes not available in %s: %s", dir, a.DirectReason())
+	}
+	data := AlignedBuffer(3 * 4096)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	calls := 0
+	a.pwriteHook = func(fd int, p []byte, off int64) (int, error) {
+		calls++
+		switch calls {
+		case 1:
+			return 0, syscall.EINTR
+		case 2:
+			return 0, syscall.EINVAL // refused while aligned: fall back
+		case 3:
+			return unix.Pwrite(fd, p[:100], off) // short: retried
+		}
+		return unix.Pwrite(fd, p, off)
+	}
+	require.NoError(t, a.WriteAt(data[:8192], 0))
+	require.False(t, a.Direct())
+	require.Contains(t, a.DirectReason(), "O_DIRECT write refused")
+	require.NoError(t, a.WriteAt(data[8192:], 8192))
+	require.NoError(t, a.Sync())
+	require.NoError(t, a.Publish())
+	got, err := os.ReadFile(filepath.Join(dir, "out.bin"))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(data, got))
+
+	// Misaligned memory on a direct file: EINVAL is the caller's error.
+	b, err := CreateAtomic(filepath.Join(dir, "bad.bin"), 8192, DirectAuto)
+	require.NoError(t, err)
+	defer b.Abort()
+	if b.Direct() {
+		b.pwriteHook = func(int, []byte, int64) (int, error) { return 0, syscall.EINVAL }
+		err := b.WriteAt(data[1:4097], 0)
+		require.ErrorContains(t, err, "writing 4096 bytes at offset 0")
+		require.True(t, b.Direct(), "a misaligned write is not the file system's refusal")
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -266,4 +267,63 @@ func TestStageFromRemoteServerProcess(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	require.Zero(t, res.Copied)
 	require.Equal(t, len(want), res.Skipped)
+}
+
+// TestStagePermissionDenied runs the real binary as an unprivileged user
+// (nobody, when the tests run as root): a destination it may not create and
+// a source it may not read are clear errors that say what to do, and leave
+// no file behind.
+func TestStagePermissionDenied(t *testing.T) {
+	bin := gdsloadBinary(t)
+	base := t.TempDir()
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	// The unprivileged user must reach the binary and the test folders.
+	for _, d := range []string{filepath.Dir(bin), filepath.Dir(base), base} {
+		require.NoError(t, os.Chmod(d, 0o755))
+	}
+	src := filepath.Join(base, "src")
+	require.NoError(t, os.Mkdir(src, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "a.bin"), []byte("readable"), 0o644))
+	locked := filepath.Join(base, "locked")
+	require.NoError(t, os.Mkdir(locked, 0o555))
+	open := filepath.Join(base, "open")
+	require.NoError(t, os.Mkdir(open, 0o777))
+	require.NoError(t, os.Chmod(open, 0o777)) // past the umask
+
+	stageAs := func(args ...string) (string, int) {
+		cmd := exec.Command(bin, append([]string{"stage"}, args...)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("running %s: %v", bin, err)
+		}
+		return string(out), code
+	}
+
+	out, code := stageAs(src, filepath.Join(locked, "dst"))
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "permission denied; fix its permissions or stage elsewhere")
+
+	secret := filepath.Join(src, "secret.bin")
+	require.NoError(t, os.WriteFile(secret, []byte("not for you"), 0o600))
+	if cred == nil {
+		require.NoError(t, os.Chmod(secret, 0))
+	}
+	dst := filepath.Join(open, "dst")
+	out, code = stageAs(src, dst)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "secret.bin")
+	require.Contains(t, strings.ToLower(out), "permission denied")
+	filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (d.Name() == "secret.bin" || loader.IsTempName(d.Name())) {
+			t.Errorf("%s left behind", p)
+		}
+		return nil
+	})
 }

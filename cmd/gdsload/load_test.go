@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -183,4 +184,36 @@ func TestLoadDirectoryLinksAndSpecialFiles(t *testing.T) {
 	_, stderr, code = run(t, "load", dir)
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "dangling: a symbolic link whose target cannot be read")
+}
+
+// The human bench table: a header naming the file, a column row and one
+// row per mode asked for; a mode this machine lacks is an error saying why.
+func TestBenchHumanOutput(t *testing.T) {
+	p, _ := writeFile(t, t.TempDir(), "x.bin", 1<<20)
+	out, stderr, code := run(t, "bench", "--runs", "1", "--modes", "posix,loader", p)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Contains(t, lines[0], p)
+	require.Contains(t, lines[0], "1 runs per mode")
+	var header, posix, loaderRow bool
+	for _, l := range lines {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "mode":
+			header = strings.Contains(l, "GiB/s") && strings.Contains(l, "CPU s/GiB")
+		case len(f) == 7 && f[0] == "posix":
+			posix = true
+		case len(f) == 7 && f[0] == "loader":
+			loaderRow = true
+		}
+	}
+	require.True(t, header && posix && loaderRow, "table:\n%s", out)
+
+	// A mode this machine cannot run (no GPU here) says why.
+	_, stderr, code = run(t, "bench", "--runs", "1", "--modes", "gds", p)
+	if code == 0 {
+		t.Skip("this machine has a usable GPU path")
+	}
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "mode gds is not available here")
 }

@@ -74,6 +74,12 @@ func fsError(op, name string, err error) *requestError {
 		// os.Root's escape error is not exported; match its text.
 		return refuse(wire.CodePermission, "%s %s: path escapes the export root (symbolic link?)", op, name)
 	default:
-		return refuse(wire.CodeIO, "%s %s: %v", op, name, errors.Unwrap(err))
+		// A *PathError's cause without its path: the client sees its own
+		// name, never where the export lives on the server.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return refuse(wire.CodeIO, "%s %s: %v", op, name, err)
 	}
 }

@@ -2,6 +2,7 @@ package loader
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,4 +88,31 @@ func TestOpenRefusesNonRegularFiles(t *testing.T) {
 			}
 		}
 	}
+}
+
+// One probe read per file system: after the first file on it, O_DIRECT
+// opens skip the probe and still read correctly.
+func TestDirectProbeOncePerFileSystem(t *testing.T) {
+	dir := t.TempDir()
+	a := writeRandom(t, dir, 10000, 1)
+	b := writeRandom(t, dir, 5000, 2)
+	fa, err := OpenFile(a, DirectAuto)
+	require.NoError(t, err)
+	defer fa.Close()
+	if !fa.Direct() {
+		t.Skipf("no O_DIRECT here: %s", fa.DirectReason())
+	}
+	key, known := directReadsWork(fa.f)
+	require.NotNil(t, key)
+	require.True(t, known, "the first open's probe is remembered")
+	fb, err := OpenFile(b, DirectAuto)
+	require.NoError(t, err)
+	defer fb.Close()
+	require.True(t, fb.Direct())
+	want, err := os.ReadFile(b)
+	require.NoError(t, err)
+	got := make([]byte, len(want))
+	n, err := fb.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, got[:n])
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -37,10 +38,16 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 		case err == nil:
 			f.f, f.direct = fd, true
 			f.align, f.memAlign = dioAlign(fd)
+			key, known := directReadsWork(fd)
+			if known {
+				break
+			}
 			if perr := f.probeDirect(); perr != nil {
 				fd.Close()
 				f.f, f.direct = nil, false
 				f.reason = fmt.Sprintf("O_DIRECT read refused by %s (%v); using buffered reads", fsName(name), perr)
+			} else if key != nil {
+				directOK.Store(*key, true)
 			}
 		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
 			f.reason = fmt.Sprintf("O_DIRECT refused by %s (%v); using buffered reads", fsName(name), unwrapErrno(err))
@@ -97,6 +104,32 @@ func describeType(m os.FileMode) string {
 		return "a block device (load files, not devices)"
 	}
 	return "type " + m.Type().String()
+}
+
+// directOK holds the file systems on which a probe read with O_DIRECT
+// has succeeded: O_DIRECT support is a property of the mount, so one probe
+// per file system and process is enough, and loads of many small files do
+// not read each first block twice. A file system is its device number and
+// type, so a device number reused by a later mount of another type is
+// probed again.
+var directOK sync.Map
+
+type fsKey struct {
+	dev    uint64
+	fsType int64
+}
+
+// directReadsWork tells whether fd's file system already passed the probe;
+// key identifies it, nil when it cannot be told.
+func directReadsWork(fd *os.File) (key *fsKey, known bool) {
+	var st unix.Stat_t
+	var sfs unix.Statfs_t
+	if unix.Fstat(int(fd.Fd()), &st) != nil || unix.Fstatfs(int(fd.Fd()), &sfs) != nil {
+		return nil, false
+	}
+	k := fsKey{dev: uint64(st.Dev), fsType: int64(sfs.Type)}
+	_, known = directOK.Load(k)
+	return &k, known
 }
 
 // probeDirect reads the first aligned block: some file systems accept the

@@ -85,6 +85,10 @@ type fileIdentity struct {
 // scratchSize is the aligned bounce buffer for unaligned reads.
 const scratchSize = 1 << 20
 
+// smallDirectRead is the largest unaligned direct read done in one trip
+// through the scratch buffer instead of body and tail apart.
+const smallDirectRead = 64 << 10
+
 // Name returns the path the file was opened with.
 func (f *File) Name() string { return f.name }
 
@@ -155,8 +159,12 @@ func (f *File) readBuffered(p []byte, off int64) (int, error) {
 // readDirect reads exactly len(p) bytes (all inside the file) at off.
 func (f *File) readDirect(p []byte, off int64) (int, error) {
 	done := 0
+	// A small request with an unaligned end (a small file, a file's last
+	// bytes) is one read of its whole span through the scratch buffer: a
+	// copy of a few KiB costs less than a second trip to the disk.
+	small := int64(len(p))%f.align != 0 && len(p) <= smallDirectRead
 	// Fast path: the aligned body straight into p.
-	if off%f.align == 0 && len(p) > 0 && addrOf(p)%uintptr(f.memAlign) == 0 {
+	if !small && off%f.align == 0 && len(p) > 0 && addrOf(p)%uintptr(f.memAlign) == 0 {
 		body := int64(len(p)) / f.align * f.align
 		if body > 0 {
 			n, err := f.preadFull(p[:body], off)

@@ -116,3 +116,32 @@ func TestDirectProbeOncePerFileSystem(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got[:n])
 }
+
+// OpenFileForLoad reads files under 1 MiB through the page cache under
+// DirectAuto, saying so; larger files, and any file under DirectOn, keep
+// O_DIRECT.
+func TestOpenFileForLoadSmallFiles(t *testing.T) {
+	dir := t.TempDir()
+	small := writeRandom(t, dir, SmallFile-1, 1)
+	large := writeRandom(t, dir, SmallFile, 2)
+	probe, err := OpenFile(large, DirectAuto)
+	require.NoError(t, err)
+	direct := probe.Direct()
+	probe.Close()
+	if !direct {
+		t.Skip("no O_DIRECT here")
+	}
+	for _, tc := range []struct {
+		path   string
+		mode   DirectMode
+		direct bool
+	}{{small, DirectAuto, false}, {large, DirectAuto, true}, {small, DirectOn, true}, {large, DirectOff, false}} {
+		f, err := OpenFileForLoad(tc.path, tc.mode)
+		require.NoError(t, err)
+		require.Equal(t, tc.direct, f.Direct(), "%s %v", filepath.Base(tc.path), tc.mode)
+		if tc.path == small && tc.mode == DirectAuto {
+			require.Contains(t, f.DirectReason(), "smaller than 1 MiB")
+		}
+		f.Close()
+	}
+}

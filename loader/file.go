@@ -85,6 +85,31 @@ type fileIdentity struct {
 // scratchSize is the aligned bounce buffer for unaligned reads.
 const scratchSize = 1 << 20
 
+// SmallFile is the size below which OpenFileForLoad reads a file through
+// the page cache under DirectAuto.
+const SmallFile = 1 << 20
+
+const smallFileReason = "smaller than 1 MiB: read through the page cache, which costs less than O_DIRECT for small files"
+
+// OpenFileForLoad is OpenFile for loading whole directories: under
+// DirectAuto a file smaller than SmallFile is read through the page cache,
+// and DirectReason says so. A direct read of a small file saves no copy
+// worth its cost: on the development VM 10,000 files of 4 to 7 KiB loaded
+// in 1.2 s with O_DIRECT, 0.56 s buffered from a cold cache, 0.2 s warm.
+func OpenFileForLoad(name string, mode DirectMode) (*File, error) {
+	if mode == DirectAuto {
+		if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() && st.Size() < SmallFile {
+			f, err := OpenFile(name, DirectOff)
+			if err != nil {
+				return nil, err
+			}
+			f.reason = smallFileReason
+			return f, nil
+		}
+	}
+	return OpenFile(name, mode)
+}
+
 // smallDirectRead is the largest unaligned direct read done in one trip
 // through the scratch buffer instead of body and tail apart.
 const smallDirectRead = 64 << 10

@@ -46,7 +46,7 @@ beside them) lists are checked against it for size and SHA-256.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "host", "destination: host, gpu[:N] or auto")
-	o.ioFlags.add(f, "O_DIRECT for local files: auto (where the file system takes it), on, or off (read through the page cache: faster for files already cached and for many small files)")
+	o.ioFlags.add(f, "O_DIRECT for local files: auto (where the file system takes it, for files of 1 MiB or more; smaller ones through the page cache), on, or off (all through the page cache: faster for files already cached)")
 	f.StringVar(&o.checksum, "checksum", "none", "digest of the bytes as they landed: none, sha256 or crc32c")
 	f.StringVar(&o.format, "format", "auto", "raw (files as bytes), checkpoint (safetensors data regions, .npy tensors), or auto: checkpoint for one .safetensors, .safetensors.index.json or .npy PATH")
 	f.BoolVar(&o.verify, "verify", true, "check files listed in a shard manifest (index.json beside them) for size and SHA-256")

@@ -97,7 +97,7 @@ func openSources(ctx context.Context, paths []string, mode loader.DirectMode, re
 			o.sources = append(o.sources, srcs...)
 			continue
 		}
-		f, err := loader.OpenFile(p, mode)
+		f, err := loader.OpenFileForLoad(p, mode)
 		if err != nil {
 			o.Close()
 			return nil, err

@@ -58,3 +58,14 @@ func FuzzParseManifest(f *testing.F) {
 		}
 	})
 }
+
+// A damaged line of any length hides nothing after it (a line scanner
+// with a 1 MiB limit used to stop there).
+func TestParseJournalLongLine(t *testing.T) {
+	b := append(bytes.Repeat([]byte("x"), 2<<20), '\n')
+	b = append(b, `{"rel":"after.bin","size":3}`+"\n"...)
+	recs := parseJournal(b)
+	if r, ok := recs["after.bin"]; !ok || r.Size != 3 {
+		t.Errorf("records %v, want after.bin", recs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -243,6 +244,11 @@ func (cl *Client) List(ctx context.Context, dir string) ([]FileInfo, error) {
 			return nil, err
 		}
 		for _, e := range page.Entries {
+			// Entries are names within dir: anything that could climb out
+			// of it, or name it, is a lying server.
+			if e.Name == "" || e.Name == "." || e.Name == ".." || strings.ContainsAny(e.Name, "/\x00") {
+				return nil, &Error{Op: "list", Name: dir, Msg: fmt.Sprintf("server listed an entry named %q", e.Name), Err: ErrProtocol}
+			}
 			out = append(out, toInfo("", e))
 		}
 		if !page.More {

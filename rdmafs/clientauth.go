@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
@@ -21,11 +22,15 @@ func dialConn(ctx context.Context, cfg *clientConfig, addr string) (*clientConn,
 		}
 		return nil, &Error{Op: "dial", Msg: fmt.Sprintf("%s %s: %v; is the server (gdsload serve) running there?", cfg.transport.Name(), addr, err), Err: ErrServerGone}
 	}
-	if dl, ok := ctx.Deadline(); ok {
+	// A server gives up on a handshake after its HandshakeTimeout (10 s
+	// by default): waiting longer only delays the error.
+	hctx, hcancel := context.WithTimeout(ctx, clientHandshakeTimeout)
+	defer hcancel()
+	if dl, ok := hctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
 	// Let ctx cancellation interrupt a stuck handshake.
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	stop := context.AfterFunc(hctx, func() { _ = c.SetDeadline(time.Now()) })
 	w, err := clientHandshake(c, cfg.token)
 	stop()
 	if err != nil {
@@ -33,6 +38,11 @@ func dialConn(ctx context.Context, cfg *clientConfig, addr string) (*clientConn,
 		var e *Error
 		if errors.As(err, &e) {
 			return nil, err
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled) {
+			return nil, &Error{Op: "handshake", Err: fmt.Errorf("%w: %v", ErrServerGone, err),
+				Msg: fmt.Sprintf("%s accepted the connection but did not answer the rdmafs handshake within %s: is gdsload serve listening on that port, or another program?",
+					addr, min(cfg.timeout, clientHandshakeTimeout))}
 		}
 		return nil, &Error{Op: "handshake", Msg: addr, Err: fmt.Errorf("%w: %v", ErrServerGone, err)}
 	}
@@ -53,6 +63,10 @@ func dialConn(ctx context.Context, cfg *clientConfig, addr string) (*clientConn,
 }
 
 // clientHandshake runs HELLO → CHALLENGE → AUTH → WELCOME. The client
+// clientHandshakeTimeout bounds the handshake on the client, as the
+// server's default HandshakeTimeout bounds it there.
+const clientHandshakeTimeout = 10 * time.Second
+
 // checks the server's proof before revealing its own.
 func clientHandshake(c net.Conn, token []byte) (wire.Welcome, error) {
 	hello := wire.Hello{Nonce: newNonce()}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -184,5 +185,32 @@ func TestClientRefusesHostileListing(t *testing.T) {
 	defer cl.Close()
 	if got, err := cl.List(context.Background(), "dir"); err != nil || len(got) != 2 {
 		t.Errorf("honest listing: %v, %v", got, err)
+	}
+}
+
+// A peer that accepts and says nothing (another program on the port) is
+// reported as such once the handshake time is up.
+func TestDialSilentPeer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // hold it open, silent
+		}
+	}()
+	start := time.Now()
+	_, err = Dial(context.Background(), ln.Addr().String(), WithConnections(1), WithTimeout(300*time.Millisecond), WithRetryDeadline(time.Millisecond))
+	if err == nil || !strings.Contains(err.Error(), "did not answer the rdmafs handshake within 300ms") {
+		t.Fatalf("Dial to a silent peer: %v", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("took %v", time.Since(start))
 	}
 }

@@ -150,6 +150,12 @@ type cliOpener struct {
 }
 
 func (c *cliOpener) Open(ctx context.Context, name string) (loader.Source, error) {
+	if !isRemote(name) {
+		// Stage reads every local source with O_DIRECT where the file
+		// system takes it, small files too (load's small-file choice does
+		// not apply): staged bytes come from the disk, not a cached copy.
+		return loader.OpenFile(name, c.mode)
+	}
 	o, err := openSources(ctx, []string{name}, c.mode, c.remote)
 	if err != nil {
 		return nil, err

@@ -110,6 +110,7 @@ func (l localOpener) Open(_ context.Context, name string) (loader.Source, error)
 // from Open to Close.
 type Stager struct {
 	dest, side string
+	spaceDir   string // where free space is measured: dest, or its nearest existing parent in a preview
 	opts       Options
 	lock       *os.File
 	j          *journal
@@ -190,6 +191,54 @@ type Plan struct {
 	CopyBytes int64
 }
 
+// PlannedEntry is what a Run will do with one entry.
+type PlannedEntry struct {
+	Name   string `json:"name"` // path relative to the destination
+	Source string `json:"source"`
+	Bytes  int64  `json:"bytes"`
+	Action string `json:"action"` // "copy", or "skip": already staged and verified
+}
+
+// Entries lists what the plan does with each entry, in order.
+func (p *Plan) Entries() []PlannedEntry {
+	out := make([]PlannedEntry, len(p.items))
+	for i, it := range p.items {
+		out[i] = PlannedEntry{Name: it.Rel, Source: it.Source, Bytes: it.Size, Action: "copy"}
+		if it.skip {
+			out[i].Action = "skip"
+		}
+	}
+	return out
+}
+
+// Preview plans a stage into dest without touching it: no folder is
+// created, no lock taken, no temporary file removed, and the journal is
+// only read. Its plan says what a Run would copy and skip now (a stage
+// running meanwhile may change that).
+func Preview(ctx context.Context, dest string, entries []Entry, opts Options) (*Plan, error) {
+	s := &Stager{dest: dest, side: filepath.Join(dest, SidecarName), opts: opts.withDefaults(), dirs: map[string]bool{}}
+	s.j = &journal{recs: map[string]record{}}
+	b, err := os.ReadFile(filepath.Join(s.side, journalName))
+	switch {
+	case err == nil:
+		s.j.recs = parseJournal(b)
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+		return nil, fmt.Errorf("reading the stage journal in %s: %w", dest, err)
+	}
+	s.spaceDir = dest
+	for {
+		if _, err := os.Stat(s.spaceDir); err == nil {
+			break
+		}
+		parent := filepath.Dir(s.spaceDir)
+		if parent == s.spaceDir {
+			break
+		}
+		s.spaceDir = parent
+	}
+	return s.Plan(ctx, entries)
+}
+
 type item struct {
 	Entry
 	final string
@@ -234,7 +283,11 @@ func (s *Stager) Plan(ctx context.Context, entries []Entry) (*Plan, error) {
 		}
 		p.items[i] = it
 	}
-	if free := loader.FreeSpace(s.dest); !s.opts.skipSpaceCheck && free >= 0 && p.CopyBytes-replaced > free {
+	spaceDir := s.spaceDir
+	if spaceDir == "" {
+		spaceDir = s.dest
+	}
+	if free := loader.FreeSpace(spaceDir); !s.opts.skipSpaceCheck && free >= 0 && p.CopyBytes-replaced > free {
 		return nil, &loader.NoSpaceError{Dir: s.dest, Needed: p.CopyBytes, Free: free, Err: syscall.ENOSPC}
 	}
 	return p, nil

@@ -22,6 +22,7 @@ type stageOptions struct {
 	checksum string
 	verify   string
 	asJSON   bool
+	dryRun   bool
 	remote   remoteOptions
 }
 
@@ -59,6 +60,7 @@ changed is staged again. The journal and lock live in DST/` + stage.SidecarName 
 	f.StringVar(&o.checksum, "checksum", "sha256", "digest of every file: sha256 or crc32c (files a manifest lists use sha256)")
 	f.StringVar(&o.verify, "verify", "digest", "digest, or readback to re-read each written file before its rename")
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
+	f.BoolVar(&o.dryRun, "dry-run", false, "list what would be copied and what is already staged, and change nothing")
 	o.remote.addFlags(f)
 	return cmd
 }
@@ -89,6 +91,9 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	if err != nil {
 		return err
 	}
+	if isGPU && o.dryRun {
+		return usagef("--dry-run applies to directory destinations, not %s", dst)
+	}
 	if isGPU {
 		t, err := parseTarget(dst)
 		if err != nil || t.kind != "gpu" {
@@ -97,6 +102,13 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 		return stageToGPU(cmd, o, t, entries, mode, sum, chunk)
 	}
 
+	if o.dryRun {
+		plan, err := stage.Preview(ctx, dst, entries, stage.Options{Opener: opener, ReadDirect: mode, Checksum: sum})
+		if err != nil {
+			return err
+		}
+		return printPreview(cmd.OutOrStdout(), dst, plan, o.asJSON)
+	}
 	var bar *progress
 	s, err := stage.Open(dst, stage.Options{
 		Opener: opener, ReadDirect: mode, WriteDirect: mode, Workers: o.workers, ChunkSize: chunk,
@@ -120,6 +132,40 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 		return printJSON(cmd.OutOrStdout(), res)
 	}
 	return printStage(cmd.OutOrStdout(), res)
+}
+
+// previewJSON is stage --dry-run --json.
+type previewJSON struct {
+	Dest      string               `json:"dest"`
+	CopyFiles int                  `json:"copy_files"`
+	CopyBytes int64                `json:"copy_bytes"`
+	SkipFiles int                  `json:"skip_files"`
+	Entries   []stage.PlannedEntry `json:"entries"`
+	DryRun    bool                 `json:"dry_run"`
+}
+
+func printPreview(w io.Writer, dst string, p *stage.Plan, asJSON bool) error {
+	entries := p.Entries()
+	if asJSON {
+		return printJSON(w, previewJSON{Dest: dst, CopyFiles: p.CopyFiles, CopyBytes: p.CopyBytes,
+			SkipFiles: len(entries) - p.CopyFiles, Entries: entries, DryRun: true})
+	}
+	for _, e := range entries {
+		if e.Action == "copy" {
+			fmt.Fprintf(w, "copy  %s  (%s)\n", e.Name, formatBytes(e.Bytes))
+		}
+	}
+	_, err := fmt.Fprintf(w, "dry run: would copy %s (%s) to %s; %s already staged and verified; nothing changed\n",
+		files(p.CopyFiles), formatBytes(p.CopyBytes), dst, files(len(entries)-p.CopyFiles))
+	return err
+}
+
+// files counts files in words: "1 file", "2 files".
+func files(n int) string {
+	if n == 1 {
+		return "1 file"
+	}
+	return fmt.Sprintf("%d files", n)
 }
 
 func printStage(w io.Writer, r *stage.Result) error {

@@ -327,3 +327,51 @@ func TestStagePermissionDenied(t *testing.T) {
 		return nil
 	})
 }
+
+// stage --dry-run says what a run would copy and skip, and changes
+// nothing: no destination folder, no journal rewrite.
+func TestStageDryRun(t *testing.T) {
+	src, base := t.TempDir(), t.TempDir()
+	writeFile(t, src, "a.bin", 5000)
+	writeFile(t, src, "sub/b.bin", 100)
+	dst := filepath.Join(base, "out")
+
+	var prev previewJSON
+	out, stderr, code := runStageCmd(t, "--dry-run", "--json", src, dst)
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &prev), out)
+	require.True(t, prev.DryRun)
+	require.Equal(t, 2, prev.CopyFiles)
+	require.EqualValues(t, 5100, prev.CopyBytes)
+	_, err := os.Stat(dst)
+	require.ErrorIs(t, err, fs.ErrNotExist, "a dry run must not create the destination")
+
+	_, stderr, code = runStageCmd(t, src, dst)
+	require.Equal(t, 0, code, stderr)
+	journal := filepath.Join(dst, stage.SidecarName, "journal.jsonl")
+	before, err := os.ReadFile(journal)
+	require.NoError(t, err)
+	writeFile(t, src, "c.bin", 7)
+	out, stderr, code = runStageCmd(t, "--dry-run", "--json", src, dst)
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, json.Unmarshal([]byte(out), &prev), out)
+	require.Equal(t, 1, prev.CopyFiles)
+	require.Equal(t, 2, prev.SkipFiles)
+	for _, e := range prev.Entries {
+		require.Equal(t, map[bool]string{true: "copy", false: "skip"}[e.Name == "c.bin"], e.Action, e.Name)
+	}
+	after, err := os.ReadFile(journal)
+	require.NoError(t, err)
+	require.Equal(t, before, after, "a dry run must not rewrite the journal")
+	_, err = os.Stat(filepath.Join(dst, "c.bin"))
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	out, stderr, code = runStageCmd(t, "--dry-run", src, dst)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "copy  c.bin")
+	require.Contains(t, out, "would copy 1 file (7 B)")
+
+	_, stderr, code = runStageCmd(t, "--dry-run", src, "gpu:0")
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--dry-run applies to directory destinations")
+}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/gdsload/gdsload/loader"
@@ -18,6 +21,7 @@ type loadOptions struct {
 	format   string
 	verify   bool
 	asJSON   bool
+	from     string
 	remote   remoteOptions
 }
 
@@ -39,8 +43,18 @@ One .safetensors file, *.safetensors.index.json or .npy file loads as a
 checkpoint (--format auto): each file's data region into one allocation,
 checksums over the tensor data. Files that a shard manifest (index.json
 beside them) lists are checked against it for size and SHA-256.`,
-		Args: args(cobra.MinimumNArgs(1)),
+		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, paths []string) error {
+			if o.from != "" {
+				listed, err := readFileList(cmd.InOrStdin(), o.from)
+				if err != nil {
+					return err
+				}
+				paths = append(paths, listed...)
+			}
+			if len(paths) == 0 {
+				return usagef("give a PATH, or --files-from a list of them")
+			}
 			return runLoad(cmd, o, paths)
 		},
 	}
@@ -51,8 +65,35 @@ beside them) lists are checked against it for size and SHA-256.`,
 	f.StringVar(&o.format, "format", "auto", "raw (files as bytes), checkpoint (safetensors data regions, .npy tensors), or auto: checkpoint for one .safetensors, .safetensors.index.json or .npy PATH")
 	f.BoolVar(&o.verify, "verify", true, "check files listed in a shard manifest (index.json beside them) for size and SHA-256")
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
+	f.StringVar(&o.from, "files-from", "", "also load the paths listed in this file, one per line (- for standard input)")
 	o.remote.addFlags(f)
 	return cmd
+}
+
+// readFileList reads paths one per line from the file name ("-": in);
+// blank lines are skipped, and a trailing CR is dropped.
+func readFileList(in io.Reader, name string) ([]string, error) {
+	r := in
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("--files-from: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if p := strings.TrimSuffix(sc.Text(), "\r"); strings.TrimSpace(p) != "" {
+			out = append(out, p)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--files-from %s: %w", name, err)
+	}
+	return out, nil
 }
 
 func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {

@@ -88,7 +88,8 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{"ok", []string{"load", p}, 0, ""},
 		{"missing file", []string{"load", "/nonexistent/file"}, 1, "no such file"},
-		{"no args", []string{"load"}, 2, "requires at least 1 arg"},
+		{"no args", []string{"load"}, 2, "give a PATH, or --files-from"},
+		{"missing list", []string{"load", "--files-from", "/nonexistent/list"}, 1, "--files-from"},
 		{"bad flag", []string{"load", "--nope", p}, 2, "unknown flag"},
 		{"bad direct", []string{"load", "--direct", "maybe", p}, 2, "want auto, on or off"},
 		{"bad checksum", []string{"load", "--checksum", "md5", p}, 2, "want none, sha256 or crc32c"},
@@ -216,4 +217,21 @@ func TestBenchHumanOutput(t *testing.T) {
 	}
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "mode gds is not available here")
+}
+
+// --files-from adds the paths a file (or standard input) lists, one per
+// line, to those on the command line.
+func TestLoadFilesFrom(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := writeFile(t, dir, "a.bin", 3000)
+	b, _ := writeFile(t, dir, "b.bin", 5000)
+	c, _ := writeFile(t, dir, "c.bin", 7000)
+	list := filepath.Join(dir, "list.txt")
+	require.NoError(t, os.WriteFile(list, []byte(a+"\r\n\n"+b+"\n"), 0o644))
+	out, stderr, code := run(t, "load", "--json", "--files-from", list, c)
+	require.Equal(t, 0, code, stderr)
+	var res loadJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Files, 3)
+	require.EqualValues(t, 15000, res.Bytes)
 }

@@ -32,8 +32,11 @@ func OpenFileInRoot(root *os.Root, name string, mode DirectMode) (*File, error) 
 // and file system names.
 func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error)) (*File, error) {
 	f := &File{name: name, align: DefaultAlignment, memAlign: DefaultAlignment}
+	// O_NONBLOCK: opening a FIFO must not wait for a writer. openRegular
+	// refuses what is not a regular file and clears the flag before any
+	// read.
 	if mode != DirectOff {
-		fd, err := open(os.O_RDONLY | unix.O_DIRECT | unix.O_CLOEXEC | unix.O_NONBLOCK)
+		fd, err := openRegular(name, open, os.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC|unix.O_NONBLOCK)
 		switch {
 		case err == nil:
 			f.f, f.direct = fd, true
@@ -50,6 +53,9 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 				directOK.Store(*key, true)
 			}
 		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
+			if st, serr := os.Stat(name); serr == nil && !st.Mode().IsRegular() {
+				return nil, fmt.Errorf("%s: not a regular file: %s", name, describeType(st.Mode()))
+			}
 			f.reason = fmt.Sprintf("O_DIRECT refused by %s (%v); using buffered reads", fsName(name), unwrapErrno(err))
 		default:
 			return nil, err
@@ -59,9 +65,7 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 		}
 	}
 	if f.f == nil {
-		// O_NONBLOCK: opening a FIFO must not wait for a writer (it is
-		// refused below); reads of regular files ignore the flag.
-		fd, err := open(os.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK)
+		fd, err := openRegular(name, open, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK)
 		if err != nil {
 			return nil, err
 		}
@@ -72,21 +76,31 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 		f.f.Close()
 		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
-	st, err := f.f.Stat()
-	if err != nil {
-		f.f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.f.Close()
-		return nil, fmt.Errorf("%s: not a regular file: %s", name, describeType(st.Mode()))
-	}
-	if err := unix.SetNonblock(int(f.f.Fd()), false); err != nil {
-		f.f.Close()
-		return nil, &os.PathError{Op: "fcntl", Path: name, Err: err}
-	}
 	f.id, f.size = id, id.size
 	return f, nil
+}
+
+// openRegular opens with flag (which holds O_NONBLOCK), refuses anything
+// but a regular file, and clears O_NONBLOCK so reads block as usual.
+func openRegular(name string, open func(flag int) (*os.File, error), flag int) (*os.File, error) {
+	fd, err := open(flag)
+	if err != nil {
+		return nil, err
+	}
+	st, err := fd.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s: not a regular file: %s", name, describeType(st.Mode()))
+	}
+	if err == nil {
+		if serr := unix.SetNonblock(int(fd.Fd()), false); serr != nil {
+			err = &os.PathError{Op: "fcntl", Path: name, Err: serr}
+		}
+	}
+	if err != nil {
+		fd.Close()
+		return nil, err
+	}
+	return fd, nil
 }
 
 // describeType names a file's type for errors.

@@ -57,10 +57,11 @@ lint:
 demo: build
 	scripts/demo.sh $(BIN) $(DEMO_DIR)
 
-# Binaries for the GPU machine (no Go there): carried in .gpu/.
+# Binaries for the GPU machine (no Go there): carried in .gpu/. The build
+# records the git revision, which gpu-check.sh prints.
 gpu-binaries:
 	mkdir -p .gpu
-	CGO_ENABLED=1 $(GO) build -ldflags='-s -w' -o .gpu/gdsload ./cmd/gdsload
+	CGO_ENABLED=1 $(GO) build -buildvcs=auto -ldflags='-s -w' -o .gpu/gdsload ./cmd/gdsload
 	CGO_ENABLED=1 $(GO) test -c -ldflags='-s -w' -o .gpu/checkpoint.test ./shards/checkpoint
 
 clean:

@@ -95,6 +95,7 @@ fi
 
 section "machine"
 uname -a
+"$BIN" version
 nvidia-smi --query-gpu=index,name,memory.total,memory.used,pcie.link.gen.current,pcie.link.width.current,driver_version \
 	--format=csv 2>&1 | head -20 || true
 "$PY" - <<'EOF' 2>&1 || true

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/crc32"
+	"strings"
 	"sync"
 )
 
@@ -23,6 +24,7 @@ const (
 
 // ParseChecksum validates a checksum name.
 func ParseChecksum(s string) (Checksum, error) {
+	s = strings.ToLower(s)
 	switch Checksum(s) {
 	case "", ChecksumNone:
 		return ChecksumNone, nil

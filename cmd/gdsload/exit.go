@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gdsload/gdsload/loader"
 	"io"
 	"strings"
 )
@@ -75,11 +76,15 @@ func intFlagIn(flag string, v, lo, hi int) error {
 	return nil
 }
 
-// chunkFlag parses a --chunk-size value: positive, at most maxChunkSize.
+// chunkFlag parses a --chunk-size value: a positive multiple of 4 KiB (the
+// direct-I/O alignment), at most maxChunkSize.
 func chunkFlag(s string) (int64, error) {
 	n, err := parseSize(s)
 	if err != nil || n <= 0 || n > maxChunkSize {
-		return 0, usagef("--chunk-size %q: want a size from 1 B to 1 GiB, such as 4MiB", s)
+		return 0, usagef("--chunk-size %q: want a size from 4 KiB to 1 GiB, such as 4MiB", s)
+	}
+	if n%loader.DefaultAlignment != 0 {
+		return 0, usagef("--chunk-size %q: want a multiple of 4 KiB (the direct-I/O alignment), such as %s", s, formatBytes((n+loader.DefaultAlignment-1)/loader.DefaultAlignment*loader.DefaultAlignment))
 	}
 	return n, nil
 }

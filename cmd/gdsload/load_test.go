@@ -100,7 +100,9 @@ func TestExitCodes(t *testing.T) {
 		// Counts and sizes a typo makes huge are refused before any
 		// allocation, not met with an out-of-memory crash.
 		{"huge workers", []string{"load", "--workers", "100000000000", p}, 2, "--workers 100000000000: want 1 to 1024"},
-		{"huge chunk", []string{"load", "--chunk-size", "1000TiB", p}, 2, "want a size from 1 B to 1 GiB"},
+		{"huge chunk", []string{"load", "--chunk-size", "1000TiB", p}, 2, "want a size from 4 KiB to 1 GiB"},
+		{"unaligned chunk", []string{"load", "--chunk-size", "3000", p}, 2, "want a multiple of 4 KiB"},
+		{"checksum in capitals", []string{"load", "--checksum", "SHA256", p}, 0, ""},
 		{"huge prefetch", []string{"iterate", "--prefetch", "1000000000000", p}, 2, "--prefetch 1000000000000: want 0 to 4096"},
 		{"huge partitions", []string{"iterate", "--partitions", "1000000000000", p}, 2, "want 0 to 1048576"},
 		{"huge runs", []string{"bench", "--runs", "100000000000", p}, 2, "--runs 100000000000: want 1 to 10000"},

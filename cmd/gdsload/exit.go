@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gdsload/gdsload/loader"
 	"io"
 	"strings"
+
+	"github.com/gdsload/gdsload/loader"
 )
 
 // Exit codes, as documented in the README.

@@ -193,3 +193,37 @@ func TestFastTarSingleByteChanges(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkInMemoryTar reads a decompressed shard of 2,000 small samples
+// with the fast header path and with archive/tar alone (the peer).
+func BenchmarkInMemoryTar(b *testing.B) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	payload := bytes.Repeat([]byte("x"), 3000)
+	for i := range 2000 {
+		for _, ext := range []string{"txt", "json"} {
+			tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("s%06d.%s", i, ext), Size: int64(len(payload)), Mode: 0o644, Format: tar.FormatUSTAR})
+			tw.Write(payload)
+		}
+	}
+	tw.Close()
+	data := buf.Bytes()
+	for _, tc := range []struct {
+		name     string
+		slowOnly bool
+	}{{"fast", false}, {"archive-tar", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			rd, _ := NewReader(bytes.NewReader(nil), None)
+			rd.slowOnly = tc.slowOnly
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				rd.ResetBytes(data, "bench.tar")
+				for {
+					if _, err := rd.Next(); err != nil {
+						break
+					}
+				}
+			}
+		})
+	}
+}

@@ -237,3 +237,35 @@ func TestLoadFilesFrom(t *testing.T) {
 	require.Len(t, res.Files, 3)
 	require.EqualValues(t, 15000, res.Bytes)
 }
+
+// On ramfs (which refuses O_DIRECT) the load's JSON gives the fallback
+// reason per file and at the top, and a file under 1 MiB says it was read
+// through the page cache for its size.
+func TestLoadRamfsReasons(t *testing.T) {
+	dir := t.TempDir()
+	if err := unix.Mount("ramfs", dir, "ramfs", 0, ""); err != nil {
+		t.Skipf("cannot mount ramfs here (needs root): %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	big, _ := writeFile(t, dir, "big.bin", 2<<20+5)
+	small, _ := writeFile(t, dir, "small.bin", 100)
+	out, stderr, code := run(t, "load", "--json", big, small)
+	require.Equal(t, 0, code, stderr)
+	var res struct {
+		Reason string `json:"reason"`
+		Files  []struct {
+			Name   string `json:"name"`
+			Direct bool   `json:"direct"`
+			Reason string `json:"reason"`
+		} `json:"files"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Files, 2)
+	require.Contains(t, res.Files[0].Reason, "O_DIRECT refused by ramfs")
+	require.Contains(t, res.Files[1].Reason, "smaller than 1 MiB")
+	require.Contains(t, res.Reason, "O_DIRECT refused by ramfs")
+	require.Contains(t, res.Reason, "smaller than 1 MiB")
+	for _, f := range res.Files {
+		require.False(t, f.Direct, f.Name)
+	}
+}

@@ -7,7 +7,7 @@ PKGS    := ./...
 FUZZTIME ?= 10s
 DEMO_DIR ?= demo-data
 
-.PHONY: all setup build test rdma-build race fuzz bench lint demo clean gpu-binaries
+.PHONY: all setup build test rdma-build race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun
 
 all: build
 
@@ -63,6 +63,11 @@ gpu-binaries:
 	mkdir -p .gpu
 	CGO_ENABLED=1 $(GO) build -buildvcs=auto -ldflags='-s -w' -o .gpu/gdsload ./cmd/gdsload
 	CGO_ENABLED=1 $(GO) test -c -ldflags='-s -w' -o .gpu/checkpoint.test ./shards/checkpoint
+
+# gpu-check.sh run here against the CUDA test double: tries the script
+# without a GPU (its PyTorch steps fail here, as they must).
+gpu-check-dryrun: gpu-binaries
+	scripts/gpu-check-dryrun.sh
 
 clean:
 	rm -rf bin .gpu $(DEMO_DIR)

@@ -72,7 +72,7 @@ func OpenCUDADriver(cfg Config) (*CUDADriver, error) {
 	f := (*C.gd_cuda)(C.calloc(1, C.sizeof_gd_cuda))
 	if missing := C.gd_cuda_load(l.h, f); missing != nil {
 		C.free(unsafe.Pointer(f))
-		return nil, &LoadError{Library: spec.name, Env: spec.env, Tried: []string{l.path}, Symbol: C.GoString(missing)}
+		return nil, spec.lacks(l.path, C.GoString(missing))
 	}
 	d := &CUDADriver{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}}
 	var v C.int

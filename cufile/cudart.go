@@ -30,7 +30,7 @@ func OpenRuntime(cfg Config) (*Runtime, error) {
 	f := (*C.gd_cudart)(C.calloc(1, C.sizeof_gd_cudart))
 	if missing := C.gd_cudart_load(l.h, f); missing != nil {
 		C.free(unsafe.Pointer(f))
-		return nil, &LoadError{Library: spec.name, Env: spec.env, Tried: []string{l.path}, Symbol: C.GoString(missing)}
+		return nil, spec.lacks(l.path, C.GoString(missing))
 	}
 	r := &Runtime{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}}
 	if v, err := r.RuntimeVersion(); err == nil {
@@ -42,7 +42,9 @@ func OpenRuntime(cfg Config) (*Runtime, error) {
 // Library reports what was loaded.
 func (r *Runtime) Library() Library { return r.lib }
 
-// check turns a cudaError_t into nil or a *CUDAError for op.
+// check turns a cudaError_t into nil or a *CUDAError for op. Calls on a
+// per-chunk path test for cudaSuccess first: the arguments of op are boxed
+// at the call, success or not.
 func (r *Runtime) check(code C.int, op string, args ...any) error {
 	if code == cudaSuccess {
 		return nil

@@ -33,7 +33,7 @@ func OpenCuFile(cfg Config) (*CuFile, error) {
 	f := (*C.gd_cufile)(C.calloc(1, C.sizeof_gd_cufile))
 	if missing := C.gd_cufile_load(l.h, f); missing != nil {
 		C.free(unsafe.Pointer(f))
-		return nil, &LoadError{Library: spec.name, Env: spec.env, Tried: []string{l.path}, Symbol: C.GoString(missing)}
+		return nil, spec.lacks(l.path, C.GoString(missing))
 	}
 	c := &CuFile{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}}
 	c.driver = &Driver{c: c}

@@ -16,12 +16,10 @@ type DevicePtr uintptr
 
 // CUDA runtime flag values (driver_types.h).
 const (
-	cudaHostAllocPortable        = 1
-	cudaHostRegisterPortable     = 1
-	cudaStreamNonBlocking        = 1
-	cudaEventDisableTiming       = 2
-	cudaMemcpyHostToDevice   int = 1
-	cudaMemcpyDeviceToHost   int = 2
+	cudaHostAllocPortable    = 1
+	cudaHostRegisterPortable = 1
+	cudaStreamNonBlocking    = 1
+	cudaEventDisableTiming   = 2
 )
 
 // Device is one GPU of a Runtime. Its methods may be called from any
@@ -85,8 +83,10 @@ func (d *Device) CopyToDevice(dst DevicePtr, src []byte) error {
 		return nil
 	}
 	return d.Do(func() error {
-		return d.rt.check(C.gd_memcpyHtoD(d.rt.f, C.uintptr_t(dst), unsafe.Pointer(&src[0]), C.size_t(len(src))),
-			"cudaMemcpy(%d bytes, host to GPU %d)", len(src), d.id)
+		if code := C.gd_memcpyHtoD(d.rt.f, C.uintptr_t(dst), unsafe.Pointer(&src[0]), C.size_t(len(src))); code != cudaSuccess {
+			return d.rt.check(code, "cudaMemcpy(%d bytes, host to GPU %d)", len(src), d.id)
+		}
+		return nil
 	})
 }
 
@@ -97,8 +97,10 @@ func (d *Device) CopyFromDevice(dst []byte, src DevicePtr) error {
 		return nil
 	}
 	return d.Do(func() error {
-		return d.rt.check(C.gd_memcpyDtoH(d.rt.f, unsafe.Pointer(&dst[0]), C.uintptr_t(src), C.size_t(len(dst))),
-			"cudaMemcpy(%d bytes, GPU %d to host)", len(dst), d.id)
+		if code := C.gd_memcpyDtoH(d.rt.f, unsafe.Pointer(&dst[0]), C.uintptr_t(src), C.size_t(len(dst))); code != cudaSuccess {
+			return d.rt.check(code, "cudaMemcpy(%d bytes, GPU %d to host)", len(dst), d.id)
+		}
+		return nil
 	})
 }
 

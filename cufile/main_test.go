@@ -56,7 +56,7 @@ func reset(t *testing.T, cmds ...string) {
 	}
 	t.Cleanup(func() {
 		must(t, control.Do("reset"))
-		for _, c := range []string{"allocs", "pinned", "streams", "events", "handles", "driver_refs", "bufreg"} {
+		for _, c := range fakecuda.Leaks {
 			if n := control.Counter(c); n != 0 {
 				t.Errorf("test double still holds %d %s at the end of the test", n, c)
 			}

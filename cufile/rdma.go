@@ -30,8 +30,7 @@ const (
 func (d *Device) FlushGPUDirectRDMAWrites() error {
 	if C.gd_hasFlushGPUDirectRDMAWrites(d.rt.f) == 0 {
 		return fmt.Errorf("flush GPUDirect RDMA writes on GPU %d (needs CUDA 11.3 or newer): %w", d.id,
-			&LoadError{Library: d.rt.lib.Name, Env: specCUDART.env, Tried: []string{d.rt.lib.Path},
-				Symbol: "cudaDeviceFlushGPUDirectRDMAWrites"})
+			specCUDART.lacks(d.rt.lib.Path, "cudaDeviceFlushGPUDirectRDMAWrites"))
 	}
 	return d.Do(func() error {
 		return d.rt.check(C.gd_flushGPUDirectRDMAWrites(d.rt.f,

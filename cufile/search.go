@@ -41,6 +41,11 @@ var (
 	specCUDA = libSpec{name: "libcuda.so.1", files: []string{"libcuda.so.1"}, env: "GDSLOAD_LIBCUDA"}
 )
 
+// lacks is the error for the library at path without the function sym.
+func (s libSpec) lacks(path, sym string) *LoadError {
+	return &LoadError{Library: s.name, Env: s.env, Tried: []string{path}, Symbol: sym}
+}
+
 // candidates lists the paths to try for spec, best first. An explicit path
 // or a set environment variable is the only candidate.
 func (c Config) candidates(spec libSpec) []string {

@@ -45,8 +45,12 @@ func (s *Stream) CopyToDeviceAsync(dst DevicePtr, src *PinnedBuffer, off, n int)
 		return err
 	}
 	p := unsafe.Add(src.p, off)
-	return s.d.rt.check(C.gd_memcpyHtoDAsync(s.d.rt.f, C.uintptr_t(dst), p, C.size_t(n), s.s),
-		"cudaMemcpyAsync(%d bytes, host to GPU %d)", n, s.d.id)
+	// Tested here, not in check: the message's arguments would be boxed
+	// (an allocation per chunk) even when the copy is queued.
+	if code := C.gd_memcpyHtoDAsync(s.d.rt.f, C.uintptr_t(dst), p, C.size_t(n), s.s); code != cudaSuccess {
+		return s.d.rt.check(code, "cudaMemcpyAsync(%d bytes, host to GPU %d)", n, s.d.id)
+	}
+	return nil
 }
 
 // CopyFromDeviceAsync queues a copy of n bytes at device address src into
@@ -57,8 +61,10 @@ func (s *Stream) CopyFromDeviceAsync(dst *PinnedBuffer, off, n int, src DevicePt
 		return err
 	}
 	p := unsafe.Add(dst.p, off)
-	return s.d.rt.check(C.gd_memcpyDtoHAsync(s.d.rt.f, p, C.uintptr_t(src), C.size_t(n), s.s),
-		"cudaMemcpyAsync(%d bytes, GPU %d to host)", n, s.d.id)
+	if code := C.gd_memcpyDtoHAsync(s.d.rt.f, p, C.uintptr_t(src), C.size_t(n), s.s); code != cudaSuccess {
+		return s.d.rt.check(code, "cudaMemcpyAsync(%d bytes, GPU %d to host)", n, s.d.id)
+	}
+	return nil
 }
 
 // Synchronize waits until all work queued on the stream is done and

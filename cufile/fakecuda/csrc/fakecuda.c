@@ -217,8 +217,6 @@ EXPORT int cudaSetDevice(int d) {
   return 0;
 }
 
-EXPORT int cudaGetDevice(int *d) { *d = cur_dev; return 0; }
-
 EXPORT int cudaMemGetInfo(size_t *freep, size_t *total) {
   init();
   if (ndev <= 0) return cudaErrorNoDevice;
@@ -235,8 +233,9 @@ EXPORT int cudaMalloc(void **p, size_t n) {
   if (ndev <= 0) return cudaErrorNoDevice;
   if (n == 0) return 0;
   size_t m = (n + PAGE - 1) & ~(PAGE - 1);
+  if (fault_is("oom", NULL)) return cudaErrorMemoryAllocation;
   pthread_mutex_lock(&mu);
-  bool oom = used[cur_dev] + m > devmem || strcmp(fault, "oom") == 0;
+  bool oom = used[cur_dev] + m > devmem;
   pthread_mutex_unlock(&mu);
   if (oom) return cudaErrorMemoryAllocation;
   int fd = memfd_create("fakecuda-device", MFD_CLOEXEC);
@@ -527,8 +526,6 @@ EXPORT int cudaEventCreateWithFlags(void **out, unsigned flags) {
   return 0;
 }
 
-EXPORT int cudaEventCreate(void **out) { return cudaEventCreateWithFlags(out, 0); }
-
 EXPORT int cudaEventRecord(void *ev, void *sp) {
   struct event *e = ev;
   struct stream *s = sp;
@@ -744,15 +741,16 @@ EXPORT ssize_t cuFileRead(void *h, void *base, size_t size, off_t foff, off_t bo
   long long at;
   if (!driver_open()) return -5001;
   if (!f) return -5027;
-  char *rw = rw_of((uintptr_t)base, 0);
-  if (!rw) return -5012;
-  if (boff < 0 || !rw_of((uintptr_t)base + (uintptr_t)boff, size)) return -5014;
+  uintptr_t at_p = (uintptr_t)base + (uintptr_t)boff;
   pthread_mutex_lock(&mu);
   struct alloc *owner = find((uintptr_t)base, 0);
+  struct alloc *dst = boff < 0 ? NULL : find(at_p, size);
   bool mismatch = owner && owner->dev_id != cur_dev;
   pthread_mutex_unlock(&mu);
+  if (!owner) return -5012;
+  if (!dst) return -5014;
   if (mismatch) return -5015; /* CU_FILE_CUDA_CONTEXT_MISMATCH: not this thread's device */
-  rw = rw_of((uintptr_t)base + (uintptr_t)boff, size);
+  char *rw = dst->rw + (at_p - dst->dev);
   if (fault_is("read_at", &at) && at >= foff && at < foff + (off_t)size) {
     errno = EIO;
     return -1;

@@ -1,7 +1,7 @@
 package cufile
 
 /*
-#include <dlfcn.h>
+#include "dlsym.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,15 +16,13 @@ typedef struct {
 	int (*pointerSetAttribute)(const void *, int, unsigned long long);
 } gd_cuda;
 
-#define GD_CU_SYM(h, f, field, name) \
-	if ((*(void **)(&(f)->field) = dlsym((h), (name))) == NULL) return (name);
 
 static const char *gd_cuda_load(void *h, gd_cuda *f) {
-	GD_CU_SYM(h, f, init, "cuInit")
-	GD_CU_SYM(h, f, driverGetVersion, "cuDriverGetVersion")
-	GD_CU_SYM(h, f, getErrorString, "cuGetErrorString")
-	GD_CU_SYM(h, f, memGetHandleForAddressRange, "cuMemGetHandleForAddressRange")
-	GD_CU_SYM(h, f, pointerSetAttribute, "cuPointerSetAttribute")
+	GD_SYM(h, f, init, "cuInit")
+	GD_SYM(h, f, driverGetVersion, "cuDriverGetVersion")
+	GD_SYM(h, f, getErrorString, "cuGetErrorString")
+	GD_SYM(h, f, memGetHandleForAddressRange, "cuMemGetHandleForAddressRange")
+	GD_SYM(h, f, pointerSetAttribute, "cuPointerSetAttribute")
 	return NULL;
 }
 

@@ -2,7 +2,7 @@
 // filled by dlsym, and the static trampolines cgo calls them through.
 #ifndef GDSLOAD_CUDART_H
 #define GDSLOAD_CUDART_H
-#include <dlfcn.h>
+#include "dlsym.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -36,8 +36,6 @@ typedef struct {
 	int (*flushGPUDirectRDMAWrites)(int, int);
 } gd_cudart;
 
-#define GD_SYM(h, f, field, name) \
-	if ((*(void **)(&(f)->field) = dlsym((h), (name))) == NULL) return (name);
 
 // gd_cudart_load fills f from h and returns NULL, or the first missing name.
 static inline const char *gd_cudart_load(void *h, gd_cudart *f) {
@@ -63,7 +61,7 @@ static inline const char *gd_cudart_load(void *h, gd_cudart *f) {
 	GD_SYM(h, f, getErrorString, "cudaGetErrorString")
 	GD_SYM(h, f, driverGetVersion, "cudaDriverGetVersion")
 	GD_SYM(h, f, runtimeGetVersion, "cudaRuntimeGetVersion")
-	*(void **)(&f->flushGPUDirectRDMAWrites) = dlsym(h, "cudaDeviceFlushGPUDirectRDMAWrites");
+	GD_OPT(h, f, flushGPUDirectRDMAWrites, "cudaDeviceFlushGPUDirectRDMAWrites")
 	return NULL;
 }
 

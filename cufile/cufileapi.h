@@ -3,7 +3,7 @@
 // Types follow cufile.h's ABI (CUfileError_t is two ints returned by value).
 #ifndef GDSLOAD_CUFILEAPI_H
 #define GDSLOAD_CUFILEAPI_H
-#include <dlfcn.h>
+#include "dlsym.h"
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,24 +46,21 @@ typedef struct {
 	ssize_t (*write)(void *, const void *, size_t, off_t, off_t);
 } gd_cufile;
 
-#define GD_CF_SYM(h, f, field, name) \
-	if ((*(void **)(&(f)->field) = dlsym((h), (name))) == NULL) return (name);
-#define GD_CF_OPT(h, f, field, name) *(void **)(&(f)->field) = dlsym((h), (name));
 
 static inline const char *gd_cufile_load(void *h, gd_cufile *f) {
-	GD_CF_SYM(h, f, driverOpen, "cuFileDriverOpen")
-	GD_CF_SYM(h, f, driverClose, "cuFileDriverClose")
-	GD_CF_OPT(h, f, driverCloseV2, "cuFileDriverClose_v2")
-	GD_CF_OPT(h, f, getVersion, "cuFileGetVersion")
-	GD_CF_SYM(h, f, getProperties, "cuFileDriverGetProperties")
-	GD_CF_OPT(h, f, getParameterBool, "cuFileGetParameterBool")
-	GD_CF_OPT(h, f, getP2PFlags, "cuFileDriverGetP2PFlags")
-	GD_CF_SYM(h, f, handleRegister, "cuFileHandleRegister")
-	GD_CF_SYM(h, f, handleDeregister, "cuFileHandleDeregister")
-	GD_CF_SYM(h, f, bufRegister, "cuFileBufRegister")
-	GD_CF_SYM(h, f, bufDeregister, "cuFileBufDeregister")
-	GD_CF_SYM(h, f, read, "cuFileRead")
-	GD_CF_SYM(h, f, write, "cuFileWrite")
+	GD_SYM(h, f, driverOpen, "cuFileDriverOpen")
+	GD_SYM(h, f, driverClose, "cuFileDriverClose")
+	GD_OPT(h, f, driverCloseV2, "cuFileDriverClose_v2")
+	GD_OPT(h, f, getVersion, "cuFileGetVersion")
+	GD_SYM(h, f, getProperties, "cuFileDriverGetProperties")
+	GD_OPT(h, f, getParameterBool, "cuFileGetParameterBool")
+	GD_OPT(h, f, getP2PFlags, "cuFileDriverGetP2PFlags")
+	GD_SYM(h, f, handleRegister, "cuFileHandleRegister")
+	GD_SYM(h, f, handleDeregister, "cuFileHandleDeregister")
+	GD_SYM(h, f, bufRegister, "cuFileBufRegister")
+	GD_SYM(h, f, bufDeregister, "cuFileBufDeregister")
+	GD_SYM(h, f, read, "cuFileRead")
+	GD_SYM(h, f, write, "cuFileWrite")
 	return NULL;
 }
 

@@ -3,6 +3,7 @@ package loader
 import (
 	"errors"
 	"fmt"
+	"github.com/gdsload/gdsload/internal/regular"
 	"io"
 	"os"
 	"path/filepath"
@@ -32,11 +33,10 @@ func OpenFileInRoot(root *os.Root, name string, mode DirectMode) (*File, error) 
 // and file system names.
 func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error)) (*File, error) {
 	f := &File{name: name, align: DefaultAlignment, memAlign: DefaultAlignment}
-	// O_NONBLOCK: opening a FIFO must not wait for a writer. openRegular
-	// refuses what is not a regular file and clears the flag before any
-	// read.
+	// regular.OpenWith refuses what is not a regular file (a FIFO at once,
+	// without waiting for a writer) before any read.
 	if mode != DirectOff {
-		fd, err := openRegular(name, open, os.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC|unix.O_NONBLOCK)
+		fd, _, err := regular.OpenWith(name, os.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, open)
 		switch {
 		case err == nil:
 			f.f, f.direct = fd, true
@@ -54,7 +54,7 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 			}
 		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
 			if st, serr := os.Stat(name); serr == nil && !st.Mode().IsRegular() {
-				return nil, fmt.Errorf("%s: not a regular file: %s", name, describeType(st.Mode()))
+				return nil, &regular.NotRegularError{Path: name, Mode: st.Mode()}
 			}
 			f.reason = fmt.Sprintf("O_DIRECT refused by %s (%v); using buffered reads", fsName(name), unwrapErrno(err))
 		default:
@@ -65,7 +65,7 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 		}
 	}
 	if f.f == nil {
-		fd, err := openRegular(name, open, os.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK)
+		fd, _, err := regular.OpenWith(name, os.O_RDONLY|unix.O_CLOEXEC, open)
 		if err != nil {
 			return nil, err
 		}
@@ -78,46 +78,6 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 	}
 	f.id, f.size = id, id.size
 	return f, nil
-}
-
-// openRegular opens with flag (which holds O_NONBLOCK), refuses anything
-// but a regular file, and clears O_NONBLOCK so reads block as usual.
-func openRegular(name string, open func(flag int) (*os.File, error), flag int) (*os.File, error) {
-	fd, err := open(flag)
-	if err != nil {
-		return nil, err
-	}
-	st, err := fd.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = fmt.Errorf("%s: not a regular file: %s", name, describeType(st.Mode()))
-	}
-	if err == nil {
-		if serr := unix.SetNonblock(int(fd.Fd()), false); serr != nil {
-			err = &os.PathError{Op: "fcntl", Path: name, Err: serr}
-		}
-	}
-	if err != nil {
-		fd.Close()
-		return nil, err
-	}
-	return fd, nil
-}
-
-// describeType names a file's type for errors.
-func describeType(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO (named pipe)"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device (load files, not devices)"
-	}
-	return "type " + m.Type().String()
 }
 
 // directOK holds the file systems on which a probe read with O_DIRECT

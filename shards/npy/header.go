@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/gdsload/gdsload/internal/regular"
 	"io"
 	"math"
-	"os"
-	"syscall"
 	"unicode/utf8"
 )
 
@@ -198,19 +197,11 @@ func latin1(s string) string {
 // ParseFile opens the file at path and parses its header with ParseHeader;
 // failures name path.
 func ParseFile(path string) (*Header, error) {
-	// O_NONBLOCK: a FIFO is refused below instead of waiting for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := regular.Open(path)
 	if err != nil {
 		return nil, &Error{Path: path, Offset: -1, Kind: ErrRead, Err: err}
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	if err != nil {
-		return nil, &Error{Path: path, Offset: -1, Kind: ErrRead, Err: err}
-	}
 	h, err := ParseHeader(f, fi.Size())
 	if err != nil {
 		err.(*Error).Path = path

@@ -1,10 +1,9 @@
 package safetensors
 
 import (
-	"fmt"
+	"github.com/gdsload/gdsload/internal/regular"
 	"io"
 	"os"
-	"syscall"
 )
 
 // File is an open safetensors file with its validated header.
@@ -17,17 +16,8 @@ type File struct {
 // Open opens the file at path and parses its header with ParseHeader;
 // failures name path. The caller must Close the File.
 func Open(path string) (*File, error) {
-	// O_NONBLOCK: a FIFO is refused below instead of waiting for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, fi, err := regular.Open(path)
 	if err != nil {
-		return nil, &Error{Path: path, Offset: -1, Kind: ErrRead, Err: err}
-	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	if err != nil {
-		f.Close()
 		return nil, &Error{Path: path, Offset: -1, Kind: ErrRead, Err: err}
 	}
 	h, err := ParseHeader(f, fi.Size())

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gdsload/gdsload/internal/regular"
 	"io"
 	"os"
 	"path"
@@ -218,25 +219,12 @@ feed:
 // sample count, total sample bytes and SHA-256 of the file. Name is the
 // file's base name.
 func ScanShard(ctx context.Context, p string, opts ...Option) (ShardEntry, error) {
-	f, err := openShardFile(p)
+	f, _, err := regular.Open(p)
 	if err != nil {
 		return ShardEntry{}, fmt.Errorf("webdataset: scanning shard: %w", err)
 	}
 	defer f.Close()
 	return ScanShardReader(ctx, f, filepath.Base(p), opts...)
-}
-
-// openShardFile opens a shard file for reading; anything but a regular
-// file is refused before it is opened, so a FIFO cannot block the scan.
-func openShardFile(p string) (*os.File, error) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", p, fi.Mode().Type())
-	}
-	return os.Open(p)
 }
 
 // ScanShardReader is ScanShard for a shard read from r (a remote file, say):
@@ -283,15 +271,11 @@ func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Opti
 // VerifyShard checks the shard file at p against its manifest entry (size,
 // then SHA-256) and names the shard in any mismatch.
 func VerifyShard(p string, e ShardEntry) error {
-	f, err := openShardFile(p)
+	f, fi, err := regular.Open(p)
 	if err != nil {
 		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
-	}
 	if fi.Size() != e.Bytes {
 		return fmt.Errorf("webdataset: shard %s (%s): %w: %d bytes on disk, %d in manifest", e.Name, p, ErrShardSize, fi.Size(), e.Bytes)
 	}

@@ -136,6 +136,11 @@ func TestNonRegularFilesRefused(t *testing.T) {
 	if _, m := r.expectError(); m.Code != wire.CodeNotRegular {
 		t.Fatalf("READ of a FIFO: code %s, want NOT_REGULAR", m.Code)
 	}
+	// LIST of it must not wait for a writer either.
+	r.send(wire.TypeList, 2, wire.List{Name: "fifo"}.Append(nil))
+	if _, m := r.expectError(); m.Code != wire.CodeNotDir {
+		t.Fatalf("LIST of a FIFO: code %s, want NOT_DIR", m.Code)
+	}
 }
 
 func TestAuthRefused(t *testing.T) {

@@ -52,9 +52,9 @@ func (sc *serverConn) handleList(id uint32, m wire.List) {
 		sc.reply(id, rerr)
 		return
 	}
-	d, err := sc.s.root.Open(name)
-	if err != nil {
-		sc.reply(id, fsError("list", name, err))
+	d, rerr := sc.open("list", name)
+	if rerr != nil {
+		sc.reply(id, rerr)
 		return
 	}
 	defer d.Close()
@@ -87,28 +87,38 @@ func (sc *serverConn) handleList(id uint32, m wire.List) {
 	_ = sc.sendMsg(wire.TypeListOK, id, out.Append(make([]byte, 0, size)))
 }
 
-// openRegular opens a regular file for reading. O_NONBLOCK keeps a FIFO
-// planted in the export from blocking the open; non-regular files are
-// refused.
-func (sc *serverConn) openRegular(name string) (*os.File, *requestError) {
+// open opens name beneath the export root for op. O_NONBLOCK keeps a FIFO
+// planted in the export from blocking the open (a LIST or READ of it is
+// then refused by its caller); reads of files and directories ignore it.
+func (sc *serverConn) open(op, name string) (*os.File, *requestError) {
 	f, err := sc.s.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fsError("read", name, err)
+		return nil, fsError(op, name, err)
+	}
+	return f, nil
+}
+
+// openRegular opens a regular file for reading and returns its size at
+// open; anything else is refused.
+func (sc *serverConn) openRegular(name string) (*os.File, int64, *requestError) {
+	f, rerr := sc.open("read", name)
+	if rerr != nil {
+		return nil, 0, rerr
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fsError("read", name, err)
+		return nil, 0, fsError("read", name, err)
 	}
 	if fi.IsDir() {
 		f.Close()
-		return nil, refuse(wire.CodeIsDir, "read %s: is a directory", name)
+		return nil, 0, refuse(wire.CodeIsDir, "read %s: is a directory", name)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, refuse(wire.CodeNotRegular, "read %s: not a regular file (%s)", name, fi.Mode().Type())
+		return nil, 0, refuse(wire.CodeNotRegular, "read %s: not a regular file (%s)", name, fi.Mode().Type())
 	}
-	return f, nil
+	return f, fi.Size(), nil
 }
 
 func (sc *serverConn) handleRead(id uint32, m wire.Read) {
@@ -135,7 +145,7 @@ func (sc *serverConn) handleRead(id uint32, m wire.Read) {
 		sc.reply(id, refuse(wire.CodeRegion, "read %s: region of %d bytes is smaller than the %d asked", name, m.Region.Len, m.Length))
 		return
 	}
-	f, rerr := sc.openRegular(name)
+	f, size, rerr := sc.openRegular(name)
 	if rerr != nil {
 		sc.reply(id, rerr)
 		return
@@ -144,7 +154,7 @@ func (sc *serverConn) handleRead(id uint32, m wire.Read) {
 	var sent, crc uint32
 	var eof bool
 	if sc.canSendfile(m, region) {
-		sent, eof, rerr = sc.sendfilePieces(id, f, name, m)
+		sent, eof, rerr = sc.sendfilePieces(id, f, size, name, m)
 	} else {
 		sent, eof, crc, rerr = sc.readPieces(id, f, name, m, region)
 	}

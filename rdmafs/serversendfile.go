@@ -19,15 +19,10 @@ func (sc *serverConn) canSendfile(m wire.Read, region bool) bool {
 }
 
 // sendfilePieces serves a READ with sendfile(2) in BufferSize pieces. The
-// piece sizes are fixed from the size at open; if the file shrinks under the
+// piece sizes are fixed from size, the file's size at open; if the file shrinks under the
 // server the stream can no longer be trusted, so the connection is dropped
 // (the client retries the idempotent read on a new one).
-func (sc *serverConn) sendfilePieces(id uint32, f *os.File, name string, m wire.Read) (sent uint32, eof bool, rerr *requestError) {
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, false, fsError("read", name, err)
-	}
-	size := fi.Size()
+func (sc *serverConn) sendfilePieces(id uint32, f *os.File, size int64, name string, m wire.Read) (sent uint32, eof bool, rerr *requestError) {
 	end := int64(m.Offset) + int64(m.Length)
 	if end > size {
 		end, eof = max(size, int64(m.Offset)), true

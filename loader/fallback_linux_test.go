@@ -102,7 +102,9 @@ func TestDirectProbeOncePerFileSystem(t *testing.T) {
 	if !fa.Direct() {
 		t.Skipf("no O_DIRECT here: %s", fa.DirectReason())
 	}
-	key, known := directReadsWork(fa.f)
+	fi, err := fa.f.Stat()
+	require.NoError(t, err)
+	key, known := directReadsWork(fa.f, fi)
 	require.NotNil(t, key)
 	require.True(t, known, "the first open's probe is remembered")
 	fb, err := OpenFile(b, DirectAuto)

@@ -35,13 +35,14 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 	f := &File{name: name, align: DefaultAlignment, memAlign: DefaultAlignment}
 	// regular.OpenWith refuses what is not a regular file (a FIFO at once,
 	// without waiting for a writer) before any read.
+	var fi os.FileInfo // the open file's stat: its identity
 	if mode != DirectOff {
-		fd, _, err := regular.OpenWith(name, os.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, open)
+		fd, st, err := regular.OpenWith(name, os.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, open)
 		switch {
 		case err == nil:
-			f.f, f.direct = fd, true
+			f.f, f.direct, fi = fd, true, st
 			f.align, f.memAlign = dioAlign(fd)
-			key, known := directReadsWork(fd)
+			key, known := directReadsWork(fd, st)
 			if known {
 				break
 			}
@@ -65,13 +66,13 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 		}
 	}
 	if f.f == nil {
-		fd, _, err := regular.OpenWith(name, os.O_RDONLY|unix.O_CLOEXEC, open)
+		fd, st, err := regular.OpenWith(name, os.O_RDONLY|unix.O_CLOEXEC, open)
 		if err != nil {
 			return nil, err
 		}
-		f.f = fd
+		f.f, fi = fd, st
 	}
-	id, err := identify(f.f)
+	id, err := identifyInfo(fi)
 	if err != nil {
 		f.f.Close()
 		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
@@ -93,15 +94,15 @@ type fsKey struct {
 	fsType int64
 }
 
-// directReadsWork tells whether fd's file system already passed the probe;
-// key identifies it, nil when it cannot be told.
-func directReadsWork(fd *os.File) (key *fsKey, known bool) {
-	var st unix.Stat_t
+// directReadsWork tells whether the file system of fd (whose stat is fi)
+// already passed the probe; key identifies it, nil when it cannot be told.
+func directReadsWork(fd *os.File, fi os.FileInfo) (key *fsKey, known bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
 	var sfs unix.Statfs_t
-	if unix.Fstat(int(fd.Fd()), &st) != nil || unix.Fstatfs(int(fd.Fd()), &sfs) != nil {
+	if !ok || unix.Fstatfs(int(fd.Fd()), &sfs) != nil {
 		return nil, false
 	}
-	k := fsKey{dev: uint64(st.Dev), fsType: int64(sfs.Type)}
+	k := fsKey{dev: st.Dev, fsType: int64(sfs.Type)}
 	_, known = directOK.Load(k)
 	return &k, known
 }
@@ -145,8 +146,8 @@ func pread(f *os.File, b []byte, off int64) (int, error) {
 }
 
 func identify(f *os.File) (fileIdentity, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 		return fileIdentity{}, err
 	}
 	return identityOf(&st), nil
@@ -157,18 +158,12 @@ func identifyInfo(fi os.FileInfo) (fileIdentity, error) {
 	if !ok {
 		return fileIdentity{}, errors.New("no stat data")
 	}
-	return fileIdentity{
-		dev:   st.Dev,
-		ino:   st.Ino,
-		size:  st.Size,
-		mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
-		ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
-	}, nil
+	return identityOf(st), nil
 }
 
-func identityOf(st *unix.Stat_t) fileIdentity {
+func identityOf(st *syscall.Stat_t) fileIdentity {
 	return fileIdentity{
-		dev:   uint64(st.Dev),
+		dev:   st.Dev,
 		ino:   st.Ino,
 		size:  st.Size,
 		mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),

@@ -32,7 +32,6 @@ type GPUDirectConfig struct {
 type GPUDirect struct {
 	cfg GPUDirectConfig
 	gpuView
-	drv        *cufile.Driver
 	registered bool // the device buffer is registered with cuFile
 
 	mu      sync.Mutex
@@ -71,7 +70,7 @@ func NewGPUDirectDestination(cfg GPUDirectConfig) (_ *GPUDirect, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &GPUDirect{cfg: cfg, gpuView: gpuView{mem}, drv: cfg.Driver, handles: map[uintptr]*cachedHandle{}}
+	g := &GPUDirect{cfg: cfg, gpuView: gpuView{mem}, handles: map[uintptr]*cachedHandle{}}
 	if props, perr := cfg.Driver.Properties(); perr == nil && props.MaxPinnedMemKiB*1024 >= mem.size+mem.shift {
 		// One registration for the whole buffer: reads then skip
 		// cuFile's per-call pinning. Failure only costs speed.
@@ -130,7 +129,7 @@ func (g *GPUDirect) handleFd(fd uintptr) (*cufile.FileHandle, error) {
 		c.h.Close() // the descriptor now names another file
 		delete(g.handles, fd)
 	}
-	h, err := g.drv.RegisterFile(int(fd))
+	h, err := g.cfg.Driver.RegisterFile(int(fd))
 	if err != nil {
 		return nil, err
 	}
@@ -260,8 +259,8 @@ func (g *GPUDirect) Close() error {
 		g.ring = nil
 	}
 	if g.registered {
-		errs = append(errs, g.drv.DeregisterBuffer(g.mem.base))
+		errs = append(errs, g.cfg.Driver.DeregisterBuffer(g.mem.base))
 	}
-	errs = append(errs, g.mem.free(), g.drv.Close())
+	errs = append(errs, g.mem.free(), g.cfg.Driver.Close())
 	return errors.Join(errs...)
 }

@@ -120,10 +120,15 @@ func (p *plan) chunkAt(i int) (off, n int64) {
 // chunk: rounded up to the sources' alignment (default when chunk is 0).
 // Buffers sized with it fit every chunk.
 func EffectiveChunkSize(chunk int64, srcs []Source) int64 {
+	return chunkFor(chunk, alignmentOf(srcs))
+}
+
+// chunkFor is chunk (DefaultChunkSize when not positive) rounded up to align.
+func chunkFor(chunk, align int64) int64 {
 	if chunk <= 0 {
 		chunk = DefaultChunkSize
 	}
-	return alignUp(chunk, alignmentOf(srcs))
+	return alignUp(chunk, align)
 }
 
 // alignmentOf is the largest direct-I/O alignment among srcs, at least

@@ -60,9 +60,9 @@ func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 	for i, j := range jobs {
 		srcs[i] = j.Source
 	}
-	opts.ChunkSize = EffectiveChunkSize(opts.ChunkSize, srcs)
-	opts = opts.withDefaults()
 	align := alignmentOf(srcs)
+	opts.ChunkSize = chunkFor(opts.ChunkSize, align)
+	opts = opts.withDefaults()
 	plans := make([]plan, len(jobs))
 	totalChunks := 0
 	for i, j := range jobs {

@@ -189,22 +189,29 @@ func (s *saver) run(ctx context.Context) error {
 
 	// Host memory is written in place where direct I/O allows it; device
 	// memory and unaligned edges go through a small pool of aligned
-	// buffers, so copies overlap with writes.
-	nbuf := s.opts.Workers + 2
-	pool, err := AllocHost(nbuf * int(s.opts.ChunkSize))
-	if err != nil {
-		return err
-	}
-	defer FreeHost(pool)
-	if p, ok := s.src.(HostPinner); ok && isDev {
-		// Pinning only speeds the copies up: a refusal is not an error.
-		if unpin, err := p.PinHost(pool); err == nil {
-			defer unpin()
+	// buffers, so copies overlap with writes. Buffered writes of host
+	// memory are always in place (a file never turns direct again), and no
+	// pool is larger than the source needs.
+	var free chan []byte
+	if size := s.src.Size(); size > 0 && (!isHost || s.out.Direct()) {
+		cs := s.opts.ChunkSize
+		bufSize := min(cs, alignUp(size, s.out.Alignment())) // cs is a multiple of the alignment
+		nbuf := int(min(int64(s.opts.Workers+2), (size+cs-1)/cs))
+		pool, err := AllocHost(nbuf * int(bufSize))
+		if err != nil {
+			return err
 		}
-	}
-	free := make(chan []byte, nbuf)
-	for i := range nbuf {
-		free <- pool[i*int(s.opts.ChunkSize) : (i+1)*int(s.opts.ChunkSize)]
+		defer FreeHost(pool)
+		if p, ok := s.src.(HostPinner); ok && isDev {
+			// Pinning only speeds the copies up: a refusal is not an error.
+			if unpin, err := p.PinHost(pool); err == nil {
+				defer unpin()
+			}
+		}
+		free = make(chan []byte, nbuf)
+		for i := range nbuf {
+			free <- pool[i*int(bufSize) : (i+1)*int(bufSize)]
+		}
 	}
 	work := make(chan chunk)
 	var wg sync.WaitGroup
@@ -218,7 +225,7 @@ func (s *saver) run(ctx context.Context) error {
 			}
 		})
 	}
-	err = s.produce(ctx, host, dev, isHost, free, work)
+	err := s.produce(ctx, host, dev, isHost, free, work)
 	close(work)
 	wg.Wait()
 	if err != nil {

@@ -30,12 +30,13 @@ type AtomicFile struct {
 	final string
 	temp  string
 	size  int64
+	// align and memAlign are set by open and never change (a fallback to
+	// buffered writes keeps the layout legal).
+	align, memAlign int64
 
-	mu       sync.Mutex // guards the direct-I/O state, which a refused write changes
-	direct   bool
-	reason   string
-	align    int64
-	memAlign int64
+	mu     sync.Mutex // guards the direct-I/O state, which a refused write changes
+	direct bool
+	reason string
 
 	pwriteHook func(fd int, p []byte, off int64) (int, error) // tests: stands in for pwrite(2)
 }
@@ -204,18 +205,10 @@ func (a *AtomicFile) DirectReason() string {
 // Alignment is the offset and length alignment direct writes need, as
 // opened (statx STATX_DIOALIGN, else 4 KiB). Writes laid out by it stay
 // legal after a fallback to buffered writes.
-func (a *AtomicFile) Alignment() int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.align
-}
+func (a *AtomicFile) Alignment() int64 { return a.align }
 
 // MemAlignment is the buffer address alignment direct writes need.
-func (a *AtomicFile) MemAlignment() int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.memAlign
-}
+func (a *AtomicFile) MemAlignment() int64 { return a.memAlign }
 
 // WriteAt writes all of p at off, retrying EINTR and short writes. If the
 // file system refuses an O_DIRECT write that the alignment rules allow

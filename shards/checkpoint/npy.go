@@ -15,33 +15,26 @@ import (
 // openNPY opens a .npy file and describes it as a header of one tensor
 // named after the file.
 func openNPY(ctx context.Context, path string, opts Options) (*shard, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	f, err := loader.OpenFile(path, opts.Direct)
-	if err != nil {
-		return nil, err // names the path
-	}
-	h, err := npy.ParseHeader(f, f.Size())
-	if err != nil {
-		f.Close()
-		var e *npy.Error
-		if errors.As(err, &e) && e.Path == "" {
-			e.Path = path
+	return openShard(ctx, path, opts, func(f *loader.File) (*safetensors.Header, error) {
+		h, err := npy.ParseHeader(f, f.Size())
+		if err != nil {
+			var e *npy.Error
+			if errors.As(err, &e) && e.Path == "" {
+				e.Path = path
+			}
+			return nil, err
 		}
-		return nil, err
-	}
-	dtype, err := npyDtype(path, h)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	return &shard{src: f, header: &safetensors.Header{
-		Tensors:    []safetensors.TensorInfo{{Name: name, Dtype: dtype, Shape: h.Shape, Begin: 0, End: h.DataLen}},
-		DataOffset: h.DataOffset,
-		DataLen:    h.DataLen,
-	}}, nil
+		dtype, err := npyDtype(path, h)
+		if err != nil {
+			return nil, err
+		}
+		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		return &safetensors.Header{
+			Tensors:    []safetensors.TensorInfo{{Name: name, Dtype: dtype, Shape: h.Shape, Begin: 0, End: h.DataLen}},
+			DataOffset: h.DataOffset,
+			DataLen:    h.DataLen,
+		}, nil
+	})
 }
 
 // tensorDtype maps a numpy kind and item size to a safetensors dtype name.

@@ -134,8 +134,9 @@ func baseNames(paths []string) []string {
 	return out
 }
 
-// openSafetensors opens one safetensors file and validates its header.
-func openSafetensors(ctx context.Context, path string, opts Options) (*shard, error) {
+// openShard opens the file at path for loading and describes its data
+// region with describe; a failure closes the file.
+func openShard(ctx context.Context, path string, opts Options, describe func(*loader.File) (*safetensors.Header, error)) (*shard, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -143,16 +144,24 @@ func openSafetensors(ctx context.Context, path string, opts Options) (*shard, er
 	if err != nil {
 		return nil, err // names the path
 	}
-	h, err := safetensors.ParseHeader(f, f.Size())
+	h, err := describe(f)
 	if err != nil {
 		f.Close()
+		return nil, err
+	}
+	return &shard{src: f, header: h}, nil
+}
+
+// openSafetensors opens one safetensors file and validates its header.
+func openSafetensors(ctx context.Context, path string, opts Options) (*shard, error) {
+	return openShard(ctx, path, opts, func(f *loader.File) (*safetensors.Header, error) {
+		h, err := safetensors.ParseHeader(f, f.Size())
 		var e *safetensors.Error
 		if errors.As(err, &e) && e.Path == "" {
 			e.Path = path
 		}
-		return nil, err
-	}
-	return &shard{src: f, header: h}, nil
+		return h, err
+	})
 }
 
 // Path returns the path of the checkpoint: the file or index opened (for a

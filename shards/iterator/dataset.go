@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/gdsload/gdsload/shards/webdataset"
@@ -130,17 +131,17 @@ func openPattern(ctx context.Context, pattern string, opts []webdataset.Option) 
 		root = pattern[:i+1]
 	}
 	d := &Dataset{Root: filepath.Clean(root)}
-	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		e, err := webdataset.ScanShard(ctx, p, opts...)
+	// The shards are scanned in parallel, as a directory's are.
+	m, err := webdataset.BuildManifestFrom(ctx, paths, runtime.GOMAXPROCS(0), func(ctx context.Context, p string) (webdataset.ShardEntry, error) {
+		return webdataset.ScanShard(ctx, p, opts...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range m.Shards {
+		rel, err := filepath.Rel(d.Root, paths[i])
 		if err != nil {
-			return nil, err
-		}
-		rel, err := filepath.Rel(d.Root, p)
-		if err != nil {
-			return nil, fmt.Errorf("iterator: shard %s outside %s: %w", p, d.Root, err)
+			return nil, fmt.Errorf("iterator: shard %s outside %s: %w", paths[i], d.Root, err)
 		}
 		d.Shards = append(d.Shards, shardOf(e, filepath.ToSlash(rel)))
 	}

@@ -40,15 +40,7 @@ type layout struct {
 }
 
 func newLayout(d *Dataset, ord order, epoch int64) *layout {
-	shards := make([]int, len(d.Shards))
-	for i := range shards {
-		shards[i] = i
-	}
-	if ord.shuffle {
-		for i, j := range newRNG(ord.seed, uint64(epoch), tagShards).perm(len(shards)) {
-			shards[i] = int(j)
-		}
-	}
+	shards := shardOrder(d, ord, epoch)
 	cum := make([]int64, len(shards)+1)
 	for k, s := range shards {
 		cum[k+1] = cum[k] + d.Shards[s].Samples

@@ -80,13 +80,11 @@ type Writer struct {
 // keys sorted, and pads it with spaces to a multiple of 8 bytes. Output is
 // deterministic. It writes nothing if a tensor is invalid.
 func NewWriter(w io.Writer, tensors []TensorSpec, metadata map[string]string) (*Writer, error) {
-	layout, header, err := encodeHeader(tensors, metadata)
+	layout, head, err := EncodeHeader(tensors, metadata)
 	if err != nil {
 		return nil, err
 	}
-	var prefix [8]byte
-	binary.LittleEndian.PutUint64(prefix[:], uint64(len(header)))
-	if _, err := w.Write(append(prefix[:], header...)); err != nil {
+	if _, err := w.Write(head); err != nil {
 		return nil, err
 	}
 	var dataLen int64

@@ -235,16 +235,24 @@ func (r *Reader) nextMember() (*member, error) {
 		if err != nil {
 			return nil, r.fail("", before, fmt.Errorf("tar header: %w", eofIsUnexpected(err)))
 		}
-		if !isRegular(hdr.Typeflag) || isMeta(hdr.Name) {
-			continue
+		if m, ok := sampleMember(hdr.Name, hdr.Typeflag, hdr.Size, r.offset()); ok {
+			return m, nil
 		}
-		key, ext, ok := SplitKey(hdr.Name)
-		if !ok {
-			continue
-		}
-		return &member{name: hdr.Name, size: hdr.Size, sparse: hdr.Typeflag == tar.TypeGNUSparse,
-			key: key, ext: strings.ToLower(ext), offset: r.offset()}, nil
 	}
+}
+
+// sampleMember is the member a tar entry gives a sample, and false for
+// what WebDataset skips: non-regular entries, metadata names and names
+// without a key. off is where its data starts.
+func sampleMember(name string, typeflag byte, size, off int64) (*member, bool) {
+	if !isRegular(typeflag) || isMeta(name) {
+		return nil, false
+	}
+	key, ext, ok := SplitKey(name)
+	if !ok {
+		return nil, false
+	}
+	return &member{name: name, size: size, sparse: typeflag == tar.TypeGNUSparse, key: key, ext: strings.ToLower(ext), offset: off}, true
 }
 
 // nextFast walks simple headers in memory (see fasttar.go). When it meets
@@ -263,14 +271,9 @@ func (r *Reader) nextFast() (m *member, ok bool) {
 			break
 		}
 		r.fastOff = end
-		if !isRegular(h.typeflag) || isMeta(h.name) {
-			continue
+		if m, ok := sampleMember(h.name, h.typeflag, h.size, off+tarBlock); ok {
+			return m, true
 		}
-		key, ext, ok := SplitKey(h.name)
-		if !ok {
-			continue
-		}
-		return &member{name: h.name, size: h.size, key: key, ext: strings.ToLower(ext), offset: off + tarBlock}, true
 	}
 	r.fast = false
 	r.mem.off = r.fastOff

@@ -85,14 +85,20 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	avail, missing, release := allModes(o.device)
-	defer release()
+	var avail []bench.Mode
+	var missing map[string]string
 	if isRemote(path) {
 		if o.cold {
 			return usagef("--cold drops a local file's pages; it does not apply to %s (drop the server's cache there)", path)
 		}
 		avail, missing = remoteModes(&o.remote, o.device)
 		defer o.remote.Close()
+	} else {
+		// The GPU libraries are opened only for a local file, the only
+		// kind the GPU modes read.
+		var release func()
+		avail, missing, release = allModes(o.device)
+		defer release()
 	}
 	modes := avail
 	if o.modes != "" {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/spf13/cobra"
@@ -62,12 +64,16 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 			return fmt.Errorf("%d of %d shards in %s differ from the manifest:\n%w", len(errs), len(m.Shards), dir, err)
 		}
 	} else {
-		_, total, err := webdataset.ShardFiles(dir)
+		names, total, err := webdataset.ShardFiles(dir)
 		if err != nil {
 			return err
 		}
+		// BuildManifest's own steps, on the listing already made for the
+		// progress total.
 		bar := startProgress(cmd.ErrOrStderr(), "manifest", total)
-		m, err = webdataset.BuildManifest(ctx, dir, webdataset.WithProgress(bar.Add))
+		m, err = webdataset.BuildManifestFrom(ctx, names, runtime.GOMAXPROCS(0), func(ctx context.Context, name string) (webdataset.ShardEntry, error) {
+			return webdataset.ScanShard(ctx, filepath.Join(dir, name), webdataset.WithProgress(bar.Add))
+		})
 		bar.Stop()
 		if err != nil {
 			return fmt.Errorf("building manifest for %s: %w", dir, err)

@@ -88,18 +88,29 @@ type remoteSource struct {
 
 func (s remoteSource) Name() string { return s.url }
 
-// openRemote opens the file a URL names or, for a directory, every file
-// below it in lexical order.
-func openRemote(ctx context.Context, raw string, r *remoteOptions) ([]loader.Source, error) {
+// listRemote finds the file a URL names or, for a directory, every file
+// below it in lexical order, through the client for its server; finding
+// none is an error.
+func listRemote(ctx context.Context, raw string, r *remoteOptions) (rdmafs.URL, *rdmafs.Client, []remoteFile, error) {
 	u, err := rdmafs.ParseURL(raw)
 	if err != nil {
-		return nil, usageError{err}
+		return u, nil, nil, usageError{err}
 	}
 	c, err := r.client(ctx, u.Addr)
 	if err != nil {
-		return nil, err
+		return u, nil, nil, err
 	}
 	files, err := remoteFiles(ctx, c, u.Path)
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("%s: no files there", raw)
+	}
+	return u, c, files, err
+}
+
+// openRemote opens the file a URL names or, for a directory, every file
+// below it in lexical order.
+func openRemote(ctx context.Context, raw string, r *remoteOptions) ([]loader.Source, error) {
+	u, c, files, err := listRemote(ctx, raw, r)
 	if err != nil {
 		return nil, err
 	}
@@ -110,9 +121,6 @@ func openRemote(ctx context.Context, raw string, r *remoteOptions) ([]loader.Sou
 			return nil, err
 		}
 		srcs = append(srcs, remoteSource{File: f, url: rdmafs.URL{Addr: u.Addr, Path: rf.name}.String()})
-	}
-	if len(srcs) == 0 {
-		return nil, fmt.Errorf("%s: no files there", raw)
 	}
 	return srcs, nil
 }

@@ -7,7 +7,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -185,14 +184,12 @@ func printStage(w io.Writer, r *stage.Result) error {
 	return tw.Flush()
 }
 
-// cliOpener opens stage sources with the command line's source code:
-// local files with the --direct mode, rdmafs:// URLs through the remote
-// clients, which Close hangs up.
+// cliOpener opens stage sources with the command line's settings: local
+// files with the --direct mode, rdmafs:// URLs through the remote clients,
+// which Close hangs up.
 type cliOpener struct {
 	mode   loader.DirectMode
 	remote *remoteOptions
-	mu     sync.Mutex
-	opened []*openedSources
 }
 
 func (c *cliOpener) Open(ctx context.Context, name string) (loader.Source, error) {
@@ -202,41 +199,22 @@ func (c *cliOpener) Open(ctx context.Context, name string) (loader.Source, error
 		// not apply): staged bytes come from the disk, not a cached copy.
 		return loader.OpenFile(name, c.mode)
 	}
-	o, err := openSources(ctx, []string{name}, c.mode, c.remote)
+	u, err := rdmafs.ParseURL(name)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	cl, err := c.remote.client(ctx, u.Addr)
 	if err != nil {
 		return nil, err
 	}
-	if len(o.sources) != 1 {
-		o.Close()
-		return nil, fmt.Errorf("%s names %d files now, not one; it became a directory since it was listed", name, len(o.sources))
+	f, err := cl.Open(ctx, strings.Trim(u.Path, "/")) // a directory since it was listed is refused
+	if err != nil {
+		return nil, err
 	}
-	switch src := o.sources[0].(type) {
-	case *loader.File:
-		return src, nil // the stage closes it
-	case remoteSource:
-		c.keep(o)
-		return stagedRemote{src}, nil
-	default:
-		c.keep(o)
-		return src, nil
-	}
+	return stagedRemote{remoteSource{File: f, url: name}}, nil
 }
 
-func (c *cliOpener) keep(o *openedSources) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.opened = append(c.opened, o)
-}
-
-func (c *cliOpener) Close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, o := range c.opened {
-		o.Close()
-	}
-	c.opened = nil
-	_ = c.remote.Close()
-}
+func (c *cliOpener) Close() { _ = c.remote.Close() }
 
 // stagedRemote gives a remote file the modification time the stage
 // journal needs to trust it on a rerun.
@@ -249,19 +227,11 @@ func (s stagedRemote) ModTime() time.Time { return s.Stat().ModTime() }
 type remoteLister struct{ r *remoteOptions }
 
 func (l remoteLister) List(ctx context.Context, raw string) ([]stage.Entry, error) {
-	u, err := rdmafs.ParseURL(raw)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	c, err := l.r.client(ctx, u.Addr)
+	u, _, files, err := listRemote(ctx, raw, l.r)
 	if err != nil {
 		return nil, err
 	}
 	root := strings.Trim(u.Path, "/")
-	files, err := remoteFiles(ctx, c, root)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]stage.Entry, 0, len(files))
 	for _, rf := range files {
 		rel := path.Base(rf.name)
@@ -269,9 +239,6 @@ func (l remoteLister) List(ctx context.Context, raw string) ([]stage.Entry, erro
 			rel = strings.TrimPrefix(rf.name, root+"/")
 		}
 		out = append(out, stage.Entry{Source: rdmafs.URL{Addr: u.Addr, Path: rf.name}.String(), Rel: rel, Size: rf.info.Size(), ModTime: rf.info.ModTime()})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no files there", raw)
 	}
 	return out, nil
 }

@@ -120,6 +120,10 @@ func (f *File) Name() string { return f.name }
 // Size returns the size the file had when it was opened.
 func (f *File) Size() int64 { return f.size }
 
+// ModTime is the file's modification time when it was opened; a load
+// fails if it changed meanwhile.
+func (f *File) ModTime() time.Time { return f.id.mtime }
+
 // Fd returns the file's descriptor.
 func (f *File) Fd() uintptr { return f.f.Fd() }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 
 	"github.com/gdsload/gdsload/loader"
 	"golang.org/x/sys/unix"
@@ -46,12 +47,11 @@ type journal struct {
 // openJournal reads the journal in dir, rewrites it compacted (one line a
 // path) and opens it for appending.
 func openJournal(dir string) (*journal, error) {
-	j := &journal{path: filepath.Join(dir, journalName), recs: map[string]record{}}
-	b, err := os.ReadFile(j.path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading the stage journal %s: %w", j.path, err)
+	j := &journal{path: filepath.Join(dir, journalName)}
+	var err error
+	if j.recs, err = readJournal(j.path); err != nil {
+		return nil, err
 	}
-	j.recs = parseJournal(b)
 	if err := j.compact(); err != nil {
 		return nil, err
 	}
@@ -60,6 +60,16 @@ func openJournal(dir string) (*journal, error) {
 		return nil, fmt.Errorf("opening the stage journal %s: %w", j.path, err)
 	}
 	return j, nil
+}
+
+// readJournal reads the records of the journal at path: none when it (or
+// its folder) does not exist yet.
+func readJournal(path string) (map[string]record, error) {
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return nil, fmt.Errorf("reading the stage journal %s: %w", path, err)
+	}
+	return parseJournal(b), nil
 }
 
 // parseJournal reads journal lines: the last record of each path wins; a

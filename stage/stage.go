@@ -46,8 +46,8 @@ func ParseVerify(s string) (Verify, error) {
 }
 
 // ModTimer is an optional capability of a Source that knows its
-// modification time (a remote file). Sources without it, other than local
-// files, are never trusted as already staged and are copied on every run.
+// modification time (a local *loader.File, a remote file). Sources without
+// it are never trusted as already staged and are copied on every run.
 type ModTimer interface {
 	ModTime() time.Time
 }
@@ -110,6 +110,8 @@ func (l localOpener) Open(_ context.Context, name string) (loader.Source, error)
 // from Open to Close.
 type Stager struct {
 	dest, side string
+	absDest    string // dest made absolute, "" when it cannot be
+	wd         string // the working directory relative sources are in
 	spaceDir   string // where free space is measured: dest, or its nearest existing parent in a preview
 	opts       Options
 	lock       *os.File
@@ -118,12 +120,19 @@ type Stager struct {
 	dirs       map[string]bool // directories known to exist
 }
 
+func newStager(dest string, opts Options) *Stager {
+	s := &Stager{dest: dest, side: filepath.Join(dest, SidecarName), opts: opts.withDefaults(), dirs: map[string]bool{}}
+	s.absDest, _ = filepath.Abs(dest)
+	s.wd, _ = os.Getwd()
+	return s
+}
+
 // Open prepares dest for staging: creates it and its sidecar folder, takes
 // the lock (failing with ErrLocked, naming the holder's pid, when another
 // stage holds it), removes temporary files that interrupted runs left, and
 // reads the journal of files already staged.
 func Open(dest string, opts Options) (*Stager, error) {
-	s := &Stager{dest: dest, side: filepath.Join(dest, SidecarName), opts: opts.withDefaults(), dirs: map[string]bool{}}
+	s := newStager(dest, opts)
 	if err := os.MkdirAll(s.side, 0o755); err != nil {
 		return nil, destError(dest, err)
 	}
@@ -216,15 +225,12 @@ func (p *Plan) Entries() []PlannedEntry {
 // only read. Its plan says what a Run would copy and skip now (a stage
 // running meanwhile may change that).
 func Preview(ctx context.Context, dest string, entries []Entry, opts Options) (*Plan, error) {
-	s := &Stager{dest: dest, side: filepath.Join(dest, SidecarName), opts: opts.withDefaults(), dirs: map[string]bool{}}
-	s.j = &journal{recs: map[string]record{}}
-	b, err := os.ReadFile(filepath.Join(s.side, journalName))
-	switch {
-	case err == nil:
-		s.j.recs = parseJournal(b)
-	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
-		return nil, fmt.Errorf("reading the stage journal in %s: %w", dest, err)
+	s := newStager(dest, opts)
+	recs, err := readJournal(filepath.Join(s.side, journalName))
+	if err != nil {
+		return nil, err
 	}
+	s.j = &journal{recs: recs}
 	s.spaceDir = dest
 	for {
 		if _, err := os.Stat(s.spaceDir); err == nil {
@@ -327,12 +333,14 @@ func (s *Stager) outsideDest(src string) error {
 	if isURL(src) {
 		return nil
 	}
-	as, err1 := filepath.Abs(src)
-	ad, err2 := filepath.Abs(s.dest)
-	if err1 != nil || err2 != nil {
+	if s.absDest == "" || (s.wd == "" && !filepath.IsAbs(src)) {
 		return nil
 	}
-	if strings.HasPrefix(as, ad+string(filepath.Separator)) {
+	as := filepath.Clean(src) // filepath.Abs, without a getwd per entry
+	if !filepath.IsAbs(src) {
+		as = filepath.Join(s.wd, src)
+	}
+	if strings.HasPrefix(as, s.absDest+string(filepath.Separator)) {
 		return fmt.Errorf("source %s is inside the destination %s; stage into a directory outside the sources", src, s.dest)
 	}
 	return nil

@@ -125,17 +125,27 @@ func clientHandshake(c net.Conn, token []byte) (wire.Welcome, error) {
 	return w, nil
 }
 
+// isPeerMismatch tells whether a frame read failed because the peer does
+// not speak this version of the protocol.
+func isPeerMismatch(err error) bool {
+	return errors.Is(err, wire.ErrMagic) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrTooLarge)
+}
+
 func handshakeReadErr(what string, err error) error {
-	if errors.Is(err, wire.ErrMagic) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrTooLarge) {
+	if isPeerMismatch(err) {
 		return &Error{Op: "handshake", Msg: "reading " + what + ": not an rdmafs server of this version?", Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
 	}
 	return fmt.Errorf("reading %s: %w", what, err)
 }
 
-func handshakeServerErr(p []byte) error {
+func handshakeServerErr(p []byte) error { return connErr("handshake", p) }
+
+// connErr is the error an ERROR frame for the whole connection (id 0)
+// carries, during op.
+func connErr(op string, p []byte) error {
 	m, err := wire.DecodeError(p)
 	if err != nil {
-		return &Error{Op: "handshake", Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
+		return &Error{Op: op, Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
 	}
-	return &Error{Op: "handshake", Code: m.Code, Msg: m.Message, Err: connCodeErr(m.Code)}
+	return &Error{Op: op, Code: m.Code, Msg: m.Message, Err: connCodeErr(m.Code)}
 }

@@ -2,7 +2,6 @@ package rdmafs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -99,7 +98,7 @@ func (cc *clientConn) readFrames(buf []byte) error {
 	for {
 		h, p, err := wire.ReadFrame(cc.c, buf, wire.MaxPayload)
 		if err != nil {
-			if errors.Is(err, wire.ErrMagic) || errors.Is(err, wire.ErrVersion) || errors.Is(err, wire.ErrTooLarge) {
+			if isPeerMismatch(err) {
 				return fmt.Errorf("%w: %v", ErrProtocol, err)
 			}
 			return fmt.Errorf("%w: connection lost: %v", ErrServerGone, err)
@@ -115,8 +114,7 @@ func (cc *clientConn) readFrames(buf []byte) error {
 			cc.mu.Unlock()
 		case wire.TypeError, wire.TypeStatOK, wire.TypeListOK, wire.TypeReadDone:
 			if h.ID == 0 && h.Type == wire.TypeError {
-				m, _ := wire.DecodeError(p)
-				return &Error{Op: "connection", Code: m.Code, Msg: m.Message, Err: connCodeErr(m.Code)}
+				return connErr("connection", p)
 			}
 			cl := cc.lookup(h.ID, true)
 			if cl == nil {

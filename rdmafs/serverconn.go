@@ -235,19 +235,35 @@ func (sc *serverConn) dispatch(h wire.Header, p []byte) error {
 // failed write tears the connection down: a client that stops reading is
 // cut off after WriteTimeout instead of holding the server.
 func (sc *serverConn) send(bufs ...[]byte) error {
-	sc.wmu.Lock()
+	if err := sc.lockForWrite(); err != nil {
+		return err
+	}
 	defer sc.wmu.Unlock()
+	nb := net.Buffers(bufs)
+	if _, err := nb.WriteTo(sc.c); err != nil {
+		return sc.writeFailed(fmt.Errorf("write to client: %w", err))
+	}
+	return nil
+}
+
+// lockForWrite takes wmu for the writes of one frame and sets their
+// deadline, or fails when the connection is closing; the caller unlocks.
+func (sc *serverConn) lockForWrite() error {
+	sc.wmu.Lock()
 	if err := sc.ctx.Err(); err != nil {
+		sc.wmu.Unlock()
 		return fmt.Errorf("connection closing: %w", err)
 	}
 	_ = sc.c.SetWriteDeadline(time.Now().Add(sc.s.cfg.WriteTimeout))
-	nb := net.Buffers(bufs)
-	if _, err := nb.WriteTo(sc.c); err != nil {
-		sc.cancel()
-		sc.c.Close()
-		return fmt.Errorf("write to client: %w", err)
-	}
 	return nil
+}
+
+// writeFailed tears the connection down after a failed or partial write
+// (the stream can no longer be framed) and returns err.
+func (sc *serverConn) writeFailed(err error) error {
+	sc.cancel()
+	sc.c.Close()
+	return err
 }
 
 func (sc *serverConn) sendError(id uint32, code wire.Code, msg string) {

@@ -217,8 +217,14 @@ func (sc *serverConn) deliver(id uint32, m wire.Read, off uint32, p []byte, regi
 	if region {
 		return sc.regions.WriteRegion(m.Region, uint64(off), p)
 	}
+	fb := dataFrame(id, off, uint32(len(p)))
+	return sc.send(fb[:], p)
+}
+
+// dataFrame is the DATA frame announcing n bytes at off of request id.
+func dataFrame(id, off, n uint32) [wire.HeaderSize + 8]byte {
 	var fb [wire.HeaderSize + 8]byte
 	wire.PutHeader(fb[:], wire.Header{Type: wire.TypeData, ID: id, Length: 8})
-	wire.Data{Offset: off, N: uint32(len(p))}.Append(fb[:wire.HeaderSize])
-	return sc.send(fb[:], p)
+	wire.Data{Offset: off, N: n}.Append(fb[:wire.HeaderSize])
+	return fb
 }

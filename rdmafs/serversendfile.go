@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
 )
@@ -43,28 +42,20 @@ func (sc *serverConn) sendfilePieces(id uint32, f *os.File, size int64, name str
 }
 
 func (sc *serverConn) sendfileOne(id uint32, f *os.File, off, n uint32) error {
-	var fb [wire.HeaderSize + 8]byte
-	wire.PutHeader(fb[:], wire.Header{Type: wire.TypeData, ID: id, Length: 8})
-	wire.Data{Offset: off, N: n}.Append(fb[:wire.HeaderSize])
-	sc.wmu.Lock()
-	defer sc.wmu.Unlock()
-	if err := sc.ctx.Err(); err != nil {
-		return fmt.Errorf("connection closing: %w", err)
+	fb := dataFrame(id, off, n)
+	if err := sc.lockForWrite(); err != nil {
+		return err
 	}
-	_ = sc.c.SetWriteDeadline(time.Now().Add(sc.s.cfg.WriteTimeout))
+	defer sc.wmu.Unlock()
 	if _, err := sc.c.Write(fb[:]); err != nil {
-		sc.cancel()
-		sc.c.Close()
-		return fmt.Errorf("write to client: %w", err)
+		return sc.writeFailed(fmt.Errorf("write to client: %w", err))
 	}
 	w, err := sc.c.(*net.TCPConn).ReadFrom(io.LimitReader(f, int64(n)))
 	if err == nil && w != int64(n) {
 		err = fmt.Errorf("file shrank during the read: sent %d of %d bytes", w, n)
 	}
 	if err != nil {
-		sc.cancel()
-		sc.c.Close()
-		return err
+		return sc.writeFailed(err)
 	}
 	return nil
 }

@@ -25,11 +25,11 @@ func HostModes() []Mode {
 
 // measure runs fn and reports its wall and CPU time.
 func measure(fn func() (int64, []time.Duration, error)) (Sample, error) {
-	u0, s0 := rusage()
+	u0, s0 := loader.ProcessCPUTime()
 	t0 := time.Now()
 	n, lat, err := fn()
 	wall := time.Since(t0)
-	u1, s1 := rusage()
+	u1, s1 := loader.ProcessCPUTime()
 	return Sample{Bytes: n, Wall: wall, CPU: (u1 - u0) + (s1 - s0), Lat: lat}, err
 }
 
@@ -47,7 +47,7 @@ func runPOSIX(_ context.Context, path string, _ Config) (Sample, error) {
 			return 0, nil, err
 		}
 		buf := make([]byte, st.Size())
-		var lat []time.Duration
+		lat := make([]time.Duration, 0, (len(buf)+1<<20-1)>>20) // not regrown while timed
 		var n int64
 		for n < int64(len(buf)) {
 			t := time.Now()
@@ -65,13 +65,19 @@ func runPOSIX(_ context.Context, path string, _ Config) (Sample, error) {
 	})
 }
 
-func runDirect(_ context.Context, path string, _ Config) (Sample, error) {
+// withPiece measures fn, which reads into one reused piece buffer
+// allocated outside the measurement.
+func withPiece(fn func(buf []byte) (int64, []time.Duration, error)) (Sample, error) {
 	buf, err := loader.AllocHost(pieceSize)
 	if err != nil {
 		return Sample{}, err
 	}
 	defer loader.FreeHost(buf)
-	return measure(func() (int64, []time.Duration, error) {
+	return measure(func() (int64, []time.Duration, error) { return fn(buf) })
+}
+
+func runDirect(_ context.Context, path string, _ Config) (Sample, error) {
+	return withPiece(func(buf []byte) (int64, []time.Duration, error) {
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return 0, nil, fmt.Errorf("open %s with O_DIRECT: %w", path, err)
@@ -98,12 +104,7 @@ func runDirect(_ context.Context, path string, _ Config) (Sample, error) {
 }
 
 func runMmap(_ context.Context, path string, _ Config) (Sample, error) {
-	buf, err := loader.AllocHost(pieceSize)
-	if err != nil {
-		return Sample{}, err
-	}
-	defer loader.FreeHost(buf)
-	return measure(func() (int64, []time.Duration, error) {
+	return withPiece(func(buf []byte) (int64, []time.Duration, error) {
 		f, err := os.Open(path)
 		if err != nil {
 			return 0, nil, err
@@ -119,7 +120,7 @@ func runMmap(_ context.Context, path string, _ Config) (Sample, error) {
 		}
 		defer unix.Munmap(m)
 		_ = unix.Madvise(m, unix.MADV_SEQUENTIAL)
-		var lat []time.Duration
+		lat := make([]time.Duration, 0, (len(m)+pieceSize-1)/pieceSize)
 		for off := 0; off < len(m); off += pieceSize {
 			t := time.Now()
 			copy(buf, m[off:min(off+pieceSize, len(m))])
@@ -165,15 +166,11 @@ func RingLoad(ctx context.Context, srcs []loader.Source, cfg Config) (Sample, er
 // LoaderRun runs one load and turns its result into a Sample; GPU modes
 // use it with their own destinations.
 func LoaderRun(ctx context.Context, jobs []loader.Job, opts loader.Options) (Sample, error) {
-	var lat []time.Duration
 	return measure(func() (int64, []time.Duration, error) {
 		res, err := loader.Load(ctx, jobs, opts)
 		if err != nil {
 			return 0, nil, err
 		}
-		lat = res.Latencies
-		return res.Bytes, lat, nil
+		return res.Bytes, res.Latencies, nil
 	})
 }
-
-func rusage() (user, sys time.Duration) { return loader.ProcessCPUTime() }

@@ -97,41 +97,31 @@ func resolve(path string) (string, error) {
 	if !st.IsDir() {
 		return path, nil
 	}
-	indexes, err := filepath.Glob(filepath.Join(globEscape(path), "*.safetensors.index.json"))
-	if err != nil {
-		return "", fmt.Errorf("checkpoint %s: %w", path, err)
+	// One listing for both kinds; an unreadable directory lists nothing,
+	// as a glob would.
+	ents, _ := os.ReadDir(path)
+	var indexes, files []string // base names, sorted as ReadDir sorts
+	for _, e := range ents {
+		switch n := e.Name(); {
+		case strings.HasSuffix(n, ".safetensors.index.json"):
+			indexes = append(indexes, n)
+		case strings.HasSuffix(n, ".safetensors"):
+			files = append(files, n)
+		}
 	}
 	if len(indexes) == 1 {
-		return indexes[0], nil
+		return filepath.Join(path, indexes[0]), nil
 	}
 	if len(indexes) > 1 {
-		return "", fmt.Errorf("checkpoint %s: %w: the directory holds %d indexes (%s); name the one to load", path, ErrFormat, len(indexes), strings.Join(baseNames(indexes), ", "))
-	}
-	files, err := filepath.Glob(filepath.Join(globEscape(path), "*.safetensors"))
-	if err != nil {
-		return "", fmt.Errorf("checkpoint %s: %w", path, err)
+		return "", fmt.Errorf("checkpoint %s: %w: the directory holds %d indexes (%s); name the one to load", path, ErrFormat, len(indexes), strings.Join(indexes, ", "))
 	}
 	switch len(files) {
 	case 1:
-		return files[0], nil
+		return filepath.Join(path, files[0]), nil
 	case 0:
 		return "", fmt.Errorf("checkpoint %s: %w: the directory holds no .safetensors file and no .safetensors.index.json", path, ErrFormat)
 	}
 	return "", fmt.Errorf("checkpoint %s: %w: the directory holds %d .safetensors files and no index; name one file, or the *.safetensors.index.json of a sharded checkpoint", path, ErrFormat, len(files))
-}
-
-// globEscape quotes the glob metacharacters of a directory name.
-func globEscape(dir string) string {
-	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
-	return r.Replace(dir)
-}
-
-func baseNames(paths []string) []string {
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		out[i] = filepath.Base(p)
-	}
-	return out
 }
 
 // openShard opens the file at path for loading and describes its data

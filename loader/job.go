@@ -94,9 +94,10 @@ const (
 )
 
 func routeOf(j Job, path Path) route {
+	// cuFile reads only O_DIRECT descriptors: a buffered file takes the
+	// span route, through the destination's pinned buffers.
 	_, fileDst := j.Dest.(FileReaderDestination)
-	_, fdSrc := j.Source.(FileDescriptorSource)
-	if fileDst && fdSrc {
+	if fd, ok := j.Source.(FileDescriptorSource); ok && fileDst && fd.Direct() {
 		return routeFile
 	}
 	_, devDst := j.Dest.(DeviceDestination)

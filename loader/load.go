@@ -293,7 +293,7 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 		if d, ok := p.Source.(DirectInfo); ok {
 			f.Direct, f.Reason = d.Direct(), d.DirectReason()
 		}
-		if f.Path == PathGDS && (p.route != routeFile || !f.Direct) {
+		if f.Path == PathGDS && p.route != routeFile {
 			// cuFile needs an O_DIRECT descriptor; the gds destination
 			// bounced this file through pinned memory instead.
 			f.Path = PathBounce

@@ -93,6 +93,8 @@ type Server struct {
 	pool    *bufPool
 	metrics *metrics
 	log     *slog.Logger
+	// authLog rate-limits the failed-login lines: 10 a minute.
+	authLog logLimiter
 
 	mu    sync.Mutex
 	conns map[*serverConn]struct{}
@@ -142,6 +144,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		pool:    newBufPool(cfg.PoolBuffers, cfg.BufferSize),
 		metrics: newMetrics(),
 		log:     cfg.Logger,
+		authLog: logLimiter{interval: time.Minute, burst: 10},
 		conns:   map[*serverConn]struct{}{},
 	}, nil
 }

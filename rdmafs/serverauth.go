@@ -3,6 +3,9 @@ package rdmafs
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
@@ -37,6 +40,12 @@ func (sc *serverConn) handshake() error {
 	}
 	h, p, err = wire.ReadFrame(sc.c, buf, uint32(len(buf)))
 	if err != nil {
+		if ch.Mode == wire.AuthHMAC && hungUp(err) {
+			// A client checks the server's proof before it answers: one
+			// whose token differs, or that has none, hangs up here, and
+			// this is the only sign of a failed login the server gets.
+			return sc.handshakeFail(wire.CodeAuth, errors.New("client hung up after the challenge without authenticating: its token differs from the server's, or it has none"))
+		}
 		return sc.handshakeFail(wire.CodeProtocol, fmt.Errorf("read AUTH: %w", err))
 	}
 	if h.Type != wire.TypeAuth {
@@ -61,10 +70,25 @@ func (sc *serverConn) handshake() error {
 func (sc *serverConn) handshakeFail(code wire.Code, err error) error {
 	if code == wire.CodeAuth {
 		sc.s.metrics.authFail.Add(1)
-		sc.log.Warn("rdmafs handshake refused", "err", err)
+		if ok, suppressed := sc.s.authLog.allow(time.Now()); ok {
+			attrs := []any{"err", err}
+			if suppressed > 0 {
+				attrs = append(attrs, "suppressed", suppressed)
+			}
+			sc.log.Warn("rdmafs login failed", attrs...)
+		}
 		// The client learns only that authentication failed, not why.
 		sc.sendError(0, code, "authentication failed: check the token (--token-file or GDSLOAD_TOKEN)")
 		return err
 	}
 	return sc.fail(0, code, err)
+}
+
+// hungUp reports whether err means the peer closed or reset the connection
+// (as opposed to a timeout or a malformed frame).
+func hungUp(err error) bool {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	return false
 }

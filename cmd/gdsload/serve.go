@@ -27,7 +27,7 @@ type serveOptions struct {
 	metricsListen string
 	credits       int
 	poolBuffers   int
-	bufferSize    int
+	bufferSize    string
 }
 
 func newServeCmd() *cobra.Command {
@@ -41,8 +41,13 @@ Clients authenticate with a shared token (HMAC-SHA256 challenge-response);
 traffic is NOT encrypted: run it on a trusted network or inside a tunnel.
 The token file must be mode 600; make one with
   (umask 077; head -c 32 /dev/urandom | base64 > token)
-and give the same file to clients (--token-file, or GDSLOAD_TOKEN). Without a
-token the server refuses to start unless --insecure-no-token is given.
+and give the same file to clients (--token-file, or GDSLOAD_TOKEN). The server
+also reads GDSLOAD_TOKEN when --token-file is not given. Without a token the
+server refuses to start unless --insecure-no-token is given.
+
+Failed logins are logged with the peer's address (at most 10 lines a minute;
+the next line says how many were held back) and counted in the
+rdmafs_auth_failures_total metric.
 
 Once ready, serve prints exactly one line to stdout, "listening on HOST:PORT"
 (so --listen 127.0.0.1:0 works), and logs to stderr. On SIGINT/SIGTERM it
@@ -56,20 +61,24 @@ stops accepting, lets in-flight reads finish and exits 0.`,
 	f := cmd.Flags()
 	f.StringVar(&o.root, "root", "", "directory to export (required)")
 	f.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", rdmafs.DefaultPort), "address to listen on (HOST:PORT; port 0 picks a free one)")
-	f.StringVar(&o.tokenFile, "token-file", "", "file holding the shared secret (mode 600; trailing newline ignored)")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the shared secret (mode 600; trailing newline ignored; default: $GDSLOAD_TOKEN)")
 	f.BoolVar(&o.insecure, "insecure-no-token", false, "run without authentication: anyone who reaches the port can read the export")
 	f.StringVar(&o.transport, "transport", "tcp", "transport: tcp, or verbs (RDMA; needs a build with -tags rdma)")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (off when empty)")
 	f.IntVar(&o.credits, "credits", 16, "outstanding requests allowed per client connection")
 	f.IntVar(&o.poolBuffers, "pool-buffers", 64, "number of server data buffers (bounds memory with --buffer-size)")
-	f.IntVar(&o.bufferSize, "buffer-size", 1<<20, "size of each server data buffer in bytes; reads are served in pieces of this size")
+	f.StringVar(&o.bufferSize, "buffer-size", "1MiB", "size of each server data buffer (4KiB to 1GiB; e.g. 1MiB); reads are served in pieces of this size")
 	_ = cmd.MarkFlagRequired("root")
 	return cmd
 }
 
 func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) error {
+	bufferSize, err := parseSize(o.bufferSize)
+	if err != nil {
+		return usageError{fmt.Errorf("--buffer-size: %w", err)}
+	}
 	if err := errors.Join(intFlagIn("--credits", o.credits, 1, 1024), intFlagIn("--pool-buffers", o.poolBuffers, 1, 1<<20),
-		intFlagIn("--buffer-size", o.bufferSize, 4096, 1<<30)); err != nil {
+		intFlagIn("--buffer-size", int(min(bufferSize, 1<<31)), 4096, 1<<30)); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -78,17 +87,20 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		InsecureNoToken: o.insecure,
 		Credits:         o.credits,
 		PoolBuffers:     o.poolBuffers,
-		BufferSize:      o.bufferSize,
+		BufferSize:      int(bufferSize),
 		Logger:          log,
 	}
+	tok, err := clientTokenFromFlags(o.tokenFile)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	switch {
-	case o.tokenFile != "" && o.insecure:
-		return errors.New("serve: --token-file and --insecure-no-token exclude each other")
-	case o.tokenFile != "":
-		tok, err := rdmafs.ReadTokenFile(o.tokenFile)
-		if err != nil {
-			return fmt.Errorf("serve: %w", err)
+	case tok != nil && o.insecure:
+		if o.tokenFile != "" {
+			return errors.New("serve: --token-file and --insecure-no-token exclude each other")
 		}
+		return errors.New("serve: GDSLOAD_TOKEN is set and --insecure-no-token given: unset one of them")
+	case tok != nil:
 		cfg.Token = tok
 	case !o.insecure:
 		return errors.New("serve: no token: pass --token-file FILE (a random secret, mode 600, e.g. `openssl rand -hex 32 > FILE; chmod 600 FILE`), or --insecure-no-token on a trusted network")

@@ -14,17 +14,33 @@ import (
 )
 
 func TestServeCmdListensAndDrains(t *testing.T) {
-	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "f"), []byte("hello"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	tok := filepath.Join(t.TempDir(), "tok")
 	if err := os.WriteFile(tok, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("GDSLOAD_TOKEN", "")
+	os.Unsetenv("GDSLOAD_TOKEN")
+	serveAndStat(t, "--token-file", tok, "--metrics-listen", "127.0.0.1:0")
+}
+
+// The server takes its token from GDSLOAD_TOKEN, as clients do, and reads
+// --buffer-size with a unit like the other size flags.
+func TestServeCmdTokenFromEnvAndSizeUnits(t *testing.T) {
+	t.Setenv("GDSLOAD_TOKEN", "0123456789abcdef0123\n")
+	serveAndStat(t, "--buffer-size", "1MiB")
+}
+
+// serveAndStat runs serve with args, stats a file through it with the
+// token 0123456789abcdef0123, and checks that serve drains on cancel.
+func serveAndStat(t *testing.T, args ...string) {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	pr, pw := io.Pipe()
 	cmd := newServeCmd()
-	cmd.SetArgs([]string{"--root", root, "--listen", "127.0.0.1:0", "--token-file", tok, "--metrics-listen", "127.0.0.1:0"})
+	cmd.SetArgs(append([]string{"--root", root, "--listen", "127.0.0.1:0"}, args...))
 	cmd.SetOut(pw)
 	cmd.SetErr(io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,7 +86,11 @@ func TestServeCmdRefusals(t *testing.T) {
 		{"loose token file", []string{"--root", root, "--listen", "127.0.0.1:0", "--token-file", loose}, "chmod 600"},
 		{"verbs without rdma", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--transport", "verbs"}, "use --transport tcp"},
 		{"missing root", []string{"--root", filepath.Join(root, "nope"), "--listen", "127.0.0.1:0", "--insecure-no-token"}, "export root"},
+		{"buffer size not a size", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--buffer-size", "lots"}, "--buffer-size"},
+		{"buffer size too small", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--buffer-size", "1KiB"}, "--buffer-size"},
 	}
+	t.Setenv("GDSLOAD_TOKEN", "")
+	os.Unsetenv("GDSLOAD_TOKEN")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := newServeCmd()
@@ -84,6 +104,17 @@ func TestServeCmdRefusals(t *testing.T) {
 				t.Fatalf("err = %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestServeCmdEnvTokenAndInsecureExclusive(t *testing.T) {
+	t.Setenv("GDSLOAD_TOKEN", "0123456789abcdef0123")
+	cmd := newServeCmd()
+	cmd.SetArgs([]string{"--root", t.TempDir(), "--listen", "127.0.0.1:0", "--insecure-no-token"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), "GDSLOAD_TOKEN is set") {
+		t.Fatalf("err = %v, want the env token and --insecure-no-token refused together", err)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -28,6 +30,25 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// commandError carries the path of the command whose run failed ("gdsload
+// load"), so a usage error can point at that command's help.
+type commandError struct {
+	path string
+	err  error
+}
+
+func (c commandError) Error() string { return c.err.Error() }
+func (c commandError) Unwrap() error { return c.err }
+
+// execute runs root and tags an error with the command it came from.
+func execute(ctx context.Context, root *cobra.Command) error {
+	c, err := root.ExecuteContextC(ctx)
+	if err != nil && c != nil {
+		err = commandError{path: c.CommandPath(), err: err}
+	}
+	return err
+}
+
 // exitCode prints err (if any) and maps it to the process exit code.
 func exitCode(err error, interrupted bool, stderr io.Writer) int {
 	if err == nil {
@@ -40,7 +61,12 @@ func exitCode(err error, interrupted bool, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "gdsload: %v\n", err)
 	var u usageError
 	if errors.As(err, &u) || isCobraUsage(err) {
-		fmt.Fprintln(stderr, "Run 'gdsload --help' for usage.")
+		help := "gdsload"
+		var c commandError
+		if errors.As(err, &c) {
+			help = c.path
+		}
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", help)
 		return exitUsage
 	}
 	return exitError

@@ -25,9 +25,26 @@ func run(t *testing.T, args ...string) (string, string, int) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&errb)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
+	err := execute(context.Background(), cmd)
 	code := exitCode(err, false, &errb)
 	return out.String(), errb.String(), code
+}
+
+// A usage error points at the help of the command that was run.
+func TestUsageErrorNamesSubcommandHelp(t *testing.T) {
+	tests := []struct {
+		args []string
+		help string
+	}{
+		{[]string{"load", "--workers", "0", "x"}, "Run 'gdsload load --help' for usage."},
+		{[]string{"iterate", "--no-such-flag", "x"}, "Run 'gdsload iterate --help' for usage."},
+		{[]string{"no-such-command"}, "Run 'gdsload --help' for usage."},
+	}
+	for _, tc := range tests {
+		_, errb, code := run(t, tc.args...)
+		require.Equal(t, 2, code, "%v: %s", tc.args, errb)
+		require.Contains(t, errb, tc.help, "%v", tc.args)
+	}
 }
 
 func writeFile(t *testing.T, dir, name string, n int) (string, string) {

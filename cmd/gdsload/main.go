@@ -15,7 +15,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
+	err := execute(ctx, newRootCmd())
 	interrupted := ctx.Err() != nil
 	stop()
 	os.Exit(exitCode(err, interrupted, os.Stderr))

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/gdsload/gdsload/loader"
 	"golang.org/x/sys/unix"
@@ -25,15 +26,43 @@ const journalName = "journal.jsonl"
 // record says a file was staged and verified: the source as it was (size,
 // modification time) and the destination file that holds its bytes
 // (inode and modification time, which rename keeps).
+//
+// JSON strings hold only UTF-8, and encoding/json turns other bytes into
+// U+FFFD, so a name that is not UTF-8 travels as its raw bytes in base64
+// (rel_raw, source_raw) instead: it must match itself on the next run.
 type record struct {
-	Rel         string `json:"rel"`
-	Source      string `json:"source"`
+	Rel         string `json:"rel,omitempty"`
+	RelRaw      []byte `json:"rel_raw,omitempty"`
+	Source      string `json:"source,omitempty"`
+	SourceRaw   []byte `json:"source_raw,omitempty"`
 	Size        int64  `json:"size"`
 	MTimeNs     int64  `json:"mtime_ns"`
 	Checksum    string `json:"checksum"`
 	Digest      string `json:"digest"`
 	Ino         uint64 `json:"ino"`
 	DestMTimeNs int64  `json:"dest_mtime_ns"`
+}
+
+// encoded moves names that are not UTF-8 into their raw fields.
+func (r record) encoded() record {
+	if !utf8.ValidString(r.Rel) {
+		r.RelRaw, r.Rel = []byte(r.Rel), ""
+	}
+	if !utf8.ValidString(r.Source) {
+		r.SourceRaw, r.Source = []byte(r.Source), ""
+	}
+	return r
+}
+
+// decoded undoes encoded.
+func (r record) decoded() record {
+	if len(r.RelRaw) > 0 {
+		r.Rel, r.RelRaw = string(r.RelRaw), nil
+	}
+	if len(r.SourceRaw) > 0 {
+		r.Source, r.SourceRaw = string(r.SourceRaw), nil
+	}
+	return r
 }
 
 // journal holds the records and the file they are appended to.
@@ -80,8 +109,11 @@ func parseJournal(b []byte) map[string]record {
 	recs := map[string]record{}
 	for line := range bytes.Lines(b) {
 		var r record
-		if json.Unmarshal(line, &r) == nil && r.Rel != "" {
-			recs[r.Rel] = r
+		if json.Unmarshal(line, &r) == nil {
+			r = r.decoded()
+			if r.Rel != "" {
+				recs[r.Rel] = r
+			}
 		}
 	}
 	return recs
@@ -96,7 +128,7 @@ func (j *journal) compact() error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for _, r := range rels {
-		_ = enc.Encode(j.recs[r]) // cannot fail: plain fields
+		_ = enc.Encode(j.recs[r].encoded()) // cannot fail: plain fields
 	}
 	// A temporary name, fsync, rename, directory fsync: loader.SaveFile.
 	_, err := loader.SaveFile(context.Background(), j.path, loader.HostMemory(buf.Bytes()), loader.SaveOptions{Direct: loader.DirectOff})
@@ -116,7 +148,7 @@ func (j *journal) get(rel string) (record, bool) {
 
 // add appends r durably (fdatasync) before it is trusted.
 func (j *journal) add(r record) error {
-	line, err := json.Marshal(r)
+	line, err := json.Marshal(r.encoded())
 	if err != nil {
 		return err
 	}

@@ -301,8 +301,10 @@ func (s *Stager) Plan(ctx context.Context, entries []Entry) (*Plan, error) {
 
 // CheckDestination refuses a destination directory inside a local source
 // directory: the next run would list the staged copies as sources too.
+// Paths are compared with symbolic links resolved, so a destination that
+// is a link to (or into) a source is refused like the source itself.
 func CheckDestination(sources []string, dest string) error {
-	ad, err := filepath.Abs(dest)
+	ad, err := resolvePath(dest)
 	if err != nil {
 		return nil
 	}
@@ -310,21 +312,41 @@ func CheckDestination(sources []string, dest string) error {
 		if isURL(src) || strings.Contains(src, "{") {
 			continue
 		}
-		as, err := filepath.Abs(src)
+		if st, err := os.Stat(src); err != nil || !st.IsDir() {
+			continue
+		}
+		as, err := resolvePath(src)
 		if err != nil {
 			continue
 		}
-		if st, err := os.Stat(as); err != nil || !st.IsDir() {
-			continue
-		}
 		if ad == as {
-			return fmt.Errorf("destination %s is the source directory %s itself; stage into a directory outside the sources", dest, src)
+			return fmt.Errorf("destination %s is the source directory %s itself (%s); stage into a directory outside the sources", dest, src, as)
 		}
 		if strings.HasPrefix(ad, as+string(filepath.Separator)) {
-			return fmt.Errorf("destination %s is inside the source directory %s: the next run would stage its copies again; stage into a directory outside the sources", dest, src)
+			return fmt.Errorf("destination %s (%s) is inside the source directory %s: the next run would stage its copies again; stage into a directory outside the sources", dest, ad, src)
 		}
 	}
 	return nil
+}
+
+// resolvePath makes p absolute with every symbolic link resolved, also
+// where its last components do not exist yet (a destination about to be
+// made): the deepest existing ancestor is resolved and the rest appended.
+func resolvePath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		if dir == filepath.Dir(dir) {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
 }
 
 // outsideDest refuses a local source inside the destination: its copy

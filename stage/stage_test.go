@@ -341,6 +341,15 @@ func TestStageCancelLeavesNoTemp(t *testing.T) {
 	requireClean(t, dst)
 }
 
+// link makes a symbolic link to target in a fresh directory and returns it.
+func link(t *testing.T, target string) string {
+	t.Helper()
+	l := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.MkdirAll(target, 0o755))
+	require.NoError(t, os.Symlink(target, l))
+	return l
+}
+
 func TestCheckDestination(t *testing.T) {
 	src := t.TempDir()
 	file := filepath.Join(src, "f.bin")
@@ -358,10 +367,46 @@ func TestCheckDestination(t *testing.T) {
 		{[]string{file}, filepath.Join(src, "out"), ""},
 		{[]string{"rdmafs://h:1/x"}, filepath.Join(src, "out"), ""},
 		{[]string{filepath.Join(src, "{a,b}")}, filepath.Join(src, "out"), ""},
+		// Links are resolved: a link to the source, or into it, is the
+		// source (ln -s src srclink; ln -s src/sub sublink).
+		{[]string{src}, link(t, src), "the source directory"},
+		{[]string{src}, link(t, filepath.Join(src, "sub")), "inside the source directory"},
+		{[]string{src}, filepath.Join(link(t, src), "new", "out"), "inside the source directory"},
+		{[]string{link(t, src)}, filepath.Join(src, "out"), "inside the source directory"},
+		{[]string{src}, link(t, t.TempDir()), ""},
 	} {
 		err := CheckDestination(tc.sources, tc.dest)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("CheckDestination(%v, %s) = %v, want %q", tc.sources, tc.dest, err, tc.want)
 		}
+	}
+}
+
+// A name that is not UTF-8 must match its journal record on the next run,
+// not be copied again on every one.
+func TestStageResumeNonUTF8Names(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	rels := []string{"d\xff\xfe/f\xe9.bin", "plain.bin"}
+	for i, rel := range rels {
+		writeFile(t, src, rel, 5000+i, uint64(i))
+	}
+	res, err := stage(t, dst, Options{Workers: 2}, src)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Copied)
+	requireSame(t, src, dst, rels...)
+	res, err = stage(t, dst, Options{Workers: 2}, src)
+	require.NoError(t, err)
+	require.Zero(t, res.Copied, "files staged again: %+v", res.Files)
+	require.Equal(t, 2, res.Skipped)
+	require.Contains(t, byName(res), rels[0])
+}
+
+func TestJournalRoundTripsNonUTF8(t *testing.T) {
+	for _, name := range []string{"plain", "d\xff\xfe/f\xe9.bin", "ünïcode/ok", "\xc3"} {
+		r := record{Rel: name, Source: "/src/" + name, Size: 7}
+		line, err := json.Marshal(r.encoded())
+		require.NoError(t, err)
+		got := parseJournal(append(line, '\n'))
+		require.Equal(t, r, got[name], "line %s", line)
 	}
 }

@@ -227,11 +227,43 @@ func isURL(s string) bool { return strings.Contains(s, "://") }
 
 // sourceError says what is wrong with a source and what to do.
 func sourceError(p string, err error) error {
+	var se *SourceError
+	if errors.As(err, &se) {
+		return err
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("source %s does not exist (or vanished while being listed); check the path", p)
+		return &SourceError{p, "does not exist (or vanished while being listed); check the path", err}
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("source %s: permission denied; stage it as a user who can read it", p)
+		return &SourceError{p, "is not readable: permission denied; stage it as a user who can read it", err}
 	}
-	return fmt.Errorf("source %s: %w", p, err)
+	return &SourceError{p, "", err}
 }
+
+// Sentinels a SourceError may wrap.
+var (
+	// ErrSourceChanged: a source changed between its listing and its copy.
+	ErrSourceChanged = errors.New("source changed during the stage")
+	// ErrManifestMismatch: a source's digest differs from its manifest's.
+	ErrManifestMismatch = errors.New("source does not match its manifest")
+)
+
+// SourceError is a failure that concerns one source file only (it cannot
+// be opened or read, it changed, it does not match its manifest), as
+// opposed to the destination or the run. Unless Options.FailFast, a run
+// records it against that file and stages the others.
+type SourceError struct {
+	Source string
+	// Hint says what went wrong in words, and what to do ("" to show Err).
+	Hint string
+	Err  error
+}
+
+func (e *SourceError) Error() string {
+	if e.Hint != "" {
+		return fmt.Sprintf("source %s %s", e.Source, e.Hint)
+	}
+	return fmt.Sprintf("source %s: %v", e.Source, e.Err)
+}
+
+func (e *SourceError) Unwrap() error { return e.Err }

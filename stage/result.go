@@ -1,6 +1,11 @@
 package stage
 
-import "github.com/gdsload/gdsload/loader"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gdsload/gdsload/loader"
+)
 
 // Result describes a finished stage. Its JSON form is what
 // `gdsload stage --json` prints.
@@ -10,8 +15,14 @@ type Result struct {
 	Bytes int64  `json:"bytes"`
 	// Copied files were written by this run; Skipped ones were already
 	// staged and verified by an earlier run and left untouched.
-	Copied      int     `json:"copied"`
-	Skipped     int     `json:"skipped"`
+	Copied  int `json:"copied"`
+	Skipped int `json:"skipped"`
+	// Failed files could not be staged (see PartialError); the others
+	// were.
+	Failed int `json:"failed"`
+	// Damaged files were found changed in place by a re-verify
+	// (Options.Reverify) and staged again; they count as copied.
+	Damaged     int     `json:"damaged"`
 	CopiedBytes int64   `json:"copied_bytes"`
 	Seconds     float64 `json:"seconds"`
 	// GiBPerS is CopiedBytes over Seconds.
@@ -32,7 +43,7 @@ type FileResult struct {
 	Name   string `json:"name"` // path under the destination
 	Source string `json:"source"`
 	Bytes  int64  `json:"bytes"`
-	// Status is "copied" or "skipped".
+	// Status is "copied", "skipped" or "failed" (Error says why).
 	Status   string          `json:"status"`
 	Checksum loader.Checksum `json:"checksum"`
 	Digest   string          `json:"digest"`
@@ -44,10 +55,28 @@ type FileResult struct {
 	DirectRead  bool   `json:"direct_read"`
 	DirectWrite bool   `json:"direct_write"`
 	Reason      string `json:"reason,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Statuses of a FileResult.
 const (
 	StatusCopied  = "copied"
 	StatusSkipped = "skipped"
+	StatusFailed  = "failed"
 )
+
+// PartialError is what Run returns, beside its result, when some sources
+// could not be staged and the others were.
+type PartialError struct {
+	Failed []FileResult // Status failed, Error set
+	Files  int          // files in the plan
+}
+
+func (e *PartialError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d files could not be staged; the others were:", len(e.Failed), e.Files)
+	for _, f := range e.Failed {
+		fmt.Fprintf(&b, "\n  %s", f.Error)
+	}
+	return b.String()
+}

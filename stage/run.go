@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,10 +24,16 @@ const minBatchBytes = 256 << 20
 // maxVerifiers bounds the files of a batch verified at once.
 const maxVerifiers = 4
 
-// Run copies what p says to copy, batch by batch, and returns the result,
-// or the first error, naming the file. On error or cancellation every
-// temporary file of the run is removed; files already renamed are complete
-// and verified, and a rerun skips them.
+// Run copies what p says to copy, batch by batch, and returns the result.
+//
+// A failure that concerns one source only (a *SourceError: unreadable,
+// changed, not matching its manifest) is recorded against that file, as
+// rsync and rclone do, and the others are staged: Run then returns the
+// result and a *PartialError listing the failed files. With
+// Options.FailFast, and for any other failure (the destination, the
+// run), Run stops and returns the error alone, naming the file. On error
+// or cancellation every temporary file of the run is removed; files
+// already renamed are complete and verified, and a rerun skips them.
 func (s *Stager) Run(ctx context.Context, p *Plan) (*Result, error) {
 	start := time.Now()
 	r := &run{s: s, p: p, res: &Result{Dest: s.dest, Files: len(p.items), Checksum: s.opts.Checksum, Verify: s.opts.Verify, RemovedTemps: s.removed},
@@ -43,12 +51,38 @@ func (s *Stager) Run(ctx context.Context, p *Plan) (*Result, error) {
 	}
 	res := r.res
 	res.Entries = r.files
+	var failed []FileResult
+	for _, f := range r.files {
+		if f.Status == StatusFailed {
+			failed = append(failed, f)
+		}
+	}
+	res.Failed = len(failed)
+	res.Damaged = p.Damaged
 	res.Seconds = time.Since(start).Seconds()
 	if res.Seconds > 0 {
 		res.GiBPerS = float64(res.CopiedBytes) / (1 << 30) / res.Seconds
 	}
 	res.Reason = loader.CountedReasons(r.reasons, res.Copied) // the goroutines are done
+	if len(failed) > 0 {
+		return res, &PartialError{Failed: failed, Files: res.Files}
+	}
 	return res, nil
+}
+
+// fail records a source failure of plan item i, or returns err when the
+// run must stop instead (FailFast, or not a source failure).
+func (r *run) fail(i int, err error) error {
+	var se *SourceError
+	if r.s.opts.FailFast || !errors.As(err, &se) {
+		return err
+	}
+	it := r.p.items[i]
+	r.mu.Lock()
+	r.remaining -= it.Size
+	r.mu.Unlock()
+	r.files[i] = FileResult{Name: it.Rel, Source: it.Source, Bytes: it.Size, Status: StatusFailed, Error: err.Error(), Manifest: it.Manifest}
+	return nil
 }
 
 // run is the state of one Run.
@@ -135,7 +169,10 @@ func (r *run) copyAll(ctx context.Context) error {
 		return err
 	}
 	for _, idx := range r.batches() {
-		b, err := r.load(ctx, idx)
+		b, err := r.loadBatch(ctx, idx)
+		if err == nil && b == nil {
+			continue // every file of the batch failed, and was recorded
+		}
 		if err != nil {
 			if ferr := wait(); ferr != nil {
 				err = ferr // the load was cancelled because finalizing failed
@@ -186,6 +223,78 @@ func (r *run) batches() [][]int {
 	return out
 }
 
+// loadBatch loads a batch. Unless FailFast, a source that fails to open
+// is recorded and left out, and a batch whose load fails is loaded again
+// one file at a time, so that a read error is recorded against its file
+// alone. It returns a nil batch when no file of idx is left.
+func (r *run) loadBatch(ctx context.Context, idx []int) (*batch, error) {
+	for {
+		b, err := r.load(ctx, idx)
+		if err == nil || r.s.opts.FailFast || ctx.Err() != nil {
+			return b, err
+		}
+		var oe *openError
+		if errors.As(err, &oe) {
+			if err := r.fail(oe.item, oe.err); err != nil {
+				return nil, err
+			}
+			idx = slices.DeleteFunc(slices.Clone(idx), func(i int) bool { return i == oe.item })
+			if len(idx) == 0 {
+				return nil, nil
+			}
+			continue
+		}
+		var le *loadError
+		var ns *loader.NoSpaceError
+		if !errors.As(err, &le) || errors.As(err, &ns) {
+			return nil, err // the destination's, or the run's
+		}
+		if len(idx) > 1 {
+			return r.loadEach(ctx, idx)
+		}
+		// One file, read through the loader, failed: the error names
+		// the source and offset.
+		if err := r.fail(idx[0], sourceError(r.p.items[idx[0]].Source, err)); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+}
+
+// loadEach loads and finalizes the files of idx one at a time (after a
+// batch of them failed) and returns no batch: they are all done.
+func (r *run) loadEach(ctx context.Context, idx []int) (*batch, error) {
+	for _, i := range idx {
+		b, err := r.loadBatch(ctx, []int{i})
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			continue
+		}
+		if err := r.finalize(ctx, b); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// openError is a source of plan item that could not be opened (or had
+// changed size) while a batch was set up.
+type openError struct {
+	item int
+	err  error
+}
+
+func (e *openError) Error() string { return e.err.Error() }
+func (e *openError) Unwrap() error { return e.err }
+
+// loadError is a failed read of a batch's sources through the loader.
+type loadError struct{ err error }
+
+func (e *loadError) Error() string { return e.err.Error() }
+func (e *loadError) Unwrap() error { return e.err }
+
 // load opens a batch's sources and temporary files and loads it; on error
 // nothing of the batch is left.
 func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
@@ -197,12 +306,12 @@ func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
 		src, err := r.s.opts.Opener.Open(ctx, it.Source)
 		if err != nil {
 			b.abort()
-			return nil, sourceError(it.Source, err)
+			return nil, &openError{i, sourceError(it.Source, err)}
 		}
 		b.srcs = append(b.srcs, src)
 		if src.Size() != it.Size {
 			b.abort()
-			return nil, fmt.Errorf("source %s changed since it was listed: %d bytes, was %d; rerun the stage", it.Source, src.Size(), it.Size)
+			return nil, &openError{i, &SourceError{it.Source, fmt.Sprintf("changed since it was listed: %d bytes, was %d; rerun the stage", src.Size(), it.Size), ErrSourceChanged}}
 		}
 		if err := r.s.mkdirs(filepath.Dir(it.final)); err != nil {
 			b.abort()
@@ -234,6 +343,9 @@ func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
 	}
 	if err != nil {
 		b.abort()
+		if ctx.Err() == nil {
+			err = &loadError{err}
+		}
 		return nil, err
 	}
 	for k, i := range idx {
@@ -241,10 +353,13 @@ func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
 		f := lr.Files[k]
 		r.files[i] = FileResult{Name: it.Rel, Source: it.Source, Bytes: it.Size, Status: StatusCopied,
 			Checksum: b.sum, Digest: f.Digest(b.sum), Manifest: it.Manifest, DirectRead: f.Direct, Reason: f.Reason}
+		if it.damaged {
+			r.files[i].Reason = strings.TrimPrefix(f.Reason+"; "+damagedReason, "; ")
+		}
 		r.addReason(f.Reason)
 		if err := checkModTime(b.srcs[k], it.Entry); err != nil {
 			b.abort()
-			return nil, err
+			return nil, &SourceError{it.Source, err.Error(), ErrSourceChanged}
 		}
 	}
 	for _, src := range b.srcs {
@@ -269,7 +384,7 @@ func checkModTime(src loader.Source, e Entry) error {
 		return nil
 	}
 	if now := m.ModTime(); !now.Equal(e.ModTime) {
-		return fmt.Errorf("source %s was modified at %s, after it was listed; rerun the stage", e.Source, now.Format(time.RFC3339Nano))
+		return fmt.Errorf("was modified at %s, after it was listed; rerun the stage", now.Format(time.RFC3339Nano))
 	}
 	return nil
 }
@@ -291,6 +406,12 @@ func (r *run) finalize(ctx context.Context, b *batch) error {
 	wg.Wait()
 	for k, i := range b.idx {
 		err := errs[k]
+		if err != nil {
+			if err = r.fail(i, err); err == nil {
+				b.outs[k].Abort() // this file only: the others go on
+				continue
+			}
+		}
 		if err == nil {
 			err = r.publish(b, k, i)
 		}
@@ -307,8 +428,8 @@ func (r *run) finalize(ctx context.Context, b *batch) error {
 func (r *run) verify(ctx context.Context, b *batch, k, i int, buf []byte) error {
 	it, out, fr := r.p.items[i], b.outs[k], &r.files[i]
 	if it.Expect != "" && fr.Digest != it.Expect {
-		return fmt.Errorf("%s: the sha256 of the bytes read from %s is %s, but the manifest %s lists %s; the source is corrupt or the manifest stale, nothing was staged under its name",
-			it.Rel, it.Source, fr.Digest, it.Manifest, it.Expect)
+		return &SourceError{it.Source, fmt.Sprintf("(%s): the sha256 of the bytes read is %s, but the manifest %s lists %s; the source is corrupt or the manifest stale, nothing was staged under its name",
+			it.Rel, fr.Digest, it.Manifest, it.Expect), ErrManifestMismatch}
 	}
 	wd, wn := b.sink[k].writtenDigest()
 	fr.WrittenCRC32C = wd

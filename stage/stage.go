@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -73,6 +74,14 @@ type Options struct {
 	// OnProgress, if set, is called from the workers with the size of
 	// each chunk read. It must be cheap and concurrency-safe.
 	OnProgress func(n int64)
+	// FailFast stops a run at the first file that cannot be staged. By
+	// default such a file is recorded and the others are staged (see
+	// Run and PartialError).
+	FailFast bool
+	// Reverify re-reads every file the journal says is already staged
+	// and compares its digest with the journal's, before trusting it: a
+	// file damaged in place (its mtime restored) is staged again.
+	Reverify bool
 
 	// skipSpaceCheck lets tests reach the out-of-space errors of writes;
 	// afterSync lets them corrupt a synced temporary file.
@@ -198,7 +207,14 @@ type Plan struct {
 	// CopyFiles and CopyBytes are what the run will copy.
 	CopyFiles int
 	CopyBytes int64
+	// Damaged counts staged files a re-verify found changed in place;
+	// they are among those copied.
+	Damaged int
 }
+
+// damagedReason is the reason given for a file staged again because a
+// re-verify found it changed in place.
+const damagedReason = "the staged copy no longer matched the digest recorded when it was staged (changed in place); staged again"
 
 // PlannedEntry is what a Run will do with one entry.
 type PlannedEntry struct {
@@ -206,6 +222,7 @@ type PlannedEntry struct {
 	Source string `json:"source"`
 	Bytes  int64  `json:"bytes"`
 	Action string `json:"action"` // "copy", or "skip": already staged and verified
+	Reason string `json:"reason,omitempty"`
 }
 
 // Entries lists what the plan does with each entry, in order.
@@ -215,6 +232,9 @@ func (p *Plan) Entries() []PlannedEntry {
 		out[i] = PlannedEntry{Name: it.Rel, Source: it.Source, Bytes: it.Size, Action: "copy"}
 		if it.skip {
 			out[i].Action = "skip"
+		}
+		if it.damaged {
+			out[i].Reason = damagedReason
 		}
 	}
 	return out
@@ -251,13 +271,60 @@ type item struct {
 	sum   loader.Checksum
 	skip  bool
 	rec   record // the journal record of a skipped file
+	// damaged: a re-verify found the staged file's digest differs from
+	// its record, so it is copied again.
+	damaged bool
+}
+
+// reverify hashes the staged files p would skip, a few at a time, and
+// unmarks those whose digest differs from their journal record.
+func (s *Stager) reverify(ctx context.Context, p *Plan) error {
+	n := min(s.opts.Workers, maxVerifiers)
+	bufs := make(chan []byte, n)
+	for range n {
+		buf, err := loader.AllocHost(int(s.opts.ChunkSize))
+		if err != nil {
+			return err
+		}
+		defer loader.FreeHost(buf)
+		bufs <- buf
+	}
+	errs := make([]error, len(p.items))
+	var wg sync.WaitGroup
+	for i := range p.items {
+		it := &p.items[i]
+		if !it.skip {
+			continue
+		}
+		buf := <-bufs
+		wg.Go(func() {
+			defer func() { bufs <- buf }()
+			f, err := loader.OpenFile(it.final, loader.DirectAuto)
+			if err != nil {
+				errs[i] = fmt.Errorf("re-verifying %s: %w", it.final, err)
+				return
+			}
+			defer f.Close()
+			got, err := loader.DigestSource(ctx, f, loader.Checksum(it.rec.Checksum), buf)
+			if err != nil {
+				errs[i] = fmt.Errorf("re-verifying %s: %w", it.final, err)
+				return
+			}
+			if got != it.rec.Digest {
+				it.skip, it.damaged = false, true
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Plan decides which entries are already staged: those the journal
 // records with the same source size and modification time, whose
 // destination file is still the one written then (same inode, size and
 // modification time) and, when a manifest lists them, whose digest matches
-// it. Everything else is copied. It fails before copying anything when the
+// it; with Options.Reverify, also whose bytes still hash to the digest
+// recorded. Everything else is copied. It fails before copying anything when the
 // destination cannot hold what is to be copied.
 func (s *Stager) Plan(ctx context.Context, entries []Entry) (*Plan, error) {
 	p := &Plan{items: make([]item, len(entries))}
@@ -280,14 +347,25 @@ func (s *Stager) Plan(ctx context.Context, entries []Entry) (*Plan, error) {
 			it.sum = loader.ChecksumSHA256
 		}
 		it.rec, it.skip = s.staged(it)
+		p.items[i] = it
+	}
+	if s.opts.Reverify {
+		if err := s.reverify(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	for i := range p.items {
+		it := &p.items[i]
+		if it.damaged {
+			p.Damaged++
+		}
 		if !it.skip {
 			p.CopyFiles++
-			p.CopyBytes += e.Size
+			p.CopyBytes += it.Size
 			if st, err := os.Stat(it.final); err == nil {
 				replaced += st.Size()
 			}
 		}
-		p.items[i] = it
 	}
 	spaceDir := s.spaceDir
 	if spaceDir == "" {

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,12 +252,27 @@ func TestStageManifestMismatchNamesTheFile(t *testing.T) {
 	require.Equal(t, loader.ChecksumSHA256, f.Checksum, "files a manifest lists are checked with sha256")
 	require.Equal(t, shards[1].SHA256, f.Digest)
 
+	// The mismatching shard fails alone: the others are staged, the
+	// result lists it as failed and the error names it and the manifest.
 	dst = t.TempDir()
 	shards[1].SHA256 = fileSHA(t, filepath.Join(src, "shard-000.tar"))
 	writeManifest()
-	_, err = stage(t, dst, Options{}, src)
-	require.ErrorContains(t, err, "shard-001.tar: the sha256 of the bytes read from "+filepath.Join(src, "shard-001.tar"))
+	res, err = stage(t, dst, Options{}, src)
+	var pe *PartialError
+	require.ErrorAs(t, err, &pe)
+	require.ErrorContains(t, err, "source "+filepath.Join(src, "shard-001.tar")+" (shard-001.tar): the sha256 of the bytes read is")
 	require.ErrorContains(t, err, "manifest "+filepath.Join(src, "index.json"))
+	require.Equal(t, 1, res.Failed)
+	require.Equal(t, StatusFailed, byName(res)["shard-001.tar"].Status)
+	require.NoFileExists(t, filepath.Join(dst, "shard-001.tar"))
+	requireSame(t, src, dst, "shard-000.tar", "shard-002.tar", "index.json")
+	requireClean(t, dst)
+
+	// FailFast stops at it, with no result.
+	dst = t.TempDir()
+	res, err = stage(t, dst, Options{FailFast: true, Workers: 1}, src)
+	require.Nil(t, res)
+	require.ErrorIs(t, err, ErrManifestMismatch)
 	require.NoFileExists(t, filepath.Join(dst, "shard-001.tar"))
 	requireClean(t, dst)
 
@@ -409,4 +426,118 @@ func TestJournalRoundTripsNonUTF8(t *testing.T) {
 		got := parseJournal(append(line, '\n'))
 		require.Equal(t, r, got[name], "line %s", line)
 	}
+}
+
+// faultyOpener opens local files, refusing some and handing out others
+// whose reads fail past a given offset.
+type faultyOpener struct {
+	refuse   map[string]bool  // base names: open fails with EACCES
+	failRead map[string]int64 // base names: reads at or past this fail
+}
+
+func (o faultyOpener) Open(_ context.Context, name string) (loader.Source, error) {
+	base := filepath.Base(name)
+	if o.refuse[base] {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+	}
+	f, err := loader.OpenFile(name, loader.DirectAuto)
+	if err != nil {
+		return nil, err
+	}
+	if off, ok := o.failRead[base]; ok {
+		return &failingSource{File: f, at: off}, nil
+	}
+	return f, nil
+}
+
+type failingSource struct {
+	*loader.File
+	at int64
+}
+
+func (s *failingSource) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > s.at {
+		return 0, fmt.Errorf("read %s at offset %d: %w", s.Name(), off, syscall.EIO)
+	}
+	return s.File.ReadAt(p, off)
+}
+
+// As rsync and rclone do, one unreadable file does not stop a stage: the
+// others are staged, the failures are listed, and a rerun copies only
+// what failed.
+func TestStageKeepsGoingPastFailedSources(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	var rels []string
+	for i := range 6 {
+		rel := fmt.Sprintf("f%d.bin", i)
+		writeFile(t, src, rel, 300000+i, uint64(i))
+		rels = append(rels, rel)
+	}
+	bad := faultyOpener{refuse: map[string]bool{"f1.bin": true}, failRead: map[string]int64{"f4.bin": 100000}}
+	res, err := stage(t, dst, Options{Workers: 2, ChunkSize: 64 << 10, Opener: bad}, src)
+	var pe *PartialError
+	require.ErrorAs(t, err, &pe)
+	require.Len(t, pe.Failed, 2)
+	require.ErrorContains(t, err, "2 of 6 files could not be staged")
+	require.ErrorContains(t, err, "f1.bin is not readable: permission denied")
+	require.ErrorContains(t, err, "f4.bin")
+	require.ErrorContains(t, err, "input/output error")
+	require.Equal(t, 4, res.Copied)
+	require.Equal(t, 2, res.Failed)
+	for _, rel := range []string{"f1.bin", "f4.bin"} {
+		require.Equal(t, StatusFailed, byName(res)[rel].Status, rel)
+		require.NoFileExists(t, filepath.Join(dst, rel))
+	}
+	requireSame(t, src, dst, "f0.bin", "f2.bin", "f3.bin", "f5.bin")
+	requireClean(t, dst)
+
+	res, err = stage(t, dst, Options{Workers: 2}, src)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Copied)
+	require.Equal(t, 4, res.Skipped)
+	requireSame(t, src, dst, rels...)
+
+	// FailFast stops at the first: nothing of the failed file is left.
+	dst = t.TempDir()
+	_, err = stage(t, dst, Options{Workers: 2, FailFast: true, Opener: bad}, src)
+	require.ErrorIs(t, err, fs.ErrPermission)
+	require.NoFileExists(t, filepath.Join(dst, "f1.bin"))
+	requireClean(t, dst)
+}
+
+// A staged file damaged in place, its mtime put back, still looks staged;
+// Reverify re-hashes it and stages it again.
+func TestStageReverifyFindsDamageInPlace(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	for i := range 3 {
+		writeFile(t, src, fmt.Sprintf("f%d.bin", i), 70000+i, uint64(i))
+	}
+	_, err := stage(t, dst, Options{}, src)
+	require.NoError(t, err)
+	victim := filepath.Join(dst, "f1.bin")
+	st, err := os.Stat(victim)
+	require.NoError(t, err)
+	f, err := os.OpenFile(victim, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte("rot"), 1234)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, os.Chtimes(victim, st.ModTime(), st.ModTime()))
+
+	res, err := stage(t, dst, Options{}, src)
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Skipped, "without a re-verify the damage is not seen")
+
+	res, err = stage(t, dst, Options{Reverify: true}, src)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Copied)
+	require.Equal(t, 1, res.Damaged)
+	require.Equal(t, 2, res.Skipped)
+	require.Contains(t, byName(res)["f1.bin"].Reason, "changed in place")
+	requireSame(t, src, dst, "f0.bin", "f1.bin", "f2.bin")
+
+	res, err = stage(t, dst, Options{Reverify: true}, src)
+	require.NoError(t, err)
+	require.Zero(t, res.Copied)
+	require.Zero(t, res.Damaged)
 }

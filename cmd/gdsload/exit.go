@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/stage"
 )
 
 // Exit codes, as documented in the README.
@@ -17,6 +18,7 @@ const (
 	exitOK          = 0
 	exitError       = 1
 	exitUsage       = 2
+	exitPartial     = 3 // some files staged, others not: listed
 	exitInterrupted = 130
 )
 
@@ -59,6 +61,10 @@ func exitCode(err error, interrupted bool, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	fmt.Fprintf(stderr, "gdsload: %v\n", err)
+	var partial *stage.PartialError
+	if errors.As(err, &partial) {
+		return exitPartial
+	}
 	var u usageError
 	if errors.As(err, &u) || isCobraUsage(err) {
 		help := "gdsload"

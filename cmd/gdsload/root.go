@@ -13,7 +13,8 @@ rdmafs server, into GPU or host memory, and says which path it took and why:
 gds (cuFile, GPUDirect Storage), bounce (pinned host buffers and async copies),
 host, or rdma.
 
-Exit codes: 0 ok, 1 error, 2 usage, 130 interrupted.`,
+Exit codes: 0 ok, 1 error, 2 usage, 3 partial (stage: some files could not be
+staged, the others were; the failures are listed), 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

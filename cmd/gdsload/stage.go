@@ -22,6 +22,8 @@ type stageOptions struct {
 	verify   string
 	asJSON   bool
 	dryRun   bool
+	failFast bool
+	reverify bool
 	remote   remoteOptions
 }
 
@@ -48,7 +50,14 @@ leaves a partial file under a final name. The digest of the bytes read
 
 A rerun after an interruption leaves files already staged and verified
 untouched and copies the rest; a source whose size or modification time
-changed is staged again. The journal and lock live in DST/` + stage.SidecarName + `/.`,
+changed is staged again; --reverify re-hashes the files already staged and
+stages again any that changed in place. The journal and lock live in
+DST/` + stage.SidecarName + `/.
+
+A source that cannot be read (or changed, or does not match its manifest)
+does not stop the others, as with rsync and rclone: they are staged, the
+failures are listed, and the exit code is 3 (partial). --fail-fast stops at
+the first failure instead (exit 1).`,
 		Args: args(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return runStage(cmd, o, a[:len(a)-1], a[len(a)-1])
@@ -60,6 +69,8 @@ changed is staged again. The journal and lock live in DST/` + stage.SidecarName 
 	f.StringVar(&o.verify, "verify", "digest", "digest, or readback to re-read each written file before its rename")
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
 	f.BoolVar(&o.dryRun, "dry-run", false, "list what would be copied and what is already staged, and change nothing")
+	f.BoolVar(&o.failFast, "fail-fast", false, "stop at the first source that cannot be staged (default: stage the others, list the failures, exit 3)")
+	f.BoolVar(&o.reverify, "reverify", false, "re-hash files already staged and stage again those that no longer match their recorded digest")
 	o.remote.addFlags(f)
 	return cmd
 }
@@ -102,7 +113,7 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	}
 
 	if o.dryRun {
-		plan, err := stage.Preview(ctx, dst, entries, stage.Options{Opener: opener, ReadDirect: mode, Checksum: sum})
+		plan, err := stage.Preview(ctx, dst, entries, stage.Options{Opener: opener, ReadDirect: mode, Checksum: sum, Reverify: o.reverify})
 		if err != nil {
 			return err
 		}
@@ -112,6 +123,7 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	s, err := stage.Open(dst, stage.Options{
 		Opener: opener, ReadDirect: mode, WriteDirect: mode, Workers: o.workers, ChunkSize: chunk,
 		Checksum: sum, Verify: verify, OnProgress: func(n int64) { bar.Add(n) },
+		FailFast: o.failFast, Reverify: o.reverify,
 	})
 	if err != nil {
 		return err
@@ -124,13 +136,19 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	bar = startProgress(cmd.ErrOrStderr(), "stage", plan.CopyBytes)
 	res, err := s.Run(ctx, plan)
 	bar.Stop()
-	if err != nil {
+	if res == nil {
 		return err
 	}
+	// A partial stage prints its result, then fails with the list of
+	// what could not be staged (exit 3).
 	if o.asJSON {
-		return printJSON(cmd.OutOrStdout(), res)
+		if perr := printJSON(cmd.OutOrStdout(), res); perr != nil {
+			return perr
+		}
+	} else if perr := printStage(cmd.OutOrStdout(), res); perr != nil {
+		return perr
 	}
-	return printStage(cmd.OutOrStdout(), res)
+	return err
 }
 
 // previewJSON is stage --dry-run --json.
@@ -169,9 +187,15 @@ func files(n int) string {
 
 func printStage(w io.Writer, r *stage.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "staged\t%s in %d files to %s\n", formatBytes(r.Bytes), r.Files, r.Dest)
-	fmt.Fprintf(tw, "copied\t%d files, %s\n", r.Copied, formatBytes(r.CopiedBytes))
-	fmt.Fprintf(tw, "skipped\t%d files already staged and verified\n", r.Skipped)
+	fmt.Fprintf(tw, "staged\t%s in %s to %s\n", formatBytes(r.Bytes), files(r.Files), r.Dest)
+	fmt.Fprintf(tw, "copied\t%s, %s\n", files(r.Copied), formatBytes(r.CopiedBytes))
+	fmt.Fprintf(tw, "skipped\t%s already staged and verified\n", files(r.Skipped))
+	if r.Damaged > 0 {
+		fmt.Fprintf(tw, "damaged\t%s changed in place since staged (re-verify): staged again\n", files(r.Damaged))
+	}
+	if r.Failed > 0 {
+		fmt.Fprintf(tw, "failed\t%s could not be staged (listed below)\n", files(r.Failed))
+	}
 	fmt.Fprintf(tw, "time\t%.3f s\n", r.Seconds)
 	fmt.Fprintf(tw, "bandwidth\t%.2f GiB/s\n", r.GiBPerS)
 	fmt.Fprintf(tw, "verify\t%s, %s\n", r.Checksum, r.Verify)

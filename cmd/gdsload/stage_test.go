@@ -315,17 +315,33 @@ func TestStagePermissionDenied(t *testing.T) {
 	if cred == nil {
 		require.NoError(t, os.Chmod(secret, 0))
 	}
+	// The unreadable file fails alone: the other is staged, the failure
+	// listed, and the exit code says partial.
 	dst := filepath.Join(open, "dst")
 	out, code = stageAs(src, dst)
-	require.Equal(t, 1, code, out)
+	require.Equal(t, 3, code, out)
+	require.Contains(t, out, "1 of 2 files could not be staged")
 	require.Contains(t, out, "secret.bin")
 	require.Contains(t, strings.ToLower(out), "permission denied")
-	filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && (d.Name() == "secret.bin" || loader.IsTempName(d.Name())) {
-			t.Errorf("%s left behind", p)
-		}
-		return nil
-	})
+	got, err := os.ReadFile(filepath.Join(dst, "a.bin"))
+	require.NoError(t, err)
+	require.Equal(t, "readable", string(got))
+	noneLeft := func(dst string) {
+		filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && (d.Name() == "secret.bin" || loader.IsTempName(d.Name())) {
+				t.Errorf("%s left behind", p)
+			}
+			return nil
+		})
+	}
+	noneLeft(dst)
+
+	// --fail-fast stops at it: exit 1, nothing of it left.
+	dst = filepath.Join(open, "dst2")
+	out, code = stageAs("--fail-fast", src, dst)
+	require.Equal(t, 1, code, out)
+	require.Contains(t, out, "secret.bin")
+	noneLeft(dst)
 }
 
 // stage --dry-run says what a run would copy and skip, and changes
@@ -374,4 +390,33 @@ func TestStageDryRun(t *testing.T) {
 	_, stderr, code = runStageCmd(t, "--dry-run", src, "gpu:0")
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "--dry-run applies to directory destinations")
+}
+
+// stage --reverify re-hashes staged files: one damaged in place, its mtime
+// restored, is staged again and reported.
+func TestStageReverifyCmd(t *testing.T) {
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "out")
+	writeFile(t, src, "a.bin", 5000)
+	writeFile(t, src, "b.bin", 7000)
+	_, errb, code := runStageCmd(t, src, dst)
+	require.Equal(t, 0, code, errb)
+	victim := filepath.Join(dst, "b.bin")
+	st, err := os.Stat(victim)
+	require.NoError(t, err)
+	f, err := os.OpenFile(victim, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte{0xff}, 10)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, os.Chtimes(victim, st.ModTime(), st.ModTime()))
+
+	out, errb, code := runStageCmd(t, "--reverify", src, dst)
+	require.Equal(t, 0, code, errb)
+	require.Regexp(t, `damaged +1 file changed in place since staged \(re-verify\): staged again`, out)
+	require.Regexp(t, `copied +1 file,`, out)
+	got, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	want, err := os.ReadFile(filepath.Join(src, "b.bin"))
+	require.NoError(t, err)
+	require.Equal(t, want, got)
 }

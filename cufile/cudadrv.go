@@ -73,10 +73,13 @@ func OpenCUDADriver(cfg Config) (*CUDADriver, error) {
 		return nil, spec.lacks(l.path, C.GoString(missing))
 	}
 	d := &CUDADriver{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}}
-	var v C.int
-	if C.gd_cuDriverGetVersion(f, &v) == 0 {
-		d.lib.Version = formatCUDAVersion(int(v))
-	}
+	d.lib.Version = libraryVersion(l.path, func() (string, error) {
+		var v C.int
+		if code := C.gd_cuDriverGetVersion(f, &v); code != 0 {
+			return "", d.check(code, "cuDriverGetVersion")
+		}
+		return formatCUDAVersion(int(v)), nil
+	})
 	return d, nil
 }
 

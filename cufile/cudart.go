@@ -33,9 +33,10 @@ func OpenRuntime(cfg Config) (*Runtime, error) {
 		return nil, spec.lacks(l.path, C.GoString(missing))
 	}
 	r := &Runtime{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}}
-	if v, err := r.RuntimeVersion(); err == nil {
-		r.lib.Version = formatCUDAVersion(v)
-	}
+	r.lib.Version = libraryVersion(l.path, func() (string, error) {
+		v, err := r.RuntimeVersion()
+		return formatCUDAVersion(v), err
+	})
 	return r, nil
 }
 

@@ -17,15 +17,27 @@ import (
 type CuFile struct {
 	f      *C.gd_cufile // C memory
 	lib    Library
+	cfg    Config
 	driver *Driver
 }
 
-// OpenCuFile loads libcufile (see Config for where it looks). It fails with
-// an error matching ErrUnavailable when the library is missing or lacks a
-// function gdsload calls. It does not open the cuFile driver.
+// OpenCuFile loads libcufile (see Config for where it looks). Unless a path
+// is given (Config.CuFile, GDSLOAD_LIBCUFILE), the copy beside the CUDA
+// runtime that OpenRuntime(cfg) loads is preferred (same folder, or the
+// same Python site-packages for pip's wheels), so that both come from one
+// CUDA release; the runtime is mapped for that. It fails with an error
+// matching ErrUnavailable when the library is missing or lacks a function
+// gdsload calls. It does not open the cuFile driver.
 func OpenCuFile(cfg Config) (*CuFile, error) {
 	spec := specCuFile
 	spec.explicit = cfg.CuFile
+	if spec.explicit == "" && cfg.getenv(spec.env) == "" {
+		rt := specCUDART
+		rt.explicit = cfg.CUDART
+		if l, err := cfg.open(rt); err == nil {
+			spec.first = besideRuntime(l.path, spec.files[0])
+		}
+	}
 	l, err := cfg.open(spec)
 	if err != nil {
 		return nil, err
@@ -35,11 +47,12 @@ func OpenCuFile(cfg Config) (*CuFile, error) {
 		C.free(unsafe.Pointer(f))
 		return nil, spec.lacks(l.path, C.GoString(missing))
 	}
-	c := &CuFile{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}}
+	c := &CuFile{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}, cfg: cfg}
 	c.driver = &Driver{c: c}
-	if v, err := c.Version(); err == nil {
-		c.lib.Version = strconv.Itoa(v)
-	}
+	c.lib.Version = libraryVersion(l.path, func() (string, error) {
+		v, err := c.Version()
+		return strconv.Itoa(v), err
+	})
 	return c, nil
 }
 
@@ -74,21 +87,41 @@ func status(e C.gd_cferr, op string) error {
 // Driver is the cuFile driver: opened on first use, closed when the last
 // user is done (reference counted). Every other cuFile call needs it open.
 type Driver struct {
-	c    *CuFile
-	mu   sync.Mutex
-	refs int
+	c      *CuFile
+	mu     sync.Mutex
+	refs   int
+	log    string // libcufile's log file, once set
+	output string // what libcufile printed at the last open or close
 }
 
 // Open opens the driver, or takes one more reference when it already is.
 // Each successful Open needs one Close. Failure matches ErrUnavailable and
-// names the CUfileOpError (for example CU_FILE_DRIVER_NOT_INITIALIZED
-// (5001) when neither nvidia-fs nor P2PDMA is usable and compat mode is
-// disallowed).
+// is an *OpError naming the CUfileOpError (for example
+// CU_FILE_DRIVER_NOT_INITIALIZED (5001) when neither nvidia-fs nor P2PDMA
+// is usable and compat mode is disallowed) and, where it can be told, the
+// real cause (OpError.Cause: libcuda.so.1 missing, no NVIDIA driver,
+// nvidia-fs not loaded).
+//
+// libcufile prints diagnostics on standard output and writes cufile.log
+// into the current folder. Open keeps both away: the first Open points
+// the log at Config.LogFile (CUFILE_LOGFILE_PATH), and while
+// cuFileDriverOpen runs the process's standard output and error are sent
+// to a memory file, whose text becomes OpError.Output or Messages. Output
+// other threads write to those descriptors meanwhile is captured too.
 func (d *Driver) Open() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.refs == 0 {
-		if err := status(C.gd_cfDriverOpen(d.c.f), "cuFileDriverOpen"); err != nil {
+		if d.log == "" {
+			d.log = d.c.cfg.useLogFile()
+		}
+		e, out := quietly(func(fd int) C.gd_cferr { return C.gd_cfDriverOpen(d.c.f, C.int(fd)) })
+		d.output = out
+		if err := status(e, "cuFileDriverOpen"); err != nil {
+			if oe, ok := err.(*OpError); ok {
+				oe.Output = out
+				oe.Cause = explainDriverOpen(oe, out, ProbePlatform(d.c.cfg))
+			}
 			return markUnavailable(err)
 		}
 	}
@@ -96,8 +129,24 @@ func (d *Driver) Open() error {
 	return nil
 }
 
+// Messages returns what libcufile printed during the driver's last open or
+// close ("" for nothing).
+func (d *Driver) Messages() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.output
+}
+
+// LogFile returns the file libcufile logs to, once the driver was opened.
+func (d *Driver) LogFile() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.log
+}
+
 // Close drops a reference taken by Open; the last one closes the driver
-// (cuFileDriverClose_v2 where the library has it).
+// (cuFileDriverClose_v2 where the library has it), its output captured as
+// Open's is.
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -108,7 +157,15 @@ func (d *Driver) Close() error {
 	if d.refs > 0 {
 		return nil
 	}
-	return status(C.gd_cfDriverClose(d.c.f), "cuFileDriverClose")
+	e, out := quietly(func(fd int) C.gd_cferr { return C.gd_cfDriverClose(d.c.f, C.int(fd)) })
+	if out != "" {
+		d.output = out
+	}
+	err := status(e, "cuFileDriverClose")
+	if oe, ok := err.(*OpError); ok {
+		oe.Output = out
+	}
+	return err
 }
 
 // Properties are the cuFile driver properties (CUfileDrvProps_t).
@@ -131,6 +188,10 @@ type Properties struct {
 	MaxDeviceCacheKiB, PerBufferCacheKiB, MaxPinnedMemKiB int64
 	MaxBatchIO, MaxBatchIOTimeoutMs                       int64
 }
+
+// CompatAllowed reports whether cufile.json allows compat mode
+// (properties.allow_compat_mode), cuFile's POSIX fallback.
+func (p Properties) CompatAllowed() bool { return p.ControlFlags&(1<<controlAllowCompat) != 0 }
 
 // Properties asks the open driver for its properties.
 func (d *Driver) Properties() (Properties, error) {

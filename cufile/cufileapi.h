@@ -5,12 +5,15 @@
 #define GDSLOAD_CUFILEAPI_H
 #include "dlsym.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 typedef struct { int err; int cu_err; } gd_cferr;
 
@@ -66,9 +69,48 @@ static inline const char *gd_cufile_load(void *h, gd_cufile *f) {
 
 static inline gd_cferr gd_cf_unsupported(void) { gd_cferr e = {-1, 0}; return e; }
 
-static inline gd_cferr gd_cfDriverOpen(gd_cufile *f) { return f->driverOpen(); }
-static inline gd_cferr gd_cfDriverClose(gd_cufile *f) {
-	return f->driverCloseV2 ? f->driverCloseV2() : f->driverClose();
+// gd_stdio_swap sends the process's standard output and error to fd (when
+// fd >= 0) and saves the originals in saved; gd_stdio_restore puts them
+// back. libcufile prints its own diagnostics on standard output, where
+// they would corrupt a --json report.
+static inline void gd_stdio_swap(int fd, int saved[2]) {
+	fflush(stdout);
+	fflush(stderr);
+	for (int i = 0; i < 2; i++) {
+		saved[i] = -1;
+		if (fd < 0) continue;
+		saved[i] = fcntl(i + 1, F_DUPFD_CLOEXEC, 3);
+		if (saved[i] >= 0 && dup2(fd, i + 1) < 0) {
+			close(saved[i]);
+			saved[i] = -1;
+		}
+	}
+}
+static inline void gd_stdio_restore(int saved[2]) {
+	fflush(stdout);
+	fflush(stderr);
+	for (int i = 0; i < 2; i++) {
+		if (saved[i] < 0) continue;
+		dup2(saved[i], i + 1);
+		close(saved[i]);
+	}
+}
+
+// gd_cfDriverOpen and gd_cfDriverClose run the call with standard output
+// and error sent to out (-1: left alone).
+static inline gd_cferr gd_cfDriverOpen(gd_cufile *f, int out) {
+	int saved[2];
+	gd_stdio_swap(out, saved);
+	gd_cferr e = f->driverOpen();
+	gd_stdio_restore(saved);
+	return e;
+}
+static inline gd_cferr gd_cfDriverClose(gd_cufile *f, int out) {
+	int saved[2];
+	gd_stdio_swap(out, saved);
+	gd_cferr e = f->driverCloseV2 ? f->driverCloseV2() : f->driverClose();
+	gd_stdio_restore(saved);
+	return e;
 }
 static inline gd_cferr gd_cfGetVersion(gd_cufile *f, int *v) {
 	return f->getVersion ? f->getVersion(v) : gd_cf_unsupported();

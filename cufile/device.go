@@ -109,10 +109,11 @@ func (d *Device) CopyFromDevice(dst []byte, src DevicePtr) error {
 // work. It is C memory, so it may be handed to asynchronous copies, which
 // Go memory may not.
 type PinnedBuffer struct {
-	d    *Device
-	p    unsafe.Pointer
-	n    int
-	once sync.Once
+	d     *Device
+	p     unsafe.Pointer
+	n     int
+	mu    sync.Mutex
+	freed bool
 }
 
 // AllocPinned allocates n bytes of pinned host memory usable by every
@@ -135,14 +136,19 @@ func (b *PinnedBuffer) Bytes() []byte { return unsafe.Slice((*byte)(b.p), b.n) }
 // Len returns the buffer's size in bytes.
 func (b *PinnedBuffer) Len() int { return b.n }
 
-// Free releases the buffer; later calls do nothing. No copy may still be
-// reading or writing it.
+// Free releases the buffer; once it succeeded, later calls do nothing. No
+// copy may still be reading or writing it.
 func (b *PinnedBuffer) Free() error {
-	var err error
-	b.once.Do(func() {
-		err = b.d.rt.check(C.gd_freeHost(b.d.rt.f, b.p), "cudaFreeHost")
-	})
-	return err
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.freed {
+		return nil
+	}
+	if err := b.d.rt.check(C.gd_freeHost(b.d.rt.f, b.p), "cudaFreeHost"); err != nil {
+		return err
+	}
+	b.freed = true
+	return nil
 }
 
 // HostRegistration is host memory pinned in place with cudaHostRegister.

@@ -14,7 +14,8 @@ type Library struct {
 	// Path is the file the dynamic loader mapped.
 	Path string `json:"path,omitempty"`
 	// Version is the library's own version where it reports one, else
-	// the suffix of the file's real name.
+	// the suffix of the file's real name, else "unknown". It is empty
+	// only when the library was not found.
 	Version string `json:"version,omitempty"`
 	// Error says why it did not load.
 	Error string `json:"error,omitempty"`
@@ -54,16 +55,35 @@ func ProbeLibrary(file string) Library {
 	if err != nil {
 		return missingLibrary(file, err)
 	}
-	return Library{Name: file, Found: true, Path: l.path, Version: fileVersion(l.path)}
+	return Library{Name: file, Found: true, Path: l.path, Version: libraryVersion(l.path, nil)}
 }
 
-// fileVersion returns what follows ".so." in the real name of path
-// ("libnvidia-ml.so.580.65.06" gives "580.65.06").
-func fileVersion(path string) string {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
+// libraryVersion is what the library at path reports through ask (nil:
+// nothing to ask), else the suffix of the file's real name, else
+// "unknown". cuFile 1.4 lacks cuFileGetVersion and CUDA 11.8's runtime
+// refuses cudaRuntimeGetVersion without a driver: both still get a version.
+func libraryVersion(path string, ask func() (string, error)) string {
+	if ask != nil {
+		if v, err := ask(); err == nil && v != "" {
+			return v
+		}
 	}
-	base := filepath.Base(path)
+	if v := fileVersion(path); v != "" {
+		return v
+	}
+	return "unknown"
+}
+
+// fileVersion returns what follows ".so." in the real name of path when
+// that name says more than path's own ("libnvidia-ml.so.1", a link to
+// "libnvidia-ml.so.580.65.06", gives "580.65.06"); "" otherwise, as a
+// soname's single number is no version.
+func fileVersion(path string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || filepath.Base(real) == filepath.Base(path) {
+		return ""
+	}
+	base := filepath.Base(real)
 	if i := strings.Index(base, ".so."); i >= 0 {
 		return base[i+4:]
 	}

@@ -3,6 +3,7 @@ package cufile_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,21 +70,82 @@ func TestEnvironmentOverridesSearch(t *testing.T) {
 	}
 }
 
+// pipCUDA lays out a virtualenv the way pip's CUDA wheels do
+// (site-packages/nvidia/cuda_runtime/lib, nvidia/cufile/lib) and returns
+// its folder and the runtime's path. libcufile is a link to the test
+// double; the runtime a copy of it, so that the dynamic loader maps it
+// under the virtualenv's path.
+func pipCUDA(t *testing.T) (venv, runtime string) {
+	t.Helper()
+	venv = t.TempDir()
+	sp := filepath.Join(venv, "lib", "python3.12", "site-packages", "nvidia")
+	rtDir, cfDir := filepath.Join(sp, "cuda_runtime", "lib"), filepath.Join(sp, "cufile", "lib")
+	must(t, os.MkdirAll(rtDir, 0o755))
+	must(t, os.MkdirAll(cfDir, 0o755))
+	must(t, os.Symlink(fake.Object, filepath.Join(cfDir, "libcufile.so.0")))
+	data, err := os.ReadFile(fake.Object)
+	must(t, err)
+	runtime = filepath.Join(rtDir, "libcudart.so.13")
+	must(t, os.WriteFile(runtime, data, 0o755))
+	return venv, runtime
+}
+
 // A pip-installed libcufile (nvidia/cufile/lib in a virtualenv's
-// site-packages) is found without the variable and without Python.
-func TestSearchFindsPipWheel(t *testing.T) {
-	venv := t.TempDir()
-	lib := filepath.Join(venv, "lib", "python3.12", "site-packages", "nvidia", "cufile", "lib")
-	must(t, os.MkdirAll(lib, 0o755))
-	must(t, os.Symlink(fake.Object, filepath.Join(lib, "libcufile.so.0")))
+// site-packages) is found without the variable and without Python, and is
+// preferred to a system-wide copy (Debian's libcufile0, say) when the CUDA
+// runtime in use is the virtualenv's: the two come from one CUDA release.
+func TestSearchPrefersCuFileBesideRuntime(t *testing.T) {
+	venv, rt := pipCUDA(t)
 	env := map[string]string{"VIRTUAL_ENV": venv}
-	c, err := cufile.OpenCuFile(cufile.Config{Getenv: func(k string) string { return env[k] }})
+	c, err := cufile.OpenCuFile(cufile.Config{CUDART: rt, Getenv: func(k string) string { return env[k] }})
 	if err != nil {
-		t.Fatalf("libcufile.so.0 in %s not found: %v", lib, err)
+		t.Fatalf("libcufile.so.0 beside %s not found: %v", rt, err)
 	}
 	if v := c.Library().Version; v != "1160" {
-		t.Errorf("version %q, want the double's 1160", v)
+		t.Errorf("loaded %s version %q, want the double's 1160 (the copy beside the runtime)", c.Library().Path, v)
 	}
+}
+
+// A library without a version call (cuFile 1.4 lacks cuFileGetVersion)
+// takes its version from its real file name, else "unknown": never "".
+func TestVersionWithoutGetVersion(t *testing.T) {
+	dir := t.TempDir()
+	obj := buildDouble(t, dir, "libcufile.so.1.4.0", "-DFAKECUDA_NO_GET_VERSION")
+	named := filepath.Join(dir, "named", "libcufile.so.0")
+	must(t, os.MkdirAll(filepath.Dir(named), 0o755))
+	must(t, os.Symlink(obj, named))
+	bare := filepath.Join(dir, "bare", "libcufile.so.0")
+	must(t, os.MkdirAll(filepath.Dir(bare), 0o755))
+	data, err := os.ReadFile(obj)
+	must(t, err)
+	must(t, os.WriteFile(bare, data, 0o755)) // another file: mapped apart from obj
+	for _, tc := range []struct{ path, want string }{{named, "1.4.0"}, {bare, "unknown"}} {
+		c, err := cufile.OpenCuFile(cufile.Config{CuFile: tc.path})
+		must(t, err)
+		if got := c.Library().Version; got != tc.want {
+			t.Errorf("%s: version %q, want %q", tc.path, got, tc.want)
+		}
+		var le *cufile.LoadError
+		if _, err := c.Version(); !errors.As(err, &le) || le.Symbol != "cuFileGetVersion" {
+			t.Errorf("%s: Version() = %v, want a LoadError naming cuFileGetVersion", tc.path, err)
+		}
+	}
+}
+
+// buildDouble compiles the test double with extra flags into dir/name.
+func buildDouble(t *testing.T, dir, name string, flags ...string) string {
+	t.Helper()
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "gcc"
+	}
+	out := filepath.Join(dir, name)
+	args := append([]string{"-shared", "-fPIC", "-O1", "-fvisibility=hidden"}, flags...)
+	args = append(args, "-o", out, filepath.Join("fakecuda", "csrc", "fakecuda.c"), "-lpthread")
+	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("building the double: %v\n%s", err, b)
+	}
+	return out
 }
 
 func TestMissingSymbolIsUnavailable(t *testing.T) {

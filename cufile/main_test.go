@@ -55,12 +55,15 @@ func reset(t *testing.T, cmds ...string) {
 		must(t, control.Do(c))
 	}
 	t.Cleanup(func() {
-		must(t, control.Do("reset"))
 		for _, c := range fakecuda.Leaks {
 			if n := control.Counter(c); n != 0 {
 				t.Errorf("test double still holds %d %s at the end of the test", n, c)
 			}
 		}
+		if m := control.Misuse(); m != "" {
+			t.Errorf("test double refused a misuse: %s", m)
+		}
+		must(t, control.Do("reset"))
 	})
 }
 

@@ -24,6 +24,7 @@ const (
 	paramForceCompatMode = 2 // CUFILE_PARAM_FORCE_COMPAT_MODE
 	paramUsePCIP2PDMA    = 7 // CUFILE_PARAM_USE_PCIP2PDMA
 	statusNVMeSupported  = 4 // CU_FILE_NVME_SUPPORTED
+	controlAllowCompat   = 1 // CU_FILE_ALLOW_COMPAT_MODE: a bit index in ControlFlags
 	p2pFlagPCIP2PDMA     = 1 << 0
 	p2pFlagNVFS          = 1 << 1
 )

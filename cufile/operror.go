@@ -12,6 +12,9 @@ const (
 	CuFileDriverNotInitialized = 5001
 	CuFileCUDADriverError      = 5011
 	CuFileDIONotSet            = 5020
+
+	cuFileNVFSDriverError = 5010
+	cuFileNVFSSetupError  = 5033
 )
 
 var opErrorNames = map[int]string{
@@ -85,6 +88,14 @@ type OpError struct {
 	Code int
 	// CUDA is the CUresult when Code is CU_FILE_CUDA_DRIVER_ERROR.
 	CUDA int
+	// Cause, for a failed driver open, names the real cause where it is
+	// known (libcuda.so.1 missing, no NVIDIA driver, nvidia-fs not
+	// loaded), found from Output and the machine's files.
+	Cause string
+	// Output is what libcufile printed while the call ran (it prints its
+	// diagnostics on standard output; gdsload captures them). Error leaves
+	// it out: it is for detailed reports (gdsload doctor).
+	Output string
 }
 
 func (e *OpError) Error() string {
@@ -92,10 +103,12 @@ func (e *OpError) Error() string {
 	if e.Code == CuFileCUDADriverError {
 		s += fmt.Sprintf(": CUDA driver error %d", e.CUDA)
 	}
-	switch e.Code {
-	case CuFileDriverNotInitialized:
+	switch {
+	case e.Cause != "":
+		s += ": " + e.Cause
+	case e.Code == CuFileDriverNotInitialized:
 		s += "; load nvidia-fs, enable PCI P2PDMA (use_pci_p2pdma) or allow compat mode in cufile.json"
-	case CuFileDIONotSet:
+	case e.Code == CuFileDIONotSet:
 		s += "; open the file with O_DIRECT"
 	}
 	return s

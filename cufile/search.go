@@ -12,6 +12,18 @@ type Config struct {
 	// CuFile, CUDART and CUDA are explicit paths of libcufile, libcudart
 	// and libcuda; when set, nothing else is tried.
 	CuFile, CUDART, CUDA string
+	// LogFile is where libcufile writes its log (cufile.log), which it
+	// otherwise creates in the current folder. The first Driver.Open sets
+	// CUFILE_LOGFILE_PATH to it unless the environment already sets that
+	// variable. Empty means cufile.log in the user's cache folder
+	// ($XDG_CACHE_HOME/gdsload or ~/.cache/gdsload), or no log at all
+	// where there is none.
+	LogFile string
+	// Root, when set, is prefixed to the system files the diagnosis of a
+	// failed driver open reads (/proc/driver/nvidia/version,
+	// /proc/driver/nvidia-fs, /etc/cufile.json, /run/udev). Tests point
+	// it at a made-up tree; "" means the real ones.
+	Root string
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
 }
@@ -26,9 +38,10 @@ func (c Config) getenv(k string) string {
 // libSpec describes one library and how to look for it.
 type libSpec struct {
 	name     string   // for reports: "libcufile.so.0"
-	files    []string // file names, best first
+	files    []string // file names, best (newest) first
 	env      string   // override variable, "" for none
 	explicit string   // Config's explicit path, "" for none
+	first    []string // paths tried before the search: beside the CUDA runtime in use
 }
 
 var (
@@ -47,7 +60,11 @@ func (s libSpec) lacks(path, sym string) *LoadError {
 }
 
 // candidates lists the paths to try for spec, best first. An explicit path
-// or a set environment variable is the only candidate.
+// or a set environment variable is the only candidate. Otherwise the paths
+// in spec.first come first; then, for each file name from the newest
+// version down, the dynamic loader's own search (LD_LIBRARY_PATH,
+// ld.so.cache) and the folders of searchDirs. A newer CUDA runtime in a
+// virtualenv so wins over an older one installed system-wide.
 func (c Config) candidates(spec libSpec) []string {
 	if spec.explicit != "" {
 		return []string{spec.explicit}
@@ -57,6 +74,33 @@ func (c Config) candidates(spec libSpec) []string {
 			return []string{p}
 		}
 	}
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range spec.first {
+		add(p)
+	}
+	dirs := c.searchDirs()
+	for _, f := range spec.files {
+		add(f) // the dynamic loader's own search
+		for _, d := range dirs {
+			p := filepath.Join(d, f)
+			if _, err := os.Stat(p); err == nil {
+				add(p)
+			}
+		}
+	}
+	return out
+}
+
+// searchDirs are the folders searched after the dynamic loader: the CUDA
+// homes, then the nvidia/*/lib folders of Python site-packages.
+func (c Config) searchDirs() []string {
 	var dirs []string
 	if h := c.getenv("CUDA_HOME"); h != "" {
 		dirs = append(dirs, filepath.Join(h, "lib64"), filepath.Join(h, "lib"))
@@ -70,26 +114,38 @@ func (c Config) candidates(spec libSpec) []string {
 			dirs = append(dirs, m...)
 		}
 	}
+	return dirs
+}
+
+// besideRuntime lists the copies of file that belong to the same CUDA
+// installation as the runtime library at rt: in rt's own folder, and, when
+// rt comes from a pip wheel (site-packages/nvidia/PKG/lib), in the other
+// nvidia/*/lib folders of that site-packages. Only existing files are
+// listed.
+func besideRuntime(rt, file string) []string {
+	if rt == "" {
+		return nil
+	}
+	dir := filepath.Dir(rt)
 	var out []string
-	seen := map[string]bool{}
-	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
+	if p := filepath.Join(dir, file); exists(p) {
+		out = append(out, p)
 	}
-	for _, f := range spec.files {
-		add(f) // the dynamic loader's own search first
-	}
-	for _, d := range dirs {
-		for _, f := range spec.files {
-			p := filepath.Join(d, f)
-			if _, err := os.Stat(p); err == nil {
-				add(p)
+	// .../site-packages/nvidia/PKG/lib/libcudart.so.N
+	if filepath.Base(dir) == "lib" && filepath.Base(filepath.Dir(filepath.Dir(dir))) == "nvidia" {
+		m, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(dir)), "*", "lib", file))
+		for _, p := range m {
+			if filepath.Dir(p) != dir {
+				out = append(out, p)
 			}
 		}
 	}
 	return out
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // sitePackages lists Python package folders where pip may have put CUDA

@@ -18,11 +18,13 @@ package fakecuda
 
 typedef int (*gd_fake_control)(const char *);
 typedef long long (*gd_fake_counter)(const char *);
+typedef const char *(*gd_fake_misuse)(void);
 
 static void *gd_fake_open(const char *path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
 static void *gd_fake_sym(void *h, const char *name) { return dlsym(h, name); }
 static int gd_fake_call_control(void *f, const char *cmd) { return ((gd_fake_control)f)(cmd); }
 static long long gd_fake_call_counter(void *f, const char *name) { return ((gd_fake_counter)f)(name); }
+static const char *gd_fake_call_misuse(void *f) { return ((gd_fake_misuse)f)(); }
 */
 import "C"
 
@@ -52,6 +54,14 @@ type Libs struct {
 	// symlinks to it under the real names, so the dynamic loader maps it
 	// once and the three APIs share one state.
 	Object, CUDART, CuFile, CUDA string
+	// Root is a made-up system tree of a GPU machine with the NVIDIA
+	// driver and nvidia-fs loaded (proc/driver/nvidia/version,
+	// proc/driver/nvidia-fs/{version,stats}, run/udev), for
+	// cufile.Config.Root.
+	Root string
+	// LogFile is where the double's "nocuda" fault logs, as libcufile
+	// would (cufile.Config.LogFile, CUFILE_LOGFILE_PATH).
+	LogFile string
 }
 
 // Build compiles the double into dir with cc (or $CC, or "gcc").
@@ -73,6 +83,20 @@ func Build(dir string) (*Libs, error) {
 	for _, link := range []string{l.CUDART, l.CuFile, l.CUDA} {
 		os.Remove(link)
 		if err := os.Symlink(filepath.Base(l.Object), link); err != nil {
+			return nil, err
+		}
+	}
+	for name, text := range map[string]string{
+		"proc/driver/nvidia/version":    "NVRM version: fakecuda (the gdsload CUDA test double)\n",
+		"proc/driver/nvidia-fs/version": "version: fakecuda\n",
+		"proc/driver/nvidia-fs/stats":   "",
+		"run/udev/control":              "",
+	} {
+		p := filepath.Join(l.Root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -115,27 +139,34 @@ func layout(dir string) *Libs {
 		CUDART: filepath.Join(dir, "libcudart.so.13"),
 		CuFile: filepath.Join(dir, "libcufile.so.0"),
 		CUDA:   filepath.Join(dir, "libcuda.so.1"),
+		Root:   filepath.Join(dir, "root"),
+		// One file for every process using a cached build: the double
+		// appends to it only under the "nocuda" fault.
+		LogFile: filepath.Join(dir, "cufile.log"),
 	}
 }
 
-// Config returns a cufile.Config that loads the double.
+// Config returns a cufile.Config that loads the double on its made-up
+// GPU machine, logging to LogFile.
 func (l *Libs) Config() cufile.Config {
-	return cufile.Config{CuFile: l.CuFile, CUDART: l.CUDART, CUDA: l.CUDA}
+	return cufile.Config{CuFile: l.CuFile, CUDART: l.CUDART, CUDA: l.CUDA, LogFile: l.LogFile, Root: l.Root}
 }
 
-// Env returns the environment variables that make cufile load the double.
+// Env returns the environment variables that make cufile load the double,
+// and libcufile's log go to LogFile.
 func (l *Libs) Env() map[string]string {
 	return map[string]string{
-		"GDSLOAD_LIBCUDART": l.CUDART,
-		"GDSLOAD_LIBCUFILE": l.CuFile,
-		"GDSLOAD_LIBCUDA":   l.CUDA,
+		"GDSLOAD_LIBCUDART":   l.CUDART,
+		"GDSLOAD_LIBCUFILE":   l.CuFile,
+		"GDSLOAD_LIBCUDA":     l.CUDA,
+		"CUFILE_LOGFILE_PATH": l.LogFile,
 	}
 }
 
 // Control drives the loaded double: its state is per process, so tests
 // that change it must not run in parallel with tests that use it.
 type Control struct {
-	control, counter unsafe.Pointer // C function pointers
+	control, counter, misuse unsafe.Pointer // C function pointers
 }
 
 // Open maps the double (the same mapping cufile gets) and finds its
@@ -152,8 +183,8 @@ func (l *Libs) Open() (*Control, error) {
 		defer C.free(unsafe.Pointer(cn))
 		return C.gd_fake_sym(h, cn)
 	}
-	c := &Control{control: sym("fakecuda_control"), counter: sym("fakecuda_counter")}
-	if c.control == nil || c.counter == nil {
+	c := &Control{control: sym("fakecuda_control"), counter: sym("fakecuda_counter"), misuse: sym("fakecuda_misuse")}
+	if c.control == nil || c.counter == nil || c.misuse == nil {
 		return nil, fmt.Errorf("%s lacks its control functions", l.Object)
 	}
 	return c, nil
@@ -161,8 +192,10 @@ func (l *Libs) Open() (*Control, error) {
 
 // Do applies one command (see fakecuda_control in csrc/fakecuda.c):
 // "reset", "fault=NAME[:ARG]", "devices=N", "mode=nvfs|p2pdma|compat",
-// "mem=BYTES", "delay_us=N". Faults: driver_open, init, oom, copy,
-// read_at:OFFSET, short_read, cufile_io, dmabuf, sync_memops, rdma_flush.
+// "mem=BYTES", "delay_us=N". Faults: driver_open, nocuda (libcufile
+// without libcuda.so.1: prints on standard output, writes cufile.log,
+// fails with CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET,
+// short_read, cufile_io, dmabuf, sync_memops, rdma_flush.
 func (c *Control) Do(cmd string) error {
 	cs := C.CString(cmd)
 	defer C.free(unsafe.Pointer(cs))
@@ -172,11 +205,22 @@ func (c *Control) Do(cmd string) error {
 	return nil
 }
 
-// Counter returns a live count: "allocs", "bufreg", "pinned", "streams",
-// "events", "handles", "driver_refs", "async_bytes", "cufile_reads",
-// "rdma_flushes" (the last three count up from process start).
+// Counter returns a live count: "allocs", "bufreg" (buffers registered
+// with cuFile and not deregistered, freed or not), "pinned", "streams",
+// "events", "handles", "driver_refs", "dmabufs" (dma-buf descriptors
+// handed out and still open), "misuse" (refused misuses since the last
+// reset; see Misuse), and "async_bytes", "cufile_reads",
+// "cufile_unaligned" (cuFileReads at an unaligned file offset or device
+// address), "rdma_flushes", which count up from process start.
 func (c *Control) Counter(name string) int64 {
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))
 	return int64(C.gd_fake_call_counter(c.counter, cs))
+}
+
+// Misuse says what the last refused misuse was: a cuFile handle used or
+// deregistered after its deregistration, memory freed or a stream
+// destroyed with copies pending, an unknown pointer freed. "" for none.
+func (c *Control) Misuse() string {
+	return C.GoString(C.gd_fake_call_misuse(c.misuse))
 }

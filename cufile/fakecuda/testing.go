@@ -24,8 +24,8 @@ var shared = sync.OnceValues(func() (*Session, error) {
 })
 
 // Leaks are the counters that must be zero once a test gave everything
-// back.
-var Leaks = []string{"allocs", "pinned", "streams", "events", "handles", "driver_refs", "bufreg"}
+// back; "misuse" counts what the double refused as wrong use.
+var Leaks = []string{"allocs", "pinned", "streams", "events", "handles", "driver_refs", "bufreg", "dmabufs", "misuse"}
 
 // Use builds (once per process) and loads the double, resets it, applies
 // cmds, and at the end of the test reports every allocation, pinned buffer,
@@ -52,6 +52,9 @@ func Use(t testing.TB, cmds ...string) *Session {
 			if n := s.Counter(c); n != 0 {
 				t.Errorf("CUDA test double still holds %d %s at the end of the test", n, c)
 			}
+		}
+		if m := s.Misuse(); m != "" {
+			t.Errorf("CUDA test double refused a misuse: %s", m)
 		}
 		if err := s.Do("reset"); err != nil {
 			t.Error(err)

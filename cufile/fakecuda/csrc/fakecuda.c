@@ -11,8 +11,21 @@
  *    reusing a pinned buffer before its event completed lands wrong bytes;
  *  - the current device is per thread;
  *  - cuFile wants a registered handle on an O_DIRECT descriptor and an open
- *    driver, and cuFileRead preads into device memory of the calling
- *    thread's current device (else CU_FILE_CUDA_CONTEXT_MISMATCH).
+ *    driver, and cuFileRead and cuFileWrite move bytes of device memory of
+ *    the calling thread's current device (else CU_FILE_CUDA_CONTEXT_MISMATCH),
+ *    as cuFileBufRegister and cuFileBufDeregister do;
+ *  - misuse is refused and counted (counter "misuse", text from
+ *    fakecuda_misuse): a deregistered or unknown cuFile handle, memory
+ *    freed or a stream destroyed while async copies on it are pending, a
+ *    double cudaHostRegister, an unknown pointer freed;
+ *  - leaks are counted: allocations, pinned memory, streams, events, cuFile
+ *    handles and buffer registrations (a buffer freed while registered stays
+ *    counted), driver references, and dma-buf descriptors still open;
+ *  - fault "nocuda" makes cuFileDriverOpen behave as Debian's libcufile 1.4
+ *    does without libcuda.so.1: it prints its diagnostics on standard
+ *    output, appends them to cufile.log (in the current folder unless
+ *    CUFILE_LOGFILE_PATH names another file) and fails with
+ *    CU_FILE_NVFS_SETUP_ERROR.
  *
  * Faults and settings come from FAKECUDA_* environment variables at load
  * time and from fakecuda_control() at any time (see control below).
@@ -30,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -46,9 +60,29 @@ static char mode[16];
 static char fault[64];
 static long delay_us;
 static size_t used[MAXDEV];
-static long live_pinned, live_streams, live_events, live_handles, driver_refs;
-static long long async_bytes, cufile_reads, rdma_flushes;
+static long live_pinned, live_streams, live_events, live_handles, live_bufreg, driver_refs;
+static long long async_bytes, cufile_reads, cufile_unaligned, rdma_flushes, misuse;
+static char misuse_what[256];
 static __thread int cur_dev;
+
+/* dma-buf descriptors handed out, to count those still open. */
+struct dmabuf {
+  int fd;
+  dev_t dev;
+  ino_t ino;
+  struct dmabuf *next;
+};
+static struct dmabuf *dmabufs;
+
+/* cuFile handles registered and not yet deregistered. */
+struct fh {
+  int fd;
+  struct fh *next;
+};
+static struct fh *handles;
+
+struct stream;
+static struct stream *streams; /* live streams, for the pending-copy checks */
 
 struct alloc {
   uintptr_t dev; /* PROT_NONE view handed out */
@@ -96,6 +130,12 @@ static bool fault_is(const char *name, long long *arg) {
   return hit;
 }
 
+/* misused records one refused misuse of the API. Caller holds mu. */
+static void misused(const char *what) {
+  misuse++;
+  snprintf(misuse_what, sizeof misuse_what, "%s", what);
+}
+
 /* find returns the allocation holding [p, p+n), or NULL. Caller holds mu. */
 static struct alloc *find(uintptr_t p, size_t n) {
   for (struct alloc *a = allocs; a; a = a->next)
@@ -127,6 +167,17 @@ EXPORT int fakecuda_control(const char *cmd) {
     set_defaults();
     pthread_mutex_lock(&mu);
     fault[0] = 0;
+    misuse = 0;
+    misuse_what[0] = 0;
+    /* Registrations freed with their memory were counted once; keep those
+     * of live allocations only. */
+    live_bufreg = 0;
+    for (struct alloc *a = allocs; a; a = a->next) live_bufreg += a->bufreg;
+    while (dmabufs) {
+      struct dmabuf *d = dmabufs;
+      dmabufs = d->next;
+      free(d);
+    }
   } else if (strncmp(cmd, "fault=", 6) == 0) {
     snprintf(fault, sizeof fault, "%s", cmd + 6);
   } else if (strncmp(cmd, "devices=", 8) == 0) {
@@ -153,9 +204,19 @@ EXPORT long long fakecuda_counter(const char *name) {
   if (strcmp(name, "allocs") == 0) {
     v = 0;
     for (struct alloc *a = allocs; a; a = a->next) v++;
-  } else if (strcmp(name, "bufreg") == 0) {
+  } else if (strcmp(name, "bufreg") == 0) v = live_bufreg;
+  else if (strcmp(name, "dmabufs") == 0) {
     v = 0;
-    for (struct alloc *a = allocs; a; a = a->next) v += a->bufreg;
+    for (struct dmabuf **pp = &dmabufs, *d; (d = *pp);) {
+      struct stat st;
+      if (fstat(d->fd, &st) == 0 && st.st_dev == d->dev && st.st_ino == d->ino) {
+        v++;
+        pp = &d->next;
+      } else { /* closed (or the number now names another file) */
+        *pp = d->next;
+        free(d);
+      }
+    }
   } else if (strcmp(name, "pinned") == 0) v = live_pinned;
   else if (strcmp(name, "streams") == 0) v = live_streams;
   else if (strcmp(name, "events") == 0) v = live_events;
@@ -163,10 +224,15 @@ EXPORT long long fakecuda_counter(const char *name) {
   else if (strcmp(name, "driver_refs") == 0) v = driver_refs;
   else if (strcmp(name, "async_bytes") == 0) v = async_bytes;
   else if (strcmp(name, "cufile_reads") == 0) v = cufile_reads;
+  else if (strcmp(name, "cufile_unaligned") == 0) v = cufile_unaligned;
+  else if (strcmp(name, "misuse") == 0) v = misuse;
   else if (strcmp(name, "rdma_flushes") == 0) v = rdma_flushes;
   pthread_mutex_unlock(&mu);
   return v;
 }
+
+/* fakecuda_misuse returns what the last refused misuse was ("" for none). */
+EXPORT const char *fakecuda_misuse(void) { return misuse_what; }
 
 /* --------------------------------------------------------- CUDA runtime */
 
@@ -180,6 +246,8 @@ enum {
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotReady = 600,
   cudaErrorIllegalAddress = 700,
+  cudaErrorHostMemoryAlreadyRegistered = 712,
+  cudaErrorHostMemoryNotRegistered = 713,
 };
 
 EXPORT const char *cudaGetErrorString(int e) {
@@ -193,6 +261,8 @@ EXPORT const char *cudaGetErrorString(int e) {
   case cudaErrorInvalidResourceHandle: return "invalid resource handle";
   case cudaErrorNotReady: return "device not ready";
   case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+  case cudaErrorHostMemoryAlreadyRegistered: return "part or all of the requested memory range is already mapped";
+  case cudaErrorHostMemoryNotRegistered: return "pointer does not correspond to a registered memory region";
   }
   return "unrecognized error code";
 }
@@ -267,15 +337,59 @@ EXPORT int cudaMalloc(void **p, size_t n) {
   return 0;
 }
 
+/* Streams: a queue run by the stream's own thread. An op stays at the head
+ * of the queue until its copy is done, so pending() sees it. */
+struct op {
+  char *dst;
+  const char *src;
+  size_t n;
+  int fail;
+  unsigned long seq;
+  struct op *next;
+};
+
+struct stream {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct op *head, *tail;
+  unsigned long enq, done;
+  int err, stop;
+  int refs; /* the stream itself and each event recorded on it; under mu */
+  pthread_t th;
+  struct stream *next; /* in streams, while not destroyed; under mu */
+};
+
+/* pending reports whether a queued or running copy reads or writes
+ * [p, p+n). Caller holds mu (which orders before each stream's mu). */
+static bool pending(const char *p, size_t n) {
+  for (struct stream *s = streams; s; s = s->next) {
+    bool hit = false;
+    pthread_mutex_lock(&s->mu);
+    for (struct op *o = s->head; o && !hit; o = o->next)
+      hit = (o->dst < p + n && p < o->dst + o->n) || (o->src < p + n && p < o->src + o->n);
+    pthread_mutex_unlock(&s->mu);
+    if (hit) return true;
+  }
+  return false;
+}
+
 EXPORT int cudaFree(void *p) {
   if (!p) return 0;
   pthread_mutex_lock(&mu);
   struct alloc **pp = &allocs, *a;
   while ((a = *pp) && a->dev != (uintptr_t)p) pp = &a->next;
   if (!a) {
+    misused("cudaFree of a pointer cudaMalloc did not return");
     pthread_mutex_unlock(&mu);
     return cudaErrorInvalidValue;
   }
+  if (pending(a->rw, a->mapped)) {
+    misused("cudaFree of device memory with async copies pending");
+    pthread_mutex_unlock(&mu);
+    return cudaErrorNotReady;
+  }
+  /* A registration with cuFile outlives the memory: it stays counted in
+   * "bufreg" as the leak it is. */
   *pp = a->next;
   used[a->dev_id] -= a->mapped;
   pthread_mutex_unlock(&mu);
@@ -291,23 +405,29 @@ static void add_pinned(void *p, size_t n, int registered) {
   h->p = p;
   h->n = n;
   h->registered = registered;
-  pthread_mutex_lock(&mu);
   h->next = pinned_list;
   pinned_list = h;
   live_pinned++;
-  pthread_mutex_unlock(&mu);
 }
 
-static struct pinned *take_pinned(void *p, int registered) {
+/* take_pinned removes the entry for p made by cudaHostAlloc (registered 0)
+ * or cudaHostRegister (1); it fails with -1 when copies still use it. */
+static int take_pinned(void *p, int registered, struct pinned **out) {
+  *out = NULL;
   pthread_mutex_lock(&mu);
   struct pinned **pp = &pinned_list, *h;
   while ((h = *pp) && (h->p != p || h->registered != registered)) pp = &h->next;
-  if (h) {
+  int rc = 0;
+  if (h && pending(h->p, h->n)) {
+    misused(registered ? "cudaHostUnregister with async copies pending" : "cudaFreeHost with async copies pending");
+    rc = -1;
+  } else if (h) {
     *pp = h->next;
     live_pinned--;
+    *out = h;
   }
   pthread_mutex_unlock(&mu);
-  return h;
+  return rc;
 }
 
 EXPORT int cudaHostAlloc(void **p, size_t n, unsigned flags) {
@@ -318,31 +438,50 @@ EXPORT int cudaHostAlloc(void **p, size_t n, unsigned flags) {
   if (fault_is("oom", NULL)) return cudaErrorMemoryAllocation;
   void *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
+  pthread_mutex_lock(&mu);
   add_pinned(m, n ? n : 1, 0);
+  pthread_mutex_unlock(&mu);
   *p = m;
   return 0;
 }
 
 EXPORT int cudaFreeHost(void *p) {
-  struct pinned *h = take_pinned(p, 0);
-  if (!h) return cudaErrorInvalidValue;
+  struct pinned *h;
+  if (take_pinned(p, 0, &h) != 0) return cudaErrorNotReady;
+  if (!h) {
+    pthread_mutex_lock(&mu);
+    misused("cudaFreeHost of a pointer cudaHostAlloc did not return");
+    pthread_mutex_unlock(&mu);
+    return cudaErrorInvalidValue;
+  }
   munmap(h->p, h->n);
   free(h);
   return 0;
 }
 
+/* cudaHostRegister refuses memory that overlaps pinned memory already, as
+ * CUDA does (cudaErrorHostMemoryAlreadyRegistered). */
 EXPORT int cudaHostRegister(void *p, size_t n, unsigned flags) {
   init();
   (void)flags;
   if (ndev <= 0) return cudaErrorNoDevice;
   if (!p || !n) return cudaErrorInvalidValue;
+  pthread_mutex_lock(&mu);
+  for (struct pinned *h = pinned_list; h; h = h->next) {
+    if ((char *)p < h->p + h->n && h->p < (char *)p + n) {
+      pthread_mutex_unlock(&mu);
+      return cudaErrorHostMemoryAlreadyRegistered;
+    }
+  }
   add_pinned(p, n, 1);
+  pthread_mutex_unlock(&mu);
   return 0;
 }
 
 EXPORT int cudaHostUnregister(void *p) {
-  struct pinned *h = take_pinned(p, 1);
-  if (!h) return cudaErrorInvalidValue;
+  struct pinned *h;
+  if (take_pinned(p, 1, &h) != 0) return cudaErrorNotReady;
+  if (!h) return cudaErrorHostMemoryNotRegistered;
   free(h);
   return 0;
 }
@@ -363,25 +502,6 @@ EXPORT int cudaDeviceFlushGPUDirectRDMAWrites(int target, int scope) {
 }
 #endif
 
-/* Streams: a queue run by the stream's own thread. */
-struct op {
-  char *dst;
-  const char *src;
-  size_t n;
-  int fail;
-  unsigned long seq;
-  struct op *next;
-};
-
-struct stream {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  struct op *head, *tail;
-  unsigned long enq, done;
-  int err, stop;
-  pthread_t th;
-};
-
 static void *stream_main(void *arg) {
   struct stream *s = arg;
   pthread_mutex_lock(&s->mu);
@@ -389,12 +509,12 @@ static void *stream_main(void *arg) {
     while (!s->head && !s->stop) pthread_cond_wait(&s->cv, &s->mu);
     if (!s->head) break;
     struct op *o = s->head;
-    s->head = o->next;
-    if (!s->head) s->tail = NULL;
     pthread_mutex_unlock(&s->mu);
     if (delay_us > 0) usleep((useconds_t)delay_us);
     if (!o->fail) memcpy(o->dst, o->src, o->n);
     pthread_mutex_lock(&s->mu);
+    s->head = o->next;
+    if (!s->head) s->tail = NULL;
     if (o->fail && !s->err) s->err = cudaErrorIllegalAddress;
     s->done = o->seq;
     pthread_cond_broadcast(&s->cv);
@@ -404,6 +524,17 @@ static void *stream_main(void *arg) {
   return NULL;
 }
 
+/* stream_release drops one reference; the last frees the stream. */
+static void stream_release(struct stream *s) {
+  pthread_mutex_lock(&mu);
+  int left = --s->refs;
+  pthread_mutex_unlock(&mu);
+  if (left > 0) return;
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+}
+
 EXPORT int cudaStreamCreateWithFlags(void **out, unsigned flags) {
   init();
   (void)flags;
@@ -411,11 +542,14 @@ EXPORT int cudaStreamCreateWithFlags(void **out, unsigned flags) {
   struct stream *s = calloc(1, sizeof *s);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  s->refs = 1;
   if (pthread_create(&s->th, NULL, stream_main, s) != 0) {
     free(s);
     return cudaErrorMemoryAllocation;
   }
   pthread_mutex_lock(&mu);
+  s->next = streams;
+  streams = s;
   live_streams++;
   pthread_mutex_unlock(&mu);
   *out = s;
@@ -430,29 +564,56 @@ static int stream_wait(struct stream *s, unsigned long seq) {
   return e;
 }
 
+/* live_stream reports whether s is a stream not yet destroyed. */
+static bool live_stream(struct stream *s) {
+  pthread_mutex_lock(&mu);
+  struct stream *x = streams;
+  while (x && x != s) x = x->next;
+  pthread_mutex_unlock(&mu);
+  return x != NULL;
+}
+
 EXPORT int cudaStreamSynchronize(void *sp) {
   struct stream *s = sp;
   if (!s) return 0;
+  if (!live_stream(s)) return cudaErrorInvalidResourceHandle;
   pthread_mutex_lock(&s->mu);
   unsigned long seq = s->enq;
   pthread_mutex_unlock(&s->mu);
   return stream_wait(s, seq);
 }
 
+/* cudaStreamDestroy refuses a stream with copies still pending: whoever
+ * destroys it must have waited for them, or the buffers they use may be
+ * freed under them. */
 EXPORT int cudaStreamDestroy(void *sp) {
   struct stream *s = sp;
   if (!s) return cudaErrorInvalidResourceHandle;
+  pthread_mutex_lock(&mu);
+  struct stream **pp = &streams;
+  while (*pp && *pp != s) pp = &(*pp)->next;
+  if (!*pp) {
+    misused("cudaStreamDestroy of a stream that does not exist (destroyed twice?)");
+    pthread_mutex_unlock(&mu);
+    return cudaErrorInvalidResourceHandle;
+  }
+  pthread_mutex_lock(&s->mu);
+  bool busy = s->done < s->enq;
+  pthread_mutex_unlock(&s->mu);
+  if (busy) {
+    misused("cudaStreamDestroy with async copies pending");
+    pthread_mutex_unlock(&mu);
+    return cudaErrorNotReady;
+  }
+  *pp = s->next;
+  live_streams--;
+  pthread_mutex_unlock(&mu);
   pthread_mutex_lock(&s->mu);
   s->stop = 1;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
   pthread_join(s->th, NULL);
-  pthread_mutex_destroy(&s->mu);
-  pthread_cond_destroy(&s->cv);
-  free(s);
-  pthread_mutex_lock(&mu);
-  live_streams--;
-  pthread_mutex_unlock(&mu);
+  stream_release(s);
   return 0;
 }
 
@@ -489,6 +650,7 @@ EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void 
     memcpy(d, s, n);
     return 0;
   }
+  if (!live_stream(st)) return cudaErrorInvalidResourceHandle;
   struct op *o = calloc(1, sizeof *o);
   o->dst = d;
   o->src = s;
@@ -512,6 +674,8 @@ EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void 
   return 0;
 }
 
+/* An event holds a reference to the stream it was last recorded on, so it
+ * stays usable after that stream is destroyed. */
 struct event {
   struct stream *s;
   unsigned long seq;
@@ -530,6 +694,13 @@ EXPORT int cudaEventRecord(void *ev, void *sp) {
   struct event *e = ev;
   struct stream *s = sp;
   if (!e) return cudaErrorInvalidResourceHandle;
+  if (s && !live_stream(s)) return cudaErrorInvalidResourceHandle;
+  if (s) {
+    pthread_mutex_lock(&mu);
+    s->refs++;
+    pthread_mutex_unlock(&mu);
+  }
+  if (e->s) stream_release(e->s);
   e->s = s;
   e->seq = 0;
   if (s) {
@@ -558,8 +729,10 @@ EXPORT int cudaEventSynchronize(void *ev) {
 }
 
 EXPORT int cudaEventDestroy(void *ev) {
-  if (!ev) return cudaErrorInvalidResourceHandle;
-  free(ev);
+  struct event *e = ev;
+  if (!e) return cudaErrorInvalidResourceHandle;
+  if (e->s) stream_release(e->s);
+  free(e);
   pthread_mutex_lock(&mu);
   live_events--;
   pthread_mutex_unlock(&mu);
@@ -591,10 +764,6 @@ typedef struct {
   const void *fs_ops;
 } CUfileDescr_t;
 
-struct fh {
-  int fd;
-};
-
 static CUfileError_t cf(int err, int cu) {
   CUfileError_t e = {err, cu};
   return e;
@@ -607,8 +776,23 @@ static bool driver_open(void) {
   return o;
 }
 
+/* nocuda does what Debian's libcufile 1.4 does without libcuda.so.1. */
+static CUfileError_t nocuda(void) {
+  static const char *lines[] = {"dlopen error libcuda.so.1: cannot open shared object file: No such file or directory",
+                                " missing cuda symbols while dynamic loading", " cuFile initialization failed"};
+  const char *path = getenv("CUFILE_LOGFILE_PATH");
+  FILE *log = fopen(path && *path ? path : "cufile.log", "a");
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+    printf("%s\n", lines[i]);
+    if (log) fprintf(log, " [pid=%d] ERROR %s\n", (int)getpid(), lines[i]);
+  }
+  if (log) fclose(log);
+  return cf(5033, 0); /* CU_FILE_NVFS_SETUP_ERROR */
+}
+
 EXPORT CUfileError_t cuFileDriverOpen(void) {
   init();
+  if (fault_is("nocuda", NULL)) return nocuda();
   if (fault_is("driver_open", NULL)) return cf(5001, 0);
   if (ndev <= 0) return cf(5011, 100); /* CUDA_ERROR_NO_DEVICE */
   pthread_mutex_lock(&mu);
@@ -627,10 +811,14 @@ EXPORT CUfileError_t cuFileDriverClose_v2(void) {
 
 EXPORT CUfileError_t cuFileDriverClose(void) { return cuFileDriverClose_v2(); }
 
+#ifndef FAKECUDA_NO_GET_VERSION
+/* Built with -DFAKECUDA_NO_GET_VERSION the double stands for cuFile 1.4,
+ * which lacks cuFileGetVersion. */
 EXPORT CUfileError_t cuFileGetVersion(int *v) {
   *v = 1160;
   return cf(0, 0);
 }
+#endif
 
 EXPORT CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *p) {
   if (!driver_open()) return cf(5001, 0);
@@ -686,39 +874,72 @@ EXPORT CUfileError_t cuFileHandleRegister(void **out, CUfileDescr_t *d) {
   struct fh *h = calloc(1, sizeof *h);
   h->fd = d->handle.fd;
   pthread_mutex_lock(&mu);
+  h->next = handles;
+  handles = h;
   live_handles++;
   pthread_mutex_unlock(&mu);
   *out = h;
   return cf(0, 0);
 }
 
-EXPORT void cuFileHandleDeregister(void *h) {
-  if (!h) return;
-  free(h);
+/* handle_fd returns the descriptor of a registered handle, or -1 for a
+ * handle deregistered or never registered. */
+static int handle_fd(void *h) {
+  int fd = -1;
   pthread_mutex_lock(&mu);
-  live_handles--;
+  for (struct fh *x = handles; x; x = x->next)
+    if (x == h) fd = x->fd;
   pthread_mutex_unlock(&mu);
+  return fd;
+}
+
+EXPORT void cuFileHandleDeregister(void *h) {
+  pthread_mutex_lock(&mu);
+  struct fh **pp = &handles, *x;
+  while ((x = *pp) && x != h) pp = &x->next;
+  if (x) {
+    *pp = x->next;
+    live_handles--;
+    free(x);
+  } else {
+    misused("cuFileHandleDeregister of a handle not registered (deregistered twice?)");
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+/* bufreg_check finds the allocation of a buffer (de)registration: the
+ * allocation must exist and belong to the calling thread's device. */
+static CUfileError_t bufreg_check(const void *p, size_t n, struct alloc **out) {
+  *out = find((uintptr_t)p, n);
+  if (!*out) return cf(5012, 0); /* CU_FILE_CUDA_POINTER_INVALID */
+  if ((*out)->dev_id != cur_dev) return cf(5015, 0); /* CU_FILE_CUDA_CONTEXT_MISMATCH */
+  return cf(0, 0);
 }
 
 EXPORT CUfileError_t cuFileBufRegister(const void *p, size_t n, int flags) {
   (void)flags;
   if (!driver_open()) return cf(5001, 0);
   pthread_mutex_lock(&mu);
-  struct alloc *a = find((uintptr_t)p, n);
-  CUfileError_t r = cf(0, 0);
-  if (!a) r = cf(5012, 0); /* CU_FILE_CUDA_POINTER_INVALID */
-  else if (a->bufreg) r = cf(5023, 0);
-  else a->bufreg = 1;
+  struct alloc *a;
+  CUfileError_t r = bufreg_check(p, n, &a);
+  if (r.err == 0 && a->bufreg) r = cf(5023, 0); /* CU_FILE_MEMORY_ALREADY_REGISTERED */
+  if (r.err == 0) {
+    a->bufreg = 1;
+    live_bufreg++;
+  }
   pthread_mutex_unlock(&mu);
   return r;
 }
 
 EXPORT CUfileError_t cuFileBufDeregister(const void *p) {
   pthread_mutex_lock(&mu);
-  struct alloc *a = find((uintptr_t)p, 0);
-  CUfileError_t r = cf(0, 0);
-  if (!a || !a->bufreg) r = cf(5024, 0); /* CU_FILE_MEMORY_NOT_REGISTERED */
-  else a->bufreg = 0;
+  struct alloc *a;
+  CUfileError_t r = bufreg_check(p, 0, &a);
+  if (r.err == 0 && !a->bufreg) r = cf(5024, 0); /* CU_FILE_MEMORY_NOT_REGISTERED */
+  if (r.err == 0) {
+    a->bufreg = 0;
+    live_bufreg--;
+  }
   pthread_mutex_unlock(&mu);
   return r;
 }
@@ -736,38 +957,56 @@ static ssize_t pread_full(int fd, char *p, size_t n, off_t off) {
   return (ssize_t)got;
 }
 
-EXPORT ssize_t cuFileRead(void *h, void *base, size_t size, off_t foff, off_t boff) {
-  struct fh *f = h;
-  long long at;
+/* io_target checks a cuFileRead or cuFileWrite as cuFile does: an open
+ * driver, a registered handle, base inside an allocation of the calling
+ * thread's device and [base+boff, base+boff+size) inside that allocation.
+ * It returns 0 and the descriptor and the double's view of the bytes, or
+ * the negative CUfileOpError to return. */
+static ssize_t io_target(void *h, const void *base, size_t size, off_t boff, int *fd, char **rw) {
   if (!driver_open()) return -5001;
-  if (!f) return -5027;
-  uintptr_t at_p = (uintptr_t)base + (uintptr_t)boff;
+  if ((*fd = handle_fd(h)) < 0) {
+    pthread_mutex_lock(&mu);
+    misused("cuFileRead or cuFileWrite with a handle not registered (deregistered?)");
+    pthread_mutex_unlock(&mu);
+    return -5027; /* CU_FILE_HANDLE_NOT_REGISTERED */
+  }
+  uintptr_t at = (uintptr_t)base + (uintptr_t)boff;
   pthread_mutex_lock(&mu);
-  struct alloc *owner = find((uintptr_t)base, 0);
-  struct alloc *dst = boff < 0 ? NULL : find(at_p, size);
-  bool mismatch = owner && owner->dev_id != cur_dev;
+  struct alloc *a = find((uintptr_t)base, 0);
+  bool inside = a && boff >= 0 && at >= a->dev && at - a->dev <= a->n && size <= a->n - (at - a->dev);
+  bool mismatch = a && a->dev_id != cur_dev;
   pthread_mutex_unlock(&mu);
-  if (!owner) return -5012;
-  if (!dst) return -5014;
-  if (mismatch) return -5015; /* CU_FILE_CUDA_CONTEXT_MISMATCH: not this thread's device */
-  char *rw = dst->rw + (at_p - dst->dev);
+  if (!a) return -5012;        /* CU_FILE_CUDA_POINTER_INVALID */
+  if (!inside) return -5014;   /* CU_FILE_CUDA_POINTER_RANGE_ERROR */
+  if (mismatch) return -5015;  /* CU_FILE_CUDA_CONTEXT_MISMATCH: not this thread's device */
+  *rw = a->rw + (at - a->dev);
+  return 0;
+}
+
+EXPORT ssize_t cuFileRead(void *h, void *base, size_t size, off_t foff, off_t boff) {
+  long long at;
+  int fd;
+  char *rw;
+  ssize_t bad = io_target(h, base, size, boff, &fd, &rw);
+  if (bad) return bad;
   if (fault_is("read_at", &at) && at >= foff && at < foff + (off_t)size) {
     errno = EIO;
     return -1;
   }
   if (fault_is("cufile_io", NULL)) return -5044;
   if (fault_is("short_read", NULL) && size > PAGE) size = (size / 2) & ~(PAGE - 1);
+  bool aligned = foff % PAGE == 0 && ((uintptr_t)base + (uintptr_t)boff) % PAGE == 0;
   pthread_mutex_lock(&mu);
   cufile_reads++;
+  if (!aligned) cufile_unaligned++;
   pthread_mutex_unlock(&mu);
-  if (foff % PAGE == 0 && size % PAGE == 0 && (uintptr_t)rw % PAGE == 0)
-    return pread_full(f->fd, rw, size, foff);
+  if (aligned && size % PAGE == 0) return pread_full(fd, rw, size, foff);
   /* Unaligned: bounce through an aligned buffer, as cuFile does. */
   off_t a0 = foff & ~(off_t)(PAGE - 1);
   size_t span = ((size_t)(foff - a0) + size + PAGE - 1) & ~(PAGE - 1);
   void *tmp;
   if (posix_memalign(&tmp, PAGE, span) != 0) return -5043;
-  ssize_t got = pread_full(f->fd, tmp, span, a0);
+  ssize_t got = pread_full(fd, tmp, span, a0);
   ssize_t r = -1;
   if (got >= 0) {
     ssize_t avail = got - (ssize_t)(foff - a0);
@@ -780,21 +1019,20 @@ EXPORT ssize_t cuFileRead(void *h, void *base, size_t size, off_t foff, off_t bo
   return r;
 }
 
-/* cuFileWrite supports aligned writes only (what the tests use). */
+/* cuFileWrite supports aligned writes only (what gdsload issues). */
 EXPORT ssize_t cuFileWrite(void *h, const void *base, size_t size, off_t foff, off_t boff) {
-  struct fh *f = h;
-  if (!driver_open()) return -5001;
-  if (!f) return -5027;
+  int fd;
+  char *rw;
+  ssize_t bad = io_target(h, base, size, boff, &fd, &rw);
+  if (bad) return bad;
   if (fault_is("cufile_io", NULL)) return -5044;
-  char *rw = rw_of((uintptr_t)base + (uintptr_t)boff, size);
-  if (!rw) return -5014;
   if (foff % PAGE || size % PAGE || (uintptr_t)rw % PAGE) {
     errno = EINVAL;
     return -1;
   }
   size_t put = 0;
   while (put < size) {
-    ssize_t r = pwrite(f->fd, rw + put, size - put, foff + (off_t)put);
+    ssize_t r = pwrite(fd, rw + put, size - put, foff + (off_t)put);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return -1;
     put += (size_t)r;
@@ -830,7 +1068,25 @@ EXPORT int cuMemGetHandleForAddressRange(void *handle, unsigned long long dptr, 
   if (dptr % PAGE || size % PAGE) return 1;
   pthread_mutex_lock(&mu);
   struct alloc *a = find((uintptr_t)dptr, size);
-  int fd = a ? dup(a->fd) : -1;
+  int fd = a ? fcntl(a->fd, F_DUPFD_CLOEXEC, 3) : -1;
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0) {
+    /* An entry with the same number was closed before: drop it. */
+    for (struct dmabuf **pp = &dmabufs, *d; (d = *pp);) {
+      if (d->fd == fd) {
+        *pp = d->next;
+        free(d);
+      } else {
+        pp = &d->next;
+      }
+    }
+    struct dmabuf *d = calloc(1, sizeof *d);
+    d->fd = fd;
+    d->dev = st.st_dev;
+    d->ino = st.st_ino;
+    d->next = dmabufs;
+    dmabufs = d;
+  }
   pthread_mutex_unlock(&mu);
   if (fd < 0) return 1;
   *(int *)handle = fd;

@@ -1,0 +1,226 @@
+package cufile_test
+
+// The test double refuses misuse a real GPU would punish later, or only
+// sometimes: each rule has a test here.
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gdsload/gdsload/cufile"
+)
+
+// expectMisuse checks that the double counted a refused misuse saying
+// what, then clears the count so the test's leak check passes.
+func expectMisuse(t *testing.T, what string) {
+	t.Helper()
+	if n, m := control.Counter("misuse"), control.Misuse(); n == 0 || !strings.Contains(m, what) {
+		t.Errorf("the double counted %d misuses (last %q), want one saying %q", n, m, what)
+	}
+	must(t, control.Do("reset"))
+}
+
+// directFile is a 64 KiB file opened with O_DIRECT, registered with cuFile.
+func directFile(t *testing.T, d *cufile.Driver) (*os.File, *cufile.FileHandle) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "data")
+	must(t, os.WriteFile(name, make([]byte, 64<<10), 0o644))
+	f, err := os.OpenFile(name, os.O_RDWR|unix.O_DIRECT, 0)
+	if err != nil {
+		t.Skipf("O_DIRECT not supported here: %v", err)
+	}
+	t.Cleanup(func() { f.Close() })
+	h, err := d.RegisterFile(int(f.Fd()))
+	must(t, err)
+	return f, h
+}
+
+// A handle used after cuFileHandleDeregister fails with
+// CU_FILE_HANDLE_NOT_REGISTERED instead of reading freed memory.
+func TestDoubleRefusesDeregisteredHandle(t *testing.T) {
+	reset(t)
+	dev := openDevice(t, 0)
+	drv := openDriver(t)
+	_, h := directFile(t, drv)
+	p, err := dev.Malloc(8192)
+	must(t, err)
+	defer func() { must(t, dev.Free(p)) }()
+	h.Close()
+	var n int64
+	err = dev.Do(func() (err error) { n, err = h.Read(p, 4096, 0, 0); return err })
+	var oe *cufile.OpError
+	if !errors.As(err, &oe) || oe.Code != 5027 {
+		t.Errorf("read through a deregistered handle: %d bytes, %v; want CU_FILE_HANDLE_NOT_REGISTERED (5027)", n, err)
+	}
+	expectMisuse(t, "handle not registered")
+}
+
+// Memory freed while registered with cuFile leaves its registration
+// counted as a leak.
+func TestDoubleCountsRegistrationOfFreedMemory(t *testing.T) {
+	reset(t)
+	dev := openDevice(t, 0)
+	drv := openDriver(t)
+	p, err := dev.Malloc(8192)
+	must(t, err)
+	must(t, dev.Do(func() error { return drv.RegisterBuffer(p, 8192) }))
+	must(t, dev.Free(p))
+	if n := control.Counter("bufreg"); n != 1 {
+		t.Errorf("registrations after freeing registered memory: %d, want the leak counted (1)", n)
+	}
+	must(t, control.Do("reset")) // forget the leak made on purpose
+}
+
+// Freeing memory, or destroying a stream, while an async copy still uses
+// it is refused: the caller must wait for the copy first.
+func TestDoubleRefusesFreeWithCopiesPending(t *testing.T) {
+	for _, tc := range []struct {
+		name, what string
+		free       func(dev *cufile.Device, p cufile.DevicePtr, buf *cufile.PinnedBuffer, s *cufile.Stream) error
+	}{
+		{"stream", "cudaStreamDestroy with async copies pending", func(_ *cufile.Device, _ cufile.DevicePtr, _ *cufile.PinnedBuffer, s *cufile.Stream) error {
+			return s.Destroy()
+		}},
+		{"pinned", "cudaFreeHost with async copies pending", func(_ *cufile.Device, _ cufile.DevicePtr, buf *cufile.PinnedBuffer, _ *cufile.Stream) error {
+			return buf.Free()
+		}},
+		{"device", "cudaFree of device memory with async copies pending", func(dev *cufile.Device, p cufile.DevicePtr, _ *cufile.PinnedBuffer, _ *cufile.Stream) error {
+			return dev.Free(p)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset(t, "delay_us=300000")
+			dev := openDevice(t, 0)
+			buf, err := dev.AllocPinned(4096)
+			must(t, err)
+			p, err := dev.Malloc(4096)
+			must(t, err)
+			s, err := dev.NewStream()
+			must(t, err)
+			must(t, s.CopyToDeviceAsync(p, buf, 0, 4096))
+			if err := tc.free(dev, p, buf, s); err == nil {
+				t.Fatalf("%s freed with a copy pending", tc.name)
+			}
+			must(t, s.Synchronize())
+			expectMisuse(t, tc.what)
+			must(t, s.Destroy())
+			must(t, dev.Free(p))
+			must(t, buf.Free())
+		})
+	}
+}
+
+// cuFileWrite checks its device pointer as cuFileRead does: the base must
+// be in an allocation of the calling thread's device.
+func TestDoubleChecksCuFileWriteLikeRead(t *testing.T) {
+	reset(t, "devices=2")
+	d0, d1 := openDevice(t, 0), openDevice(t, 1)
+	drv := openDriver(t)
+	_, h := directFile(t, drv)
+	p, err := d1.Malloc(8192)
+	must(t, err)
+	defer func() { must(t, d1.Free(p)) }()
+	for _, tc := range []struct {
+		name string
+		on   *cufile.Device
+		base cufile.DevicePtr
+		off  int64
+		code int
+	}{
+		{"other device", d0, p, 0, 5015},                  // CU_FILE_CUDA_CONTEXT_MISMATCH
+		{"base outside", d1, 4096, int64(p) - 4096, 5012}, // CU_FILE_CUDA_POINTER_INVALID
+		{"past the end", d1, p, 8192, 5014},               // CU_FILE_CUDA_POINTER_RANGE_ERROR
+	} {
+		err := tc.on.Do(func() error { _, err := h.Write(tc.base, 4096, 0, tc.off); return err })
+		var oe *cufile.OpError
+		if !errors.As(err, &oe) || oe.Code != tc.code {
+			t.Errorf("%s: cuFileWrite gave %v, want status %d", tc.name, err, tc.code)
+		}
+		err = tc.on.Do(func() error { _, err := h.Read(tc.base, 4096, 0, tc.off); return err })
+		if !errors.As(err, &oe) || oe.Code != tc.code {
+			t.Errorf("%s: cuFileRead gave %v, want status %d", tc.name, err, tc.code)
+		}
+	}
+	must(t, d1.Do(func() error { _, err := h.Write(p, 4096, 0, 0); return err }))
+	h.Close()
+}
+
+// An event stays usable after the stream it was recorded on is destroyed,
+// and says complete, even when a new stream takes the old one's memory.
+func TestDoubleEventOutlivesItsStream(t *testing.T) {
+	reset(t, "delay_us=1000")
+	dev := openDevice(t, 0)
+	buf, err := dev.AllocPinned(4096)
+	must(t, err)
+	defer func() { must(t, buf.Free()) }()
+	p, err := dev.Malloc(4096)
+	must(t, err)
+	defer func() { must(t, dev.Free(p)) }()
+	ev, err := dev.NewEvent()
+	must(t, err)
+	defer func() { must(t, ev.Destroy()) }()
+	s1, err := dev.NewStream()
+	must(t, err)
+	must(t, s1.CopyToDeviceAsync(p, buf, 0, 4096))
+	must(t, ev.Record(s1))
+	must(t, s1.Synchronize())
+	must(t, s1.Destroy())
+
+	must(t, control.Do("delay_us=300000"))
+	s2, err := dev.NewStream() // may reuse s1's memory
+	must(t, err)
+	must(t, s2.CopyToDeviceAsync(p, buf, 0, 4096))
+	done, err := ev.Query()
+	if err != nil || !done {
+		t.Errorf("event of a destroyed stream: done=%v err=%v, want complete", done, err)
+	}
+	must(t, ev.Synchronize())
+	must(t, s2.Synchronize())
+	must(t, s2.Destroy())
+}
+
+// Registering host memory twice fails, as CUDA's cudaHostRegister does
+// (cudaErrorHostMemoryAlreadyRegistered).
+func TestDoubleRefusesDoubleHostRegister(t *testing.T) {
+	reset(t)
+	dev := openDevice(t, 0)
+	mem, err := unix.Mmap(-1, 0, 16384, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+	must(t, err)
+	defer unix.Munmap(mem)
+	h, err := dev.RegisterHost(mem)
+	must(t, err)
+	_, err = dev.RegisterHost(mem[4096:8192])
+	var ce *cufile.CUDAError
+	if !errors.As(err, &ce) || ce.Code != 712 {
+		t.Errorf("registering registered memory again: %v, want cudaErrorHostMemoryAlreadyRegistered (712)", err)
+	}
+	must(t, h.Unregister())
+}
+
+// dma-buf descriptors handed out by cuMemGetHandleForAddressRange count as
+// leaks until closed.
+func TestDoubleCountsDmaBufs(t *testing.T) {
+	reset(t)
+	dev := openDevice(t, 0)
+	drv, err := cufile.OpenCUDADriver(fake.Config())
+	must(t, err)
+	mem, err := cufile.NewRDMAMemory(drv, dev)
+	must(t, err)
+	p, err := dev.Malloc(1 << 16)
+	must(t, err)
+	defer func() { must(t, dev.Free(p)) }()
+	fd, _, err := mem.DmaBufFd(uintptr(p), 1<<16)
+	must(t, err)
+	if n := control.Counter("dmabufs"); n != 1 {
+		t.Errorf("dma-bufs open: %d, want 1", n)
+	}
+	must(t, unix.Close(fd))
+	if n := control.Counter("dmabufs"); n != 0 {
+		t.Errorf("dma-bufs open after close: %d, want 0", n)
+	}
+}

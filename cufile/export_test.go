@@ -1,0 +1,4 @@
+package cufile
+
+// SkipOrFail is skipOrFail for the tests of package cufile_test.
+var SkipOrFail = skipOrFail

@@ -1,0 +1,157 @@
+package cufile_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gdsload/gdsload/cufile"
+)
+
+// captureStdout runs fn with the process's standard output and error sent
+// to a file, and returns what was written there.
+func captureStdout(t *testing.T, fn func()) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stdout")
+	must(t, err)
+	defer f.Close()
+	var saved [2]int
+	for i, fd := range []int{1, 2} {
+		saved[i], err = unix.Dup(fd)
+		must(t, err)
+		must(t, unix.Dup2(int(f.Fd()), fd))
+	}
+	func() {
+		defer func() {
+			for i, fd := range []int{1, 2} {
+				_ = unix.Dup2(saved[i], fd)
+				_ = unix.Close(saved[i])
+			}
+		}()
+		fn()
+	}()
+	b, err := os.ReadFile(f.Name())
+	must(t, err)
+	return string(b)
+}
+
+// libcufile prints its diagnostics on standard output and drops cufile.log
+// into the current folder (Debian's libcufile 1.4 without libcuda.so.1,
+// which the double's "nocuda" fault imitates). Driver.Open keeps both
+// away: the lines end up in the error, with the real cause named, and the
+// log in Config.LogFile.
+func TestDriverOpenKeepsLibcufileOutputAway(t *testing.T) {
+	reset(t, "fault=nocuda")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("CUFILE_LOGFILE_PATH", "") // unset: Config.LogFile decides
+	cfg := fake.Config()
+	cfg.LogFile = filepath.Join(t.TempDir(), "cufile.log")
+	c, err := cufile.OpenCuFile(cfg)
+	must(t, err)
+	var openErr error
+	out := captureStdout(t, func() { openErr = c.Driver().Open() })
+	if out != "" {
+		t.Errorf("libcufile's lines reached standard output: %q", out)
+	}
+	var oe *cufile.OpError
+	if !errors.As(openErr, &oe) || !errors.Is(openErr, cufile.ErrUnavailable) || oe.Code != 5033 {
+		t.Fatalf("Open: %v, want an unavailable *OpError CU_FILE_NVFS_SETUP_ERROR", openErr)
+	}
+	if !strings.Contains(oe.Output, "dlopen error libcuda.so.1") || !strings.Contains(oe.Cause, "libcuda.so.1") {
+		t.Errorf("output %q, cause %q: want libcufile's lines and libcuda.so.1 named as the cause", oe.Output, oe.Cause)
+	}
+	for _, want := range []string{"CU_FILE_NVFS_SETUP_ERROR (5033)", "could not load libcuda.so.1", "install the NVIDIA driver"} {
+		if !strings.Contains(openErr.Error(), want) {
+			t.Errorf("error %q does not say %q", openErr, want)
+		}
+	}
+	if strings.Contains(openErr.Error(), "dlopen error") {
+		t.Errorf("error %q quotes libcufile's raw lines (they belong in Output)", openErr)
+	}
+	if m := c.Driver().Messages(); m != oe.Output {
+		t.Errorf("Messages() = %q, want the open's output %q", m, oe.Output)
+	}
+	left, err := os.ReadDir(dir)
+	must(t, err)
+	if len(left) != 0 {
+		t.Errorf("the current folder holds %v after a driver open", left)
+	}
+	log, err := os.ReadFile(cfg.LogFile)
+	if err != nil || !strings.Contains(string(log), "libcuda.so.1") {
+		t.Errorf("libcufile's log %s: %q, %v; want its lines there", cfg.LogFile, log, err)
+	}
+	if got := os.Getenv("CUFILE_LOGFILE_PATH"); got != cfg.LogFile {
+		t.Errorf("CUFILE_LOGFILE_PATH = %q, want %q", got, cfg.LogFile)
+	}
+}
+
+// A CUFILE_LOGFILE_PATH the user set wins over Config.LogFile.
+func TestDriverOpenKeepsUsersLogFile(t *testing.T) {
+	reset(t, "fault=nocuda")
+	mine := filepath.Join(t.TempDir(), "mine.log")
+	t.Setenv("CUFILE_LOGFILE_PATH", mine)
+	cfg := fake.Config()
+	cfg.LogFile = filepath.Join(t.TempDir(), "cufile.log")
+	c, err := cufile.OpenCuFile(cfg)
+	must(t, err)
+	captureStdout(t, func() { _ = c.Driver().Open() })
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("the user's log file: %v", err)
+	}
+	if _, err := os.Stat(cfg.LogFile); err == nil {
+		t.Errorf("Config.LogFile was used although CUFILE_LOGFILE_PATH is set")
+	}
+	if got := c.Driver().LogFile(); got != mine {
+		t.Errorf("LogFile() = %q, want %q", got, mine)
+	}
+}
+
+// Without libcufile's own words, the cause comes from the machine: no
+// NVIDIA kernel driver, or no nvidia-fs behind CU_FILE_DRIVER_NOT_INITIALIZED.
+func TestDriverOpenNamesTheCause(t *testing.T) {
+	noGPU := t.TempDir() // a machine with no NVIDIA driver at all
+	noFS := t.TempDir()  // the driver, but no nvidia-fs
+	must(t, os.MkdirAll(filepath.Join(noFS, "proc", "driver", "nvidia"), 0o755))
+	must(t, os.WriteFile(filepath.Join(noFS, "proc", "driver", "nvidia", "version"), []byte("NVRM version: test\n"), 0o644))
+	for _, tc := range []struct {
+		name, root, fault, want string
+	}{
+		{"no driver", noGPU, "fault=driver_open", "no NVIDIA kernel driver is loaded"},
+		{"no nvidia-fs", noFS, "fault=driver_open", "the nvidia-fs kernel module is not loaded"},
+		{"no GPU", noFS, "devices=0", "the CUDA driver sees no GPU"},
+		{"GPU machine", fake.Root, "fault=driver_open", "load nvidia-fs, enable PCI P2PDMA"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reset(t, tc.fault)
+			cfg := fake.Config()
+			cfg.Root = tc.root
+			c, err := cufile.OpenCuFile(cfg)
+			must(t, err)
+			err = c.Driver().Open()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open: %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestProbePlatform(t *testing.T) {
+	cfg := fake.Config()
+	cfg.Getenv = func(k string) string { return map[string]string{"CUFILE_ENV_PATH_JSON": "/nonexistent/cufile.json"}[k] }
+	p := cufile.ProbePlatform(cfg)
+	if p.NVIDIADriver == "" || p.NVIDIAFS == "" || !p.NVIDIAFSStats || !p.Udev {
+		t.Errorf("the double's machine: %+v, want the NVIDIA driver, nvidia-fs and udev", p)
+	}
+	if p.CuFileJSON != "/nonexistent/cufile.json" || p.CuFileJSONFound || p.LogFile != cfg.LogFile {
+		t.Errorf("cufile.json and log: %+v", p)
+	}
+	cfg.Root = t.TempDir()
+	if p := cufile.ProbePlatform(cfg); p.NVIDIADriver != "" || p.NVIDIAFS != "" || p.Udev {
+		t.Errorf("an empty machine: %+v", p)
+	}
+}

@@ -1,0 +1,92 @@
+package cufile_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gdsload/gdsload/cufile"
+)
+
+// realLibrary loads a real NVIDIA library through the dynamic loader's
+// search (Debian's libcufile0 and libcudart11.0 in non-free run without a
+// GPU up to the missing driver), skipping the test where it is absent.
+func realLibrary(t *testing.T, name string) string {
+	t.Helper()
+	l := cufile.ProbeLibrary(name)
+	if !l.Found {
+		cufile.SkipOrFail(t, "%s not installed (Debian non-free: libcufile0, libcudart11.0): %s", name, l.Error)
+	}
+	if real, err := filepath.EvalSymlinks(l.Path); err == nil && strings.Contains(real, "fakecuda") {
+		cufile.SkipOrFail(t, "%s is the test double here (%s)", name, real)
+	}
+	return l.Path
+}
+
+// Every symbol gdsload requires is in the real libcufile.so.0; optional
+// ones it lacks (cuFile 1.4 has no cuFileGetVersion) leave the version to
+// the file name, never "". Without a GPU, the driver open fails with the
+// real cause named, nothing on standard output and no cufile.log in the
+// current folder.
+func TestRealCuFile(t *testing.T) {
+	path := realLibrary(t, "libcufile.so.0")
+	c, err := cufile.OpenCuFile(cufile.Config{CuFile: path})
+	if err != nil {
+		t.Fatalf("the real %s: %v", path, err)
+	}
+	lib := c.Library()
+	if lib.Version == "" {
+		t.Errorf("%s: empty version", path)
+	}
+	if _, err := c.Version(); err != nil {
+		var le *cufile.LoadError
+		if !errors.As(err, &le) || le.Symbol != "cuFileGetVersion" {
+			t.Errorf("Version(): %v, want a LoadError naming cuFileGetVersion", err)
+		}
+	}
+	t.Logf("%s: version %s", lib.Path, lib.Version)
+
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv("CUFILE_LOGFILE_PATH", "")
+	log := filepath.Join(t.TempDir(), "cufile.log")
+	c, err = cufile.OpenCuFile(cufile.Config{CuFile: path, LogFile: log})
+	must(t, err)
+	var openErr error
+	out := captureStdout(t, func() { openErr = c.Driver().Open() })
+	if openErr == nil {
+		t.Log("the driver opened: this machine has a GPU")
+		must(t, c.Driver().Close())
+	} else {
+		var oe *cufile.OpError
+		if !errors.As(openErr, &oe) || oe.Cause == "" {
+			t.Errorf("Open: %v, want an *OpError with the cause named", openErr)
+		}
+		t.Logf("Open: %v", openErr)
+	}
+	if out != "" {
+		t.Errorf("libcufile's lines reached standard output: %q", out)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the current folder holds %v after a driver open", left)
+	}
+}
+
+// The real libcudart loads; without a driver it reports no GPU as
+// unavailable, and its version comes from the file name (CUDA 11.8 refuses
+// cudaRuntimeGetVersion without a driver).
+func TestRealRuntime(t *testing.T) {
+	path := realLibrary(t, "libcudart.so.11.0")
+	rt, err := cufile.OpenRuntime(cufile.Config{CUDART: path})
+	if err != nil {
+		t.Fatalf("the real %s: %v", path, err)
+	}
+	if v := rt.Library().Version; v == "" || v == "unknown" {
+		t.Errorf("%s: version %q", path, v)
+	}
+	if n, err := rt.DeviceCount(); err != nil && !errors.Is(err, cufile.ErrUnavailable) {
+		t.Errorf("DeviceCount: %d, %v; want a count or ErrUnavailable", n, err)
+	}
+}

@@ -131,3 +131,32 @@ func (s *GPUStack) DriverFor(path Path) (*cufile.Driver, error) {
 	}
 	return s.Driver()
 }
+
+// RequirePath checks that a load can take path on this stack, for health
+// checks that must fail when it cannot (gdsload doctor --require): nil
+// when it can, else an error matching cufile.ErrUnavailable that says why.
+// gds needs cuFile in p2pdma or nvfs mode on GPU device (compat mode is
+// cuFile's POSIX fallback, not GPUDirect Storage); bounce needs the GPU;
+// host is always possible.
+func RequirePath(s *GPUStack, device int, path Path) error {
+	switch path {
+	case PathHost:
+		return nil
+	case PathGDS, PathBounce:
+	default:
+		return fmt.Errorf("required path %q: want gds, bounce or host", path)
+	}
+	got, why, err := SelectGPUPath(s, device, path)
+	if err != nil {
+		return fmt.Errorf("%s unusable on GPU %d: %w", path, device, err)
+	}
+	if path == PathGDS {
+		if mode, mwhy := s.GDSMode(); mode != cufile.ModeP2PDMA && mode != cufile.ModeNVFS {
+			return fmt.Errorf("gds unusable on GPU %d: cuFile in %s mode (%s) (%w)", device, mode, mwhy, cufile.ErrUnavailable)
+		}
+	}
+	if got != path {
+		return fmt.Errorf("%s unusable on GPU %d: %s (%w)", path, device, why, cufile.ErrUnavailable)
+	}
+	return nil
+}

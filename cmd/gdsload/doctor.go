@@ -33,6 +33,8 @@ type doctorReport struct {
 	MemlockLimit       memlockReport      `json:"memlock_limit"`
 	DirectIO           directIOReport     `json:"direct_io"`
 	GPULoad            gpuLoadReport      `json:"gpu_load"`
+	GDSMessages        string             `json:"gds_messages,omitempty"` // libcufile's own lines at driver open
+	GDSPlatform        cufile.Platform    `json:"gds_platform"`
 }
 
 type memlockReport struct {
@@ -60,6 +62,7 @@ type gpuLoadReport struct {
 type doctorOptions struct {
 	asJSON  bool
 	device  int
+	require string
 	sysRoot string
 }
 
@@ -74,6 +77,10 @@ nvfs, compat), RDMA devices, the locked-memory limit, whether the file system
 holding PATH (default: the current folder) accepts O_DIRECT, and the path a
 load to the GPU would take (gds or bounce) with the reason.
 
+With --require gds|bounce|host it exits 1 (after the report) when a load
+cannot take that path, for CI jobs and node health checks: gds needs cuFile
+in p2pdma or nvfs mode (compat mode does not count), bounce a usable GPU.
+
 Libraries are found as gdsload loads them: GDSLOAD_LIBCUFILE,
 GDSLOAD_LIBCUDART and GDSLOAD_LIBCUDA override the search.`,
 		Args: args(cobra.MaximumNArgs(1)),
@@ -82,19 +89,33 @@ GDSLOAD_LIBCUDART and GDSLOAD_LIBCUDA override the search.`,
 			if len(a) == 1 {
 				path = a[0]
 			}
-			r := runDoctor(o, path)
-			if o.asJSON {
-				return printJSON(cmd.OutOrStdout(), r)
+			switch loader.Path(o.require) {
+			case "", loader.PathGDS, loader.PathBounce, loader.PathHost:
+			default:
+				return usagef("--require %q: want gds, bounce or host", o.require)
 			}
-			return printDoctor(cmd.OutOrStdout(), r)
+			r, stack := runDoctor(o, path)
+			defer stack.Close()
+			var err error
+			if o.asJSON {
+				err = printJSON(cmd.OutOrStdout(), r)
+			} else {
+				err = printDoctor(cmd.OutOrStdout(), r)
+			}
+			if err == nil && o.require != "" {
+				err = loader.RequirePath(stack, o.device, loader.Path(o.require))
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
 	cmd.Flags().IntVar(&o.device, "device", 0, "GPU to check the load path for")
+	cmd.Flags().StringVar(&o.require, "require", "", "exit 1 unless a load can take this path: gds, bounce or host")
 	return cmd
 }
 
-func runDoctor(o doctorOptions, path string) doctorReport {
+// runDoctor makes the report; the caller closes the stack it used.
+func runDoctor(o doctorOptions, path string) (doctorReport, *loader.GPUStack) {
 	cfg := cufile.Config{}
 	r := doctorReport{
 		Libraries:    cufile.ProbeLibraries(cfg),
@@ -105,7 +126,6 @@ func runDoctor(o doctorOptions, path string) doctorReport {
 	r.Libraries = append(r.Libraries, cufile.ProbeLibrary("libnvidia-ml.so.1"), cufile.ProbeLibrary("libibverbs.so.1"))
 
 	stack := loader.OpenGPUStack(cfg)
-	defer stack.Close()
 	if stack.Runtime != nil {
 		n, err := stack.Runtime.DeviceCount()
 		r.GPUCount = n
@@ -125,12 +145,16 @@ func runDoctor(o doctorOptions, path string) doctorReport {
 			r.CuFileProperties = &p
 		}
 	}
+	if stack.CuFile != nil {
+		r.GDSMessages = stack.CuFile.Driver().Messages()
+	}
+	r.GDSPlatform = cufile.ProbePlatform(cfg)
 	p, why, _ := loader.SelectGPUPath(stack, o.device, "auto")
 	r.GPULoad = gpuLoadReport{Device: o.device, Path: string(p), Reason: why}
 	if p == "" {
 		r.GPULoad.Path = "none"
 	}
-	return r
+	return r, stack
 }
 
 // memlockBudget is the locked memory a load with default settings pins:
@@ -215,6 +239,13 @@ func probeDirectIO(path string) directIOReport {
 	return r
 }
 
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
 // alignedBuffer returns n bytes at a 4096-byte aligned address, as
 // O_DIRECT wants.
 func alignedBuffer(n int) []byte {
@@ -244,6 +275,15 @@ func printDoctor(w io.Writer, r doctorReport) error {
 	}
 	fmt.Fprintln(tw, "GPUDirect Storage")
 	fmt.Fprintf(tw, "  mode\t%s\t%s\n", r.GDSMode, r.GDSReason)
+	if r.GDSMessages != "" {
+		fmt.Fprintf(tw, "  libcufile said\t%s\n", strings.ReplaceAll(r.GDSMessages, "\n", "; "))
+	}
+	pl := r.GDSPlatform
+	fmt.Fprintf(tw, "  NVIDIA driver\t%s\n", orNone(pl.NVIDIADriver, "not loaded (no /proc/driver/nvidia/version)"))
+	fmt.Fprintf(tw, "  nvidia-fs\t%s\n", orNone(pl.NVIDIAFS, "not loaded (no /proc/driver/nvidia-fs)"))
+	fmt.Fprintf(tw, "  /run/udev\t%s\n", map[bool]string{true: "present", false: "absent (cuFile cannot look NVMe devices up)"}[pl.Udev])
+	fmt.Fprintf(tw, "  cufile.json\t%s\t%s\n", pl.CuFileJSON, map[bool]string{true: "found", false: "absent: built-in defaults"}[pl.CuFileJSONFound])
+	fmt.Fprintf(tw, "  cufile log\t%s\n", pl.LogFile)
 	if p := r.CuFileProperties; p != nil {
 		fmt.Fprintf(tw, "  nvidia-fs\t%d.%d\n", p.NVFSMajor, p.NVFSMinor)
 		fmt.Fprintf(tw, "  max direct I/O\t%d KiB\n", p.MaxDirectIOKiB)

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/cufile/fakecuda"
 )
 
 func runDoctorCmd(t *testing.T, args ...string) (string, error) {
@@ -131,4 +136,99 @@ func TestDoctorWithFakeCUDA(t *testing.T) {
 	require.Equal(t, "unavailable", string(r.GDSMode))
 	require.Equal(t, "bounce", r.GPULoad.Path)
 	require.Contains(t, r.GPULoad.Reason, "cuFileDriverOpen failed: CU_FILE_DRIVER_NOT_INITIALIZED (5001)")
+}
+
+// --require gds|bounce|host fails the command (exit 1, after the report)
+// when a load cannot take that path: gds needs cuFile in nvfs or p2pdma
+// mode, bounce a usable GPU, host nothing.
+func TestDoctorRequire(t *testing.T) {
+	for _, tc := range []struct {
+		name, setup, require string
+		ok                   bool
+	}{
+		{"nvfs gds", "mode=nvfs", "gds", true},
+		{"compat gds", "mode=compat", "gds", false},
+		{"compat bounce", "mode=compat", "bounce", true},
+		{"driver refused gds", "fault=driver_open", "gds", false},
+		{"no GPU bounce", "devices=0", "bounce", false},
+		{"no GPU host", "devices=0", "host", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctl := useFakeCUDA(t)
+			require.NoError(t, ctl.Do(tc.setup))
+			cmd := newDoctorCmd()
+			var out bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(io.Discard)
+			cmd.SilenceUsage = true // as under the root command
+			cmd.SetArgs([]string{"--json", "--require", tc.require, t.TempDir()})
+			err := cmd.Execute()
+			var r doctorReport
+			require.NoError(t, json.Unmarshal(out.Bytes(), &r), "the report is printed whatever the outcome: %s", out.String())
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			require.ErrorIs(t, err, cufile.ErrUnavailable)
+			var u usageError
+			require.False(t, errors.As(err, &u), "an unusable path is not a usage error")
+			require.Equal(t, exitError, exitCode(err, false, io.Discard))
+		})
+	}
+	_, err := runDoctorCmd(t, "--require", "nvme", t.TempDir())
+	var u usageError
+	require.True(t, errors.As(err, &u), "--require nvme: %v", err)
+}
+
+// Where libcufile prints its diagnostics on standard output and drops
+// cufile.log into the current folder (Debian's libcufile without a driver,
+// which the double's "nocuda" fault imitates, or the real one where it is
+// installed), the gdsload binary's doctor --json still prints JSON only,
+// names the cause, and leaves the current folder as it was.
+func TestDoctorJSONWithTalkativeLibcufile(t *testing.T) {
+	bin := gdsloadBinary(t)
+	s := fakecuda.Use(t)
+	type setup struct {
+		name string
+		env  []string
+	}
+	setups := []setup{{"double", []string{
+		"GDSLOAD_LIBCUFILE=" + s.CuFile, "GDSLOAD_LIBCUDART=" + s.CUDART, "GDSLOAD_LIBCUDA=" + s.CUDA, "FAKECUDA_FAIL=nocuda",
+	}}}
+	if l := cufile.ProbeLibrary("libcufile.so.0"); l.Found && cufile.ProbeLibrary("libcuda.so.1").Error != "" {
+		setups = append(setups, setup{"real " + l.Path, nil})
+	}
+	for _, st := range setups {
+		t.Run(st.name, func(t *testing.T) {
+			cwd, cache := t.TempDir(), t.TempDir()
+			var env []string
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "GDSLOAD_LIB") && !strings.HasPrefix(kv, "CUFILE_") && !strings.HasPrefix(kv, "FAKECUDA_") && !strings.HasPrefix(kv, "XDG_CACHE_HOME=") {
+					env = append(env, kv)
+				}
+			}
+			env = append(append(env, "XDG_CACHE_HOME="+cache), st.env...)
+			cmd := exec.Command(bin, "doctor", "--json", "--require", "gds", cwd)
+			cmd.Dir, cmd.Env = cwd, env
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			require.True(t, errors.As(err, &ee) && ee.ExitCode() == exitError, "--require gds without a GPU: %v; stderr %s", err, stderr.String())
+			var r doctorReport
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &r), "stdout is not JSON:\n%s", stdout.String())
+			require.Contains(t, r.GDSReason, "libcuda.so.1", "the cause is named")
+			require.Contains(t, r.GDSMessages, "dlopen error libcuda.so.1", "libcufile's lines are in the report's details")
+			require.NotContains(t, stderr.String(), "dlopen error", "libcufile's lines reach no terminal")
+			require.Contains(t, stderr.String(), "gds unusable")
+			left, err := os.ReadDir(cwd)
+			require.NoError(t, err)
+			require.Empty(t, left, "doctor left files in the current folder")
+			log, err := os.ReadFile(filepath.Join(cache, "gdsload", "cufile.log"))
+			require.NoError(t, err, "libcufile logs in the user's cache folder")
+			require.Contains(t, string(log), "libcuda.so.1")
+			require.Equal(t, filepath.Join(cache, "gdsload", "cufile.log"), r.GDSPlatform.LogFile)
+		})
+	}
 }

@@ -27,6 +27,8 @@ type Sample struct {
 	CPU   time.Duration
 	// Lat holds the latency of each read (chunk) of the run.
 	Lat []time.Duration
+	// GDSMode is the mode cuFile ran in, for a run through it.
+	GDSMode string
 }
 
 // Mode is one way of reading a file.
@@ -49,6 +51,9 @@ type Result struct {
 	// MinGiBPerS and MaxGiBPerS give the spread over runs.
 	MinGiBPerS float64 `json:"min_gib_per_s"`
 	MaxGiBPerS float64 `json:"max_gib_per_s"`
+	// GDSMode is the mode cuFile ran in (p2pdma, nvfs or compat) for a
+	// mode that reads through it.
+	GDSMode string `json:"gds_mode,omitempty"`
 }
 
 // Options control a benchmark.
@@ -114,6 +119,9 @@ func summarise(mode string, ss []Sample) Result {
 			cpu = append(cpu, s.CPU.Seconds()/g)
 		}
 		lat = append(lat, s.Lat...)
+		if s.GDSMode != "" {
+			r.GDSMode = s.GDSMode
+		}
 	}
 	r.GiBPerS = median(bw)
 	r.CPUSecondsPerGiB = median(cpu)

@@ -166,11 +166,15 @@ func RingLoad(ctx context.Context, srcs []loader.Source, cfg Config) (Sample, er
 // LoaderRun runs one load and turns its result into a Sample; GPU modes
 // use it with their own destinations.
 func LoaderRun(ctx context.Context, jobs []loader.Job, opts loader.Options) (Sample, error) {
-	return measure(func() (int64, []time.Duration, error) {
+	var mode string
+	s, err := measure(func() (int64, []time.Duration, error) {
 		res, err := loader.Load(ctx, jobs, opts)
 		if err != nil {
 			return 0, nil, err
 		}
+		mode = string(res.GDSMode)
 		return res.Bytes, res.Latencies, nil
 	})
+	s.GDSMode = mode
+	return s, err
 }

@@ -224,3 +224,14 @@ func TestDoubleCountsDmaBufs(t *testing.T) {
 		t.Errorf("dma-bufs open after close: %d, want 0", n)
 	}
 }
+
+// A cuFile handle is deregistered before its file descriptor is closed:
+// the other order is refused as misuse.
+func TestDoubleRefusesDeregisterAfterClose(t *testing.T) {
+	reset(t)
+	drv := openDriver(t)
+	f, h := directFile(t, drv)
+	must(t, f.Close())
+	h.Close()
+	expectMisuse(t, "after its file descriptor was closed")
+}

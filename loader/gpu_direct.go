@@ -32,7 +32,8 @@ type GPUDirectConfig struct {
 type GPUDirect struct {
 	cfg GPUDirectConfig
 	gpuView
-	registered bool // the device buffer is registered with cuFile
+	registered bool        // the device buffer is registered with cuFile
+	mode       cufile.Mode // cuFile's mode, "" when unknown
 
 	mu      sync.Mutex
 	handles map[uintptr]*cachedHandle
@@ -71,6 +72,9 @@ func NewGPUDirectDestination(cfg GPUDirectConfig) (_ *GPUDirect, err error) {
 		return nil, err
 	}
 	g := &GPUDirect{cfg: cfg, gpuView: gpuView{mem}, handles: map[uintptr]*cachedHandle{}}
+	if mode, _, err := cfg.Driver.Mode(); err == nil {
+		g.mode = mode
+	}
 	if props, perr := cfg.Driver.Properties(); perr == nil && props.MaxPinnedMemKiB*1024 >= mem.size+mem.shift {
 		// One registration for the whole buffer: reads then skip
 		// cuFile's per-call pinning. Failure only costs speed.
@@ -83,6 +87,16 @@ func NewGPUDirectDestination(cfg GPUDirectConfig) (_ *GPUDirect, err error) {
 
 // Registered reports whether the device buffer is registered with cuFile.
 func (g *GPUDirect) Registered() bool { return g.registered }
+
+// CuFileMode is the mode cuFile reads and writes in (p2pdma, nvfs, or
+// compat, its POSIX fallback), "" when the driver would not say.
+func (g *GPUDirect) CuFileMode() cufile.Mode { return g.mode }
+
+// cuFileModer is a destination or source that moves bytes with cuFile and
+// knows the mode it runs in; results record it.
+type cuFileModer interface {
+	CuFileMode() cufile.Mode
+}
 
 // ReadFromFile reads n bytes at file offset fileOff of src into
 // destination offset dstOff with cuFileRead, repeating on partial
@@ -151,6 +165,19 @@ func (g *GPUDirect) WriteToFile(ctx context.Context, fd uintptr, fileOff, srcOff
 	return g.transfer(ctx, "from", fileOff, srcOff, n, false, func(k, f, d int64) (int64, error) {
 		return h.Write(g.mem.base, k, f, g.mem.shift+d)
 	})
+}
+
+// ReleaseFile deregisters the cuFile handle of descriptor fd, if any, so
+// that fd can be closed (SaveFile calls it before it closes a file it
+// wrote with WriteToFile). A later read or write through fd registers it
+// again.
+func (g *GPUDirect) ReleaseFile(fd uintptr) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c, ok := g.handles[fd]; ok {
+		c.h.Close()
+		delete(g.handles, fd)
+	}
 }
 
 // transfer repeats one cuFile call (op: a read or a write of k bytes at file
@@ -259,7 +286,8 @@ func (g *GPUDirect) Close() error {
 		g.ring = nil
 	}
 	if g.registered {
-		errs = append(errs, g.cfg.Driver.DeregisterBuffer(g.mem.base))
+		// cuFile deregisters in the context the buffer belongs to.
+		errs = append(errs, g.mem.dev.Do(func() error { return g.cfg.Driver.DeregisterBuffer(g.mem.base) }))
 	}
 	errs = append(errs, g.mem.free(), g.cfg.Driver.Close())
 	return errors.Join(errs...)

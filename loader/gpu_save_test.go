@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdsload/gdsload/cufile"
 )
 
 // Saving GPU memory: the gds destination writes itself with cuFileWrite,
@@ -48,6 +50,11 @@ func TestSaveFromGPU(t *testing.T) {
 			res, err := SaveFile(context.Background(), out, dst, SaveOptions{Direct: DirectOn, ChunkSize: 1 << 20, Checksum: ChecksumSHA256})
 			require.NoError(t, err)
 			require.Equal(t, tc.route, res.Route)
+			if tc.gds {
+				require.Equal(t, cufile.ModeNVFS, res.GDSMode, "the result says which mode cuFile wrote in")
+			} else {
+				require.Empty(t, res.GDSMode)
+			}
 			require.Equal(t, sha256hex(want), res.Digest)
 			got, err := os.ReadFile(out)
 			require.NoError(t, err)

@@ -380,3 +380,81 @@ func TestSelectGPUPath(t *testing.T) {
 	_, _, err := SelectGPUPath(&GPUStack{RuntimeErr: errors.New("x")}, 0, "fast")
 	require.ErrorContains(t, err, `GPU path "fast"`)
 }
+
+// A gds load says which mode cuFile ran in, and a load in compat mode
+// (cuFile's POSIX fallback) is never labelled plain gds.
+func TestGDSResultNamesCuFileMode(t *testing.T) {
+	for _, mode := range []cufile.Mode{cufile.ModeNVFS, cufile.ModeP2PDMA, cufile.ModeCompat} {
+		t.Run(string(mode), func(t *testing.T) {
+			f := withFakeGPU(t, "mode="+string(mode))
+			name := writeRandom(t, t.TempDir(), 1<<20+5, 3)
+			src, err := OpenFile(name, DirectOn)
+			require.NoError(t, err)
+			defer src.Close()
+			dst, err := NewGPUDirectDestination(GPUDirectConfig{GPUConfig: GPUConfig{Device: f.device(t, 0), Size: src.Size()}, Driver: f.driver(t)})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, dst.Close()) }()
+			require.Equal(t, mode, dst.CuFileMode())
+			res, err := Load(context.Background(), []Job{WholeFile(src, dst)}, Options{Path: PathGDS})
+			require.NoError(t, err)
+			require.Equal(t, mode, res.GDSMode)
+			require.Equal(t, mode, res.Files[0].GDSMode)
+			require.Equal(t, "gds ("+string(mode)+")", res.PathLabel())
+		})
+	}
+	f := withFakeGPU(t)
+	name := writeRandom(t, t.TempDir(), 4096, 3)
+	src, err := OpenFile(name, DirectOn)
+	require.NoError(t, err)
+	defer src.Close()
+	dst, err := NewGPUBounceDestination(GPUConfig{Device: f.device(t, 0), Size: src.Size()})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dst.Close()) }()
+	res, err := Load(context.Background(), []Job{WholeFile(src, dst)}, Options{Path: PathBounce})
+	require.NoError(t, err)
+	require.Empty(t, res.GDSMode, "no cuFile on the bounce path")
+	require.Equal(t, "bounce", res.PathLabel())
+}
+
+// A gds destination's buffer registration is undone in its own device's
+// context, whichever device the closing thread has current.
+func TestGPUDirectDeregistersOnItsDevice(t *testing.T) {
+	f := withFakeGPU(t, "devices=2")
+	d0, d1 := f.device(t, 0), f.device(t, 1)
+	dst, err := NewGPUDirectDestination(GPUDirectConfig{GPUConfig: GPUConfig{Device: d1, Size: 1 << 20}, Driver: f.driver(t)})
+	require.NoError(t, err)
+	require.True(t, dst.Registered())
+	require.NoError(t, d0.Do(dst.Close), "closing from a thread with GPU 0 current")
+	require.Zero(t, f.Counter("bufreg"))
+}
+
+// RequirePath says whether a load can take a path: gds only in nvfs or
+// p2pdma mode, bounce with a GPU, host always.
+func TestRequirePath(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		path Path
+		ok   bool
+	}{
+		{"mode=nvfs", PathGDS, true},
+		{"mode=p2pdma", PathGDS, true},
+		{"mode=compat", PathGDS, false},
+		{"mode=compat", PathBounce, true},
+		{"fault=driver_open", PathGDS, false},
+		{"devices=0", PathBounce, false},
+		{"devices=0", PathHost, true},
+		{"mode=nvfs", "rdma", false},
+	} {
+		t.Run(tc.cmd+" "+string(tc.path), func(t *testing.T) {
+			f := withFakeGPU(t, tc.cmd)
+			s := OpenGPUStack(f.Config())
+			defer func() { require.NoError(t, s.Close()) }()
+			err := RequirePath(s, 0, tc.path)
+			if tc.ok {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+			}
+		})
+	}
+}

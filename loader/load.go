@@ -293,6 +293,12 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 		if d, ok := p.Source.(DirectInfo); ok {
 			f.Direct, f.Reason = d.Direct(), d.DirectReason()
 		}
+		if m, ok := p.Dest.(cuFileModer); ok && p.route == routeFile {
+			f.GDSMode = m.CuFileMode()
+			if r.GDSMode == "" {
+				r.GDSMode = f.GDSMode
+			}
+		}
 		if f.Path == PathGDS && p.route != routeFile {
 			// cuFile needs an O_DIRECT descriptor; the gds destination
 			// bounced this file through pinned memory instead.

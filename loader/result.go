@@ -1,8 +1,11 @@
 package loader
 
 import (
+	"fmt"
 	"slices"
 	"time"
+
+	"github.com/gdsload/gdsload/cufile"
 )
 
 // Result describes a finished load. Its JSON form is what
@@ -18,6 +21,7 @@ type Result struct {
 	Chunks           int          `json:"chunks"`
 	Path             Path         `json:"path"`
 	Reason           string       `json:"reason"`
+	GDSMode          cufile.Mode  `json:"gds_mode,omitempty"` // cuFile's mode (p2pdma, nvfs, compat) when files took the gds path
 	Files            []FileResult `json:"files"`
 	// Latencies holds every chunk's latency, sorted.
 	Latencies []time.Duration `json:"-"`
@@ -30,8 +34,20 @@ type FileResult struct {
 	Path   Path   `json:"path"`
 	Direct bool   `json:"direct"`
 	Reason string `json:"reason"`
-	SHA256 string `json:"sha256,omitempty"`
-	CRC32C string `json:"crc32c,omitempty"`
+	// GDSMode is cuFile's mode when the file took the gds path.
+	GDSMode cufile.Mode `json:"gds_mode,omitempty"`
+	SHA256  string      `json:"sha256,omitempty"`
+	CRC32C  string      `json:"crc32c,omitempty"`
+}
+
+// PathLabel is Path for people: a gds load names cuFile's mode beside it
+// ("gds (compat)"), so that cuFile's POSIX fallback is never taken for
+// GPUDirect Storage.
+func (r *Result) PathLabel() string {
+	if r.Path == PathGDS && r.GDSMode != "" {
+		return fmt.Sprintf("%s (%s)", r.Path, r.GDSMode)
+	}
+	return string(r.Path)
 }
 
 // Digest returns the file's digest under the given checksum, "" if none.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/gdsload/gdsload/cufile"
 )
 
 // SaveSource is a region of memory SaveFile writes to a file. The region
@@ -52,6 +54,15 @@ type FileWriterSource interface {
 	WriteToFile(ctx context.Context, fd uintptr, fileOff, srcOff, n int64) (int64, error)
 }
 
+// FileReleaser is an optional capability of a FileWriterSource that keeps
+// state for a file descriptor it wrote through (a cuFile handle registered
+// on it). SaveFile calls ReleaseFile(fd) once the writes through fd are
+// done, before it closes fd: cuFile wants a handle deregistered before its
+// descriptor is closed.
+type FileReleaser interface {
+	ReleaseFile(fd uintptr)
+}
+
 // HostPinner is an optional capability of a DeviceReader: PinHost
 // page-locks host memory that ReadBack will copy into (cudaHostRegister),
 // so the device-to-host copies of a save run at pinned-memory speed.
@@ -90,10 +101,12 @@ type SaveResult struct {
 	Seconds float64 `json:"seconds"`
 	GiBPerS float64 `json:"gib_per_s"`
 	// Route is the data path: gds, bounce or host.
-	Route  Path   `json:"route"`
-	Direct bool   `json:"direct"`
-	Reason string `json:"reason"`
-	Digest string `json:"digest,omitempty"`
+	Route Path `json:"route"`
+	// GDSMode is cuFile's mode when Route is gds.
+	GDSMode cufile.Mode `json:"gds_mode,omitempty"`
+	Direct  bool        `json:"direct"`
+	Reason  string      `json:"reason"`
+	Digest  string      `json:"digest,omitempty"`
 }
 
 // SaveFile writes src to path atomically: into a temporary file in path's
@@ -129,6 +142,9 @@ func SaveFile(ctx context.Context, path string, src SaveSource, opts SaveOptions
 		return nil, err
 	}
 	r := &SaveResult{Path: path, Bytes: src.Size(), Route: s.route, Direct: out.Direct(), Reason: out.DirectReason()}
+	if m, ok := src.(cuFileModer); ok && s.route == PathGDS {
+		r.GDSMode = m.CuFileMode()
+	}
 	if s.h != nil {
 		r.Digest = digestHex(s.h)
 	} else if opts.Checksum != ChecksumNone {
@@ -171,6 +187,9 @@ func (s *saver) run(ctx context.Context) error {
 	defer cancel(nil)
 	if fw, ok := s.src.(FileWriterSource); ok && s.out.Direct() {
 		s.route, s.h = PathGDS, nil
+		if r, ok := fw.(FileReleaser); ok {
+			defer r.ReleaseFile(s.out.Fd())
+		}
 		return s.writeItself(ctx, fw)
 	}
 	host, isHost := s.src.(HostSource)

@@ -3,6 +3,8 @@ package loader
 import (
 	"context"
 	"fmt"
+
+	"github.com/gdsload/gdsload/cufile"
 )
 
 // DeviceRegion returns bytes [off, off+n) of a destination the host cannot
@@ -51,4 +53,19 @@ func (w writerRegion) WriteToFile(ctx context.Context, fd uintptr, fileOff, srcO
 		return 0, fmt.Errorf("bytes [%d, %d) outside a region of %d", srcOff, srcOff+n, w.n)
 	}
 	return w.fw.WriteToFile(ctx, fd, fileOff, w.off+srcOff, n)
+}
+
+// ReleaseFile forwards to the destination when it keeps per-file state.
+func (w writerRegion) ReleaseFile(fd uintptr) {
+	if r, ok := w.fw.(FileReleaser); ok {
+		r.ReleaseFile(fd)
+	}
+}
+
+// CuFileMode forwards to the destination when it knows cuFile's mode.
+func (w writerRegion) CuFileMode() cufile.Mode {
+	if m, ok := w.fw.(cuFileModer); ok {
+		return m.CuFileMode()
+	}
+	return ""
 }

@@ -192,7 +192,11 @@ func printBench(w io.Writer, r benchReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\tGiB/s\tmin\tmax\tCPU s/GiB\tp50 ms\tp99 ms\t")
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t\n", res.Mode, res.GiBPerS, res.MinGiBPerS, res.MaxGiBPerS,
+		name := res.Mode
+		if res.GDSMode != "" {
+			name += " (" + res.GDSMode + ")" // compat mode is cuFile's POSIX fallback, not GPUDirect
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t\n", name, res.GiBPerS, res.MinGiBPerS, res.MaxGiBPerS,
 			res.CPUSecondsPerGiB, res.P50Ms, res.P99Ms)
 	}
 	if err := tw.Flush(); err != nil {

@@ -129,5 +129,16 @@ func TestBenchGPUModesThroughTestDouble(t *testing.T) {
 	require.Len(t, rep.Results, 3)
 	for _, r := range rep.Results {
 		require.Greater(t, r.GiBPerS, 0.0, r.Mode)
+		if r.Mode == "gds" {
+			require.Equal(t, "nvfs", r.GDSMode, "the result says which mode cuFile ran in")
+		} else {
+			require.Empty(t, r.GDSMode, r.Mode)
+		}
 	}
+
+	// In compat mode, gds asked for still runs, and the table says so.
+	require.NoError(t, ctl.Do("mode=compat"))
+	out, stderr, code = run(t, "bench", "--runs", "1", "--modes", "gds", p)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "gds (compat)")
 }

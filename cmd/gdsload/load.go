@@ -205,7 +205,7 @@ func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {
 		fmt.Fprintf(tw, "cpu\t%.3f s\n", r.CPUSeconds)
 	}
 	fmt.Fprintf(tw, "chunk latency\tp50 %.2f ms, p99 %.2f ms (%d chunks)\n", r.P50Ms, r.P99Ms, r.Chunks)
-	fmt.Fprintf(tw, "path\t%s\n", r.Path)
+	fmt.Fprintf(tw, "path\t%s\n", r.PathLabel())
 	if r.Reason != "" {
 		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)
 	}

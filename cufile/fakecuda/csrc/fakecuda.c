@@ -17,7 +17,8 @@
  *  - misuse is refused and counted (counter "misuse", text from
  *    fakecuda_misuse): a deregistered or unknown cuFile handle, memory
  *    freed or a stream destroyed while async copies on it are pending, a
- *    double cudaHostRegister, an unknown pointer freed;
+ *    double cudaHostRegister, an unknown pointer freed, a handle
+ *    deregistered after its file descriptor was closed;
  *  - leaks are counted: allocations, pinned memory, streams, events, cuFile
  *    handles and buffer registrations (a buffer freed while registered stays
  *    counted), driver references, and dma-buf descriptors still open;
@@ -74,9 +75,12 @@ struct dmabuf {
 };
 static struct dmabuf *dmabufs;
 
-/* cuFile handles registered and not yet deregistered. */
+/* cuFile handles registered and not yet deregistered, with the identity
+ * of the file their descriptor named. */
 struct fh {
   int fd;
+  dev_t dev;
+  ino_t ino;
   struct fh *next;
 };
 static struct fh *handles;
@@ -871,8 +875,12 @@ EXPORT CUfileError_t cuFileHandleRegister(void **out, CUfileDescr_t *d) {
   bool compat = strcmp(mode, "compat") == 0;
   pthread_mutex_unlock(&mu);
   if (!(fl & O_DIRECT) && !compat) return cf(5020, 0); /* CU_FILE_DIO_NOT_SET */
+  struct stat st;
+  if (fstat(d->handle.fd, &st) != 0) return cf(5022, 0);
   struct fh *h = calloc(1, sizeof *h);
   h->fd = d->handle.fd;
+  h->dev = st.st_dev;
+  h->ino = st.st_ino;
   pthread_mutex_lock(&mu);
   h->next = handles;
   handles = h;
@@ -898,6 +906,9 @@ EXPORT void cuFileHandleDeregister(void *h) {
   struct fh **pp = &handles, *x;
   while ((x = *pp) && x != h) pp = &x->next;
   if (x) {
+    struct stat st;
+    if (fstat(x->fd, &st) != 0 || st.st_dev != x->dev || st.st_ino != x->ino)
+      misused("cuFileHandleDeregister after its file descriptor was closed");
     *pp = x->next;
     live_handles--;
     free(x);

@@ -458,3 +458,39 @@ func TestRequirePath(t *testing.T) {
 		})
 	}
 }
+
+// A job with a lead starts its gds reads at the aligned offset below an
+// unaligned Offset, landing the lead bytes before DestOffset; without one,
+// cuFile gets an unaligned read. Leads beyond the job's offsets are
+// refused.
+func TestJobLeadAlignsGDSReads(t *testing.T) {
+	f := withFakeGPU(t)
+	name := writeRandom(t, t.TempDir(), 64<<10+123, 5)
+	want := readFile(t, name)
+	src, err := OpenFile(name, DirectOn)
+	require.NoError(t, err)
+	defer src.Close()
+	dst, err := NewGPUDirectDestination(GPUDirectConfig{GPUConfig: GPUConfig{Device: f.device(t, 0), Size: src.Size()}, Driver: f.driver(t)})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dst.Close()) }()
+	const off = 5000 // 904 bytes past a 4 KiB boundary
+	for _, tc := range []struct {
+		lead      int64
+		unaligned bool
+	}{{off, false}, {off % 4096, false}, {0, true}, {100, true}} {
+		before := f.Counter("cufile_unaligned")
+		res, err := Load(context.Background(), []Job{{Source: src, Offset: off, Length: -1, Dest: dst, DestOffset: off, Lead: tc.lead}},
+			Options{Path: PathGDS, ChunkSize: 16 << 10, Checksum: ChecksumSHA256})
+		require.NoError(t, err)
+		require.Equal(t, int64(len(want)-off), res.Bytes, "lead bytes are not counted")
+		require.Equal(t, sha256hex(want[off:]), res.Files[0].SHA256, "lead bytes are not checksummed")
+		got := make([]byte, len(want)-off)
+		require.NoError(t, dst.ReadBack(context.Background(), off, got))
+		require.Equal(t, want[off:], got)
+		require.Equal(t, tc.unaligned, f.Counter("cufile_unaligned") > before, "lead %d", tc.lead)
+	}
+	for _, lead := range []int64{-1, off + 1} {
+		_, err := Load(context.Background(), []Job{{Source: src, Offset: off, Length: 10, Dest: dst, DestOffset: off, Lead: lead}}, Options{})
+		require.ErrorContains(t, err, "lead of")
+	}
+}

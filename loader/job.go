@@ -10,6 +10,15 @@ type Job struct {
 	Length     int64
 	Dest       Destination
 	DestOffset int64
+	// Lead is how many bytes just before Offset may land just before
+	// DestOffset too (at most both offsets; 0 for none). A destination
+	// that reads files itself (the gds path) then starts an unaligned
+	// job at the 4 KiB-aligned file offset below Offset, into the
+	// matching destination offset, so cuFile takes its fast path instead
+	// of bouncing that read internally. The lead bytes are not counted,
+	// checksummed or compared. A checkpoint's head slack (the end of its
+	// header) is such room.
+	Lead int64
 }
 
 // WholeFile is a job for all of src into dst at offset 0.
@@ -60,6 +69,10 @@ func newPlan(index int, j Job, chunk, align int64, path Path) (plan, error) {
 	if j.Offset < 0 || length < 0 || j.Offset+length > size {
 		return plan{}, &Error{Op: "plan", Name: j.Source.Name(), Offset: j.Offset,
 			Err: fmt.Errorf("range of %d bytes outside the source's %d bytes", length, size)}
+	}
+	if j.Lead < 0 || j.Lead > j.Offset || j.Lead > j.DestOffset {
+		return plan{}, &Error{Op: "plan", Name: j.Source.Name(), Offset: j.Offset,
+			Err: fmt.Errorf("lead of %d bytes: want 0 to the job's offsets (%d in the source, %d in the destination)", j.Lead, j.Offset, j.DestOffset)}
 	}
 	if s, ok := j.Dest.(Sized); ok && (j.DestOffset < 0 || j.DestOffset+length > s.Len()) {
 		return plan{}, &Error{Op: "plan", Name: j.Source.Name(), Offset: -1,

@@ -226,7 +226,14 @@ func (e *engine) work(ctx context.Context) error {
 
 func (e *engine) readDirect(ctx context.Context, p *plan, off, n int64) error {
 	d := p.Dest.(FileReaderDestination)
-	got, err := d.ReadFromFile(ctx, p.Source.(FileDescriptorSource), off, p.DestOffset+off-p.Offset, n)
+	// The job's first chunk starts at the aligned offset below when its
+	// lead allows (see Job.Lead).
+	var lead int64
+	if off == p.Offset && off%DefaultAlignment <= p.Lead {
+		lead = off % DefaultAlignment
+	}
+	got, err := d.ReadFromFile(ctx, p.Source.(FileDescriptorSource), off-lead, p.DestOffset+off-p.Offset-lead, n+lead)
+	got = max(got-lead, 0)
 	if err == nil && got != n {
 		err = fmt.Errorf("%w: read %d of %d bytes", ErrChanged, got, n)
 	}

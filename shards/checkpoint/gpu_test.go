@@ -67,10 +67,14 @@ func TestLoadShardedIntoGPU(t *testing.T) {
 				mode, drv = loader.DirectOn, f.driver(t)
 			}
 			c := openOrSkip(t, s.index, mode)
+			unaligned := f.Control.Counter("cufile_unaligned")
 			l, err := c.Load(context.Background(), gpuAllocator(f.device(t), drv, chunk), loader.Options{
 				ChunkSize: chunk, Workers: 4, Path: path, Reason: "test",
 			})
 			require.NoError(t, err)
+			// The data regions start mid-block; the gds reads still start
+			// at 4 KiB-aligned file offsets and device addresses.
+			require.Equal(t, unaligned, f.Control.Counter("cufile_unaligned"), "cuFile reads at unaligned offsets")
 			defer func() { require.NoError(t, l.Close()) }() // before the checkpoint: gds handles use its descriptors
 			require.Equal(t, path, l.Result.Path)
 			for _, a := range l.Allocations {

@@ -48,7 +48,8 @@ func ioAlignment(f *loader.File) int64 {
 // offset rounded down to the file's I/O alignment (the head slack), so an
 // allocation holds the file's bytes from that offset to its end and
 // Tensor.Offset is congruent to the tensor's file offset modulo
-// Allocation.Alignment. It returns once every byte landed; on error or
+// Allocation.Alignment. The head slack is the job's lead (loader.Job), so
+// gds reads start at the aligned offset, where cuFile reads fastest. It returns once every byte landed; on error or
 // cancellation it frees whatever it allocated and returns an error naming
 // the checkpoint and, from the loader, the file and offset. The caller
 // must Close the Loaded to free its allocations.
@@ -88,9 +89,11 @@ func (c *Checkpoint) Load(ctx context.Context, alloc Allocator, lopts loader.Opt
 		})
 		// Read the data region only, at the head slack, so the checksum of
 		// the job is that of the tensor data and device offsets still
-		// match file offsets modulo the alignment.
+		// match file offsets modulo the alignment. The head slack is the
+		// job's lead: a gds read starts at the aligned FileOffset, on
+		// cuFile's fast path.
 		jobs[i] = loader.Job{Source: s.src, Offset: p.FileOffset + p.HeadSlack, Length: p.Length - p.HeadSlack,
-			Dest: dst, DestOffset: p.HeadSlack}
+			Dest: dst, DestOffset: p.HeadSlack, Lead: p.HeadSlack}
 		for _, v := range p.Views {
 			l.index[v.Name] = len(l.Tensors)
 			l.Tensors = append(l.Tensors, Tensor{Name: v.Name, Dtype: v.Dtype, Shape: v.Shape, File: i, Offset: v.Offset, Bytes: v.Bytes})

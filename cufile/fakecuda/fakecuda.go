@@ -191,7 +191,9 @@ func (l *Libs) Open() (*Control, error) {
 }
 
 // Do applies one command (see fakecuda_control in csrc/fakecuda.c):
-// "reset", "fault=NAME[:ARG]", "devices=N", "mode=nvfs|p2pdma|compat",
+// "reset" (to the settings of the FAKECUDA_* environment: FAKECUDA_FAIL,
+// FAKECUDA_MODE, FAKECUDA_DEVICES, FAKECUDA_MEM, FAKECUDA_DELAY_US),
+// "fault=NAME[:ARG]", "devices=N", "mode=nvfs|p2pdma|compat",
 // "mem=BYTES", "delay_us=N". Faults: driver_open, nocuda (libcufile
 // without libcuda.so.1: prints on standard output, writes cufile.log,
 // fails with CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET,

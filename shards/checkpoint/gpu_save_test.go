@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -53,6 +54,12 @@ func TestSaveFromGPU(t *testing.T) {
 				if drv == nil {
 					t.Skip("libcufile unavailable: no gds path")
 				}
+				// On a GPU machine without nvidia-fs (or with cuFile
+				// refusing to start) there is no gds path to test.
+				if err := drv.Open(); err != nil {
+					t.Skipf("no gds path: %v", err)
+				}
+				defer func() { require.NoError(t, drv.Close()) }()
 				mode = loader.DirectOn
 			} else {
 				drv = nil
@@ -97,4 +104,19 @@ func TestSaveFromGPU(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Where cuFile's driver will not open, TestSaveFromGPU's gds case skips
+// with the reason (the GPU check runs it on machines that may lack
+// nvidia-fs) instead of failing the test binary.
+func TestSaveFromGPUSkipsGDSWithoutDriver(t *testing.T) {
+	if os.Getenv("FAKECUDA_FAIL") != "" {
+		t.Skip("already the child")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestSaveFromGPU$/^gds$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "FAKECUDA_FAIL=driver_open")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- SKIP: TestSaveFromGPU/gds")
+	require.Contains(t, string(out), "no gds path: cuFileDriverOpen failed: CU_FILE_DRIVER_NOT_INITIALIZED (5001)")
 }

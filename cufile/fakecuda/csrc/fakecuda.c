@@ -159,18 +159,19 @@ static char *rw_of(uintptr_t p, size_t n) {
 
 /* ------------------------------------------------------------- control */
 
-/* fakecuda_control applies one command: "reset", "fault=NAME[:ARG]",
- * "fault=" (none), "devices=N", "mode=nvfs|p2pdma|compat", "mem=BYTES",
- * "delay_us=N". It returns 0, or -1 for an unknown command. */
+/* fakecuda_control applies one command: "reset" (back to the settings of
+ * the FAKECUDA_* environment, FAKECUDA_FAIL's fault included; the misuse
+ * count cleared), "fault=NAME[:ARG]", "fault=" (none), "devices=N",
+ * "mode=nvfs|p2pdma|compat", "mem=BYTES", "delay_us=N". It returns 0, or -1
+ * for an unknown command. */
 EXPORT int fakecuda_control(const char *cmd) {
   init();
   int rc = 0;
   pthread_mutex_lock(&mu);
   if (strcmp(cmd, "reset") == 0) {
     pthread_mutex_unlock(&mu);
-    set_defaults();
+    set_defaults(); /* the FAKECUDA_* environment's settings, fault included */
     pthread_mutex_lock(&mu);
-    fault[0] = 0;
     misuse = 0;
     misuse_what[0] = 0;
     /* Registrations freed with their memory were counted once; keep those

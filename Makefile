@@ -58,14 +58,20 @@ demo: build
 	scripts/demo.sh $(BIN) $(DEMO_DIR)
 
 # Binaries for the GPU machine (no Go there): carried in .gpu/. The build
-# records the git revision, which gpu-check.sh prints.
+# records the git revision, which gpu-check.sh prints. The device tool
+# carries at most 64 MiB: the two binaries must stay under GPU_CARRY_MIB.
+GPU_CARRY_MIB ?= 32
 gpu-binaries:
 	mkdir -p .gpu
 	CGO_ENABLED=1 $(GO) build -buildvcs=auto -ldflags='-s -w' -o .gpu/gdsload ./cmd/gdsload
 	CGO_ENABLED=1 $(GO) test -c -ldflags='-s -w' -o .gpu/checkpoint.test ./shards/checkpoint
+	@kib=$$(du -ck .gpu/gdsload .gpu/checkpoint.test | tail -1 | cut -f1); \
+	 echo "gpu-binaries: $$((kib / 1024)) MiB (limit $(GPU_CARRY_MIB) MiB)"; \
+	 if [ "$$kib" -gt $$(($(GPU_CARRY_MIB) * 1024)) ]; then echo "gpu-binaries: over $(GPU_CARRY_MIB) MiB" >&2; exit 1; fi
 
-# gpu-check.sh run here against the CUDA test double: tries the script
-# without a GPU (its PyTorch steps fail here, as they must).
+# gpu-check.sh run here against the CUDA test double, once with cuFile
+# usable and once as Debian's libcufile behaves without a driver (its
+# PyTorch steps fail here, as they must).
 gpu-check-dryrun: gpu-binaries
 	scripts/gpu-check-dryrun.sh
 

@@ -275,12 +275,14 @@ func printDoctor(w io.Writer, r doctorReport) error {
 	}
 	fmt.Fprintln(tw, "GPUDirect Storage")
 	fmt.Fprintf(tw, "  mode\t%s\t%s\n", r.GDSMode, r.GDSReason)
-	if r.GDSMessages != "" {
-		fmt.Fprintf(tw, "  libcufile said\t%s\n", strings.ReplaceAll(r.GDSMessages, "\n", "; "))
+	for _, l := range strings.Split(r.GDSMessages, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			fmt.Fprintf(tw, "  libcufile said\t%s\n", l)
+		}
 	}
 	pl := r.GDSPlatform
-	fmt.Fprintf(tw, "  NVIDIA driver\t%s\n", orNone(pl.NVIDIADriver, "not loaded (no /proc/driver/nvidia/version)"))
-	fmt.Fprintf(tw, "  nvidia-fs\t%s\n", orNone(pl.NVIDIAFS, "not loaded (no /proc/driver/nvidia-fs)"))
+	fmt.Fprintf(tw, "  NVIDIA kernel driver\t%s\n", orNone(pl.NVIDIADriver, "not loaded (no /proc/driver/nvidia/version)"))
+	fmt.Fprintf(tw, "  nvidia-fs module\t%s\n", orNone(pl.NVIDIAFS, "not loaded (no /proc/driver/nvidia-fs)"))
 	fmt.Fprintf(tw, "  /run/udev\t%s\n", map[bool]string{true: "present", false: "absent (cuFile cannot look NVMe devices up)"}[pl.Udev])
 	fmt.Fprintf(tw, "  cufile.json\t%s\t%s\n", pl.CuFileJSON, map[bool]string{true: "found", false: "absent: built-in defaults"}[pl.CuFileJSONFound])
 	fmt.Fprintf(tw, "  cufile log\t%s\n", pl.LogFile)

@@ -10,9 +10,18 @@
 //
 // Libraries are searched, in order: the path named by an environment
 // variable (GDSLOAD_LIBCUFILE, GDSLOAD_LIBCUDART, GDSLOAD_LIBCUDA; when set,
-// nothing else is tried), the dynamic loader's own search (LD_LIBRARY_PATH,
-// ld.so.cache), $CUDA_HOME/lib64, /usr/local/cuda/lib64, and the
-// nvidia/*/lib folders of Python site-packages, where pip installs CUDA.
+// nothing else is tried); then for each file name, newest version first
+// (libcudart.so.13, .12, .11.0, .11), the dynamic loader's own search
+// (LD_LIBRARY_PATH, ld.so.cache), $CUDA_HOME/lib64, /usr/local/cuda/lib64,
+// and the nvidia/*/lib folders of Python site-packages, where pip installs
+// CUDA. libcufile is looked for first beside the CUDA runtime that search
+// finds (its folder, or the same site-packages), so that both come from one
+// CUDA release even when another libcufile is installed system-wide.
+//
+// libcufile prints diagnostics on standard output and writes cufile.log
+// into the current folder. Driver.Open captures the first (OpError.Output,
+// Driver.Messages) and points the log elsewhere (Config.LogFile,
+// CUFILE_LOGFILE_PATH).
 //
 // A loaded library stays mapped until the process exits: the CUDA libraries
 // start threads and register exit handlers, so unloading them is unsafe.

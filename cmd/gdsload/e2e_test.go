@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,11 +35,11 @@ func gdsloadBinary(t *testing.T) string {
 		binPath = filepath.Join(dir, "gdsload")
 		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
-			binErr = &exec.ExitError{Stderr: out}
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
 	if binErr != nil {
-		t.Skipf("cannot build gdsload here: %v", binErr)
+		t.Fatalf("building gdsload for the end-to-end test failed: %v", binErr)
 	}
 	return binPath
 }

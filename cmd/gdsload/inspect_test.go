@@ -288,14 +288,12 @@ func tarListing(t *testing.T, path string) (samples int, exts map[string]int, to
 	return samples, exts, total, minSize, maxSize
 }
 
-// The WebDataset project's own shards, where the fixtures are present,
-// described as GNU tar's listing of them says.
+// The WebDataset project's own shards (testdata/webdataset), described as
+// GNU tar's listing of them says. A missing fixture fails the test.
 func TestInspectWebDatasetFixtures(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "webdataset")
+	dir := filepath.Join("..", "..", "testdata", "webdataset")
 	names, _ := filepath.Glob(filepath.Join(dir, "*.t*"))
-	if len(names) == 0 {
-		t.Skipf("no WebDataset fixtures in %s", dir)
-	}
+	require.Len(t, names, 5, "the five WebDataset fixtures ship in %s", dir)
 	for _, p := range names {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			samples, exts, total, minSize, maxSize := tarListing(t, p)

@@ -102,19 +102,11 @@ func TestStageCommandErrors(t *testing.T) {
 	}
 }
 
-// buildStageBinary builds the real gdsload, or skips when its root does not
-// have the stage command yet.
+// buildStageBinary builds the real gdsload; a failed build fails the test
+// and shows the compiler's output.
 func buildStageBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "gdsload")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if out, err := exec.Command(bin, "stage", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "SRC... DST") {
-		t.Skipf("`gdsload stage --help` fails: add newStageCmd() to root.AddCommand in cmd/gdsload/root.go (%v)", err)
-	}
-	return bin
+	return gdsloadBinary(t)
 }
 
 // TestStageSurvivesKill stages 40 files, SIGKILLs the real binary at random

@@ -96,8 +96,7 @@ func TestFastTarMatchesArchiveTar(t *testing.T) {
 		tw.Close()
 		cases[format.String()] = buf.Bytes()
 	}
-	fixtures, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "fixtures", "webdataset", "*.tar"))
-	for _, p := range fixtures {
+	for _, p := range fixturePaths(t, "*.tar") {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

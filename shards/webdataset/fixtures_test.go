@@ -8,15 +8,23 @@ import (
 	"testing"
 )
 
-// fixtureDir locates the WebDataset project's own shards, shipped beside
-// the repository (../shared/fixtures/webdataset from the repository root).
+// fixtureDir locates the WebDataset project's own shards, shipped in the
+// repository's testdata/webdataset with their licence. A missing fixture
+// fails the test that reads it: it is part of the repository.
 func fixtureDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "webdataset")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("WebDataset fixtures not found at %s: %v", dir, err)
+	return filepath.Join("..", "..", "testdata", "webdataset")
+}
+
+// fixturePaths lists the shipped WebDataset shards matching glob, and
+// fails when there are none.
+func fixturePaths(t *testing.T, glob string) []string {
+	t.Helper()
+	ps, err := filepath.Glob(filepath.Join(fixtureDir(t), glob))
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("no WebDataset fixtures %s in %s (%v): they ship in testdata/webdataset", glob, fixtureDir(t), err)
 	}
-	return dir
+	return ps
 }
 
 // webdatasetGrouping runs WebDataset's grouping rules (tar_file_iterator's

@@ -37,11 +37,12 @@ type slot struct {
 }
 
 // Dial connects to the server at addr (host:port) and authenticates every
-// connection. Errors wrap ErrAuth, ErrServerGone or ErrProtocol.
+// connection. Errors wrap ErrAuth, ErrServerGone or ErrProtocol, or are an
+// option's refusal of its value.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
-	cfg := defaultClientConfig()
-	for _, o := range opts {
-		o(&cfg)
+	cfg, err := newClientConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	cl := &Client{cfg: cfg, addr: addr, stop: make(chan struct{})}
 	cl.slots = make([]*slot, cfg.conns)

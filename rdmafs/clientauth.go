@@ -92,10 +92,10 @@ func clientHandshake(c net.Conn, token []byte) (wire.Welcome, error) {
 	switch {
 	case ch.Mode == wire.AuthNone && len(token) > 0:
 		return wire.Welcome{}, &Error{Op: "handshake", Err: ErrAuth,
-			Msg: "server does not authenticate (started with --insecure-no-token) but this client has a token; refusing an unauthenticated server. Drop the token to connect anyway"}
+			Msg: "server does not authenticate (it runs without a token) but this client has a token; refusing an unauthenticated server. Drop the token to connect anyway"}
 	case ch.Mode == wire.AuthHMAC && len(token) == 0:
 		return wire.Welcome{}, &Error{Op: "handshake", Err: ErrAuth,
-			Msg: "server requires a token; pass --token-file or set GDSLOAD_TOKEN"}
+			Msg: "server requires a token; give the client the server's token (or set GDSLOAD_TOKEN)"}
 	case ch.Mode == wire.AuthHMAC:
 		if !proofEqual(ch.ServerProof, serverProof(token, &hello.Nonce, &ch.Nonce)) {
 			return wire.Welcome{}, &Error{Op: "handshake", Err: ErrAuth,

@@ -39,10 +39,11 @@ func (f *File) ReadAtDevice(ctx context.Context, ptr uintptr, n int64, off int64
 		return fail(fmt.Sprintf("GPU destinations need the verbs transport and this client uses %s; "+
 			"over %[1]s read into pinned host memory and copy to the GPU (the bounce path)", f.cl.cfg.transport.Name()), ErrNoGPUDirect)
 	}
-	if f.cl.cfg.device == nil {
-		return fail("the client has no DeviceMemory to register GPU memory with: pass WithDeviceMemory (cufile.NewRDMAMemory) to Dial", ErrNoGPUDirect)
+	dm := f.deviceMemory()
+	if dm == nil {
+		return fail("the client has no DeviceMemory to register GPU memory with: pass WithDeviceMemory (cufile.NewRDMAMemory) to Dial, or use File.WithDeviceMemory", ErrNoGPUDirect)
 	}
-	t := newDeviceTarget(f.cl.cfg.device, ptr, n)
+	t := newDeviceTarget(dm, ptr, n)
 	got, err := f.readChunks(int(n), func(lo, hi int) (int, bool, error) {
 		return f.readDevicePiece(ctx, t, int64(lo), int64(hi), off+int64(lo))
 	})
@@ -53,12 +54,38 @@ func (f *File) ReadAtDevice(ctx context.Context, ptr uintptr, n int64, off int64
 	}
 	if reg.Method != "" {
 		// Writes may have landed even if a later piece failed.
-		if ferr := f.cl.cfg.device.FlushRDMAWrites(); ferr != nil && (err == nil || got > 0) {
+		if ferr := dm.FlushRDMAWrites(); ferr != nil && (err == nil || got > 0) {
 			return 0, &Error{Op: "read", Name: f.name, Offset: off, Err: ErrNoGPUDirect,
 				Msg: fmt.Sprintf("flushing RDMA writes into the GPU failed, so the %d bytes read may not be visible to it: %v", got, ferr)}
 		}
 	}
 	return got, err
+}
+
+// deviceMemory is the file's DeviceMemory, else the client's.
+func (f *File) deviceMemory() DeviceMemory {
+	if f.dm != nil {
+		return f.dm
+	}
+	return f.cl.cfg.device
+}
+
+// WithDeviceMemory returns a handle on the same file whose ReadAtDevice
+// registers GPU memory through dm, whatever the client was dialled with:
+// the GPU a read lands in is the destination's business, known only when
+// a load lays out its jobs. f is unchanged.
+func (f *File) WithDeviceMemory(dm DeviceMemory) *File {
+	g := *f
+	g.dm = dm
+	return &g
+}
+
+// DeviceReads reports whether ReadAtDevice can work at all on this file:
+// the client's transport registers GPU memory (verbs). Over tcp it cannot,
+// and a GPU destination reads into pinned host memory instead.
+func (f *File) DeviceReads() bool {
+	_, ok := f.cl.cfg.transport.(deviceTransport)
+	return ok
 }
 
 // DeviceRegistration reports how the latest ReadAtDevice that registered

@@ -296,3 +296,46 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 		}
 	})
 }
+
+// A file handle given its own DeviceMemory reads into GPU memory from a
+// client dialled without one, and says whether its transport can at all.
+func TestFileWithDeviceMemory(t *testing.T) {
+	gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
+	tr := gpuLoopback{Loopback: NewLoopback(), gpu: gpu}
+	ts := startServer(t, ServerConfig{}, tr)
+	data := writeFile(t, ts.root, "w.bin", 300000, 5)
+	f, err := dialTest(t, ts, tr, WithChunkSize(64<<10)).Open(context.Background(), "w.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.DeviceReads() {
+		t.Fatal("a region transport that registers GPU memory reports no device reads")
+	}
+	if _, err := f.ReadAtDevice(context.Background(), gpu.base, 1000, 0); !errors.Is(err, ErrNoGPUDirect) {
+		t.Fatalf("without DeviceMemory: %v", err)
+	}
+	dm := &fakeDeviceMemory{base: gpu.base}
+	g := f.WithDeviceMemory(dm)
+	if n, err := g.ReadAtDevice(context.Background(), gpu.base, int64(len(data)), 0); err != nil || n != len(data) {
+		t.Fatalf("ReadAtDevice through the file's DeviceMemory = %d, %v", n, err)
+	}
+	if !bytes.Equal(gpu.mem[:len(data)], data) {
+		t.Error("GPU memory differs from the file")
+	}
+	if _, _, flushes := dm.counts(); flushes != 1 {
+		t.Errorf("%d flushes through the file's DeviceMemory, want 1", flushes)
+	}
+	if g.Name() != f.Name() || g.Size() != f.Size() {
+		t.Error("the bound handle names another file")
+	}
+
+	tcp := startServer(t, ServerConfig{}, TCP())
+	writeFile(t, tcp.root, "w.bin", 10, 1)
+	h, err := dialTest(t, tcp, TCP()).Open(context.Background(), "w.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.DeviceReads() {
+		t.Error("a tcp client reports device reads")
+	}
+}

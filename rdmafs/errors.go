@@ -3,6 +3,7 @@ package rdmafs
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
 )
@@ -13,11 +14,12 @@ var (
 	// ErrAuth: the handshake failed: wrong or missing token, or the server
 	// could not prove it knows the token. Not retried.
 	ErrAuth = errors.New("rdmafs: authentication failed")
-	// ErrNotFound: the file or directory does not exist on the server.
-	ErrNotFound = errors.New("rdmafs: not found")
+	// ErrNotFound: the file or directory does not exist on the server. It
+	// matches fs.ErrNotExist, as a missing local file's error does.
+	ErrNotFound error = &fsSentinel{"rdmafs: not found", fs.ErrNotExist}
 	// ErrPermission: the server refused the path (it escapes the export
-	// root) or cannot read it.
-	ErrPermission = errors.New("rdmafs: permission denied")
+	// root) or cannot read it. It matches fs.ErrPermission.
+	ErrPermission error = &fsSentinel{"rdmafs: permission denied", fs.ErrPermission}
 	// ErrInvalid: the request was refused as malformed: bad name (NUL,
 	// absolute, "..", too long), directory where a file was expected, a
 	// length over the server's limits.
@@ -45,6 +47,17 @@ var (
 	// failed. Callers read into pinned host memory and copy instead.
 	ErrNoGPUDirect = errors.New("rdmafs: GPU memory cannot be an RDMA destination")
 )
+
+// fsSentinel is a sentinel that also matches the io/fs error of the same
+// meaning, so errors.Is(err, fs.ErrNotExist) holds for a missing remote
+// file as for a missing local one.
+type fsSentinel struct {
+	msg string
+	fs  error
+}
+
+func (e *fsSentinel) Error() string        { return e.msg }
+func (e *fsSentinel) Is(target error) bool { return target == e.fs }
 
 // Error is a failed operation on the server. It unwraps to the sentinel
 // matching Code.

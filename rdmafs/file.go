@@ -11,11 +11,16 @@ import (
 )
 
 // File is a remote file opened for reading. It implements io.ReaderAt;
-// parallel ReadAt calls are allowed.
+// parallel ReadAt calls are allowed. It is also a loader.Source (ReadAt,
+// Name, Size) with the loader's optional ReadAtContext and ReadAtDevice
+// capabilities, so it can be loaded by the engine as it is; vfs opens it
+// under its rdmafs:// URL. A File holds no server state: there is nothing
+// to close.
 type File struct {
 	cl   *Client
 	name string
 	info FileInfo
+	dm   DeviceMemory // for ReadAtDevice; nil: the client's
 }
 
 // Name returns the name the file was opened with.

@@ -108,7 +108,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, errors.New("rdmafs server: no export root given")
 	}
 	if len(cfg.Token) == 0 && !cfg.InsecureNoToken {
-		return nil, errors.New("rdmafs server: no token: give a token file, or start with --insecure-no-token to let anyone who reaches the port read the export")
+		return nil, errors.New("rdmafs server: no token: give a token, or set InsecureNoToken to let anyone who reaches the port read the export")
 	}
 	if len(cfg.Token) > 0 && cfg.InsecureNoToken {
 		return nil, errors.New("rdmafs server: both a token and insecure-no-token given; pick one")

@@ -78,7 +78,7 @@ func (sc *serverConn) handshakeFail(code wire.Code, err error) error {
 			sc.log.Warn("rdmafs login failed", attrs...)
 		}
 		// The client learns only that authentication failed, not why.
-		sc.sendError(0, code, "authentication failed: check the token (--token-file or GDSLOAD_TOKEN)")
+		sc.sendError(0, code, "authentication failed: check that the client's token is the server's")
 		return err
 	}
 	return sc.fail(0, code, err)

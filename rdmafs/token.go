@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // MinTokenLen is the shortest token accepted. Shorter secrets are refused:
@@ -43,6 +44,25 @@ func ReadTokenFile(path string) ([]byte, error) {
 	tok := bytes.TrimSuffix(raw, []byte("\n"))
 	tok = bytes.TrimSuffix(tok, []byte("\r"))
 	return CheckToken(tok, "token file "+path)
+}
+
+// TokenEnv is the environment variable clients read their token from when
+// no token file is given.
+const TokenEnv = "GDSLOAD_TOKEN"
+
+// ClientToken returns the token a client should present: read from
+// tokenFile when it is not "" (ReadTokenFile's checks apply), else from
+// the TokenEnv environment variable (one trailing newline dropped), else
+// nil, which only a server running without authentication accepts.
+func ClientToken(tokenFile string) ([]byte, error) {
+	if tokenFile != "" {
+		return ReadTokenFile(tokenFile)
+	}
+	if v, ok := os.LookupEnv(TokenEnv); ok {
+		v = strings.TrimSuffix(strings.TrimSuffix(v, "\n"), "\r")
+		return CheckToken([]byte(v), TokenEnv)
+	}
+	return nil, nil
 }
 
 // CheckToken validates a token from any source (what names it in errors).

@@ -50,3 +50,74 @@ func TestReadTokenFile(t *testing.T) {
 		t.Fatal("missing file accepted")
 	}
 }
+
+// The token a client presents: a file wins over GDSLOAD_TOKEN, which is
+// checked like a file's, and neither gives none.
+func TestClientToken(t *testing.T) {
+	t.Setenv("GDSLOAD_TOKEN", "env-token-0123456789\n")
+	tok, err := ClientToken("")
+	if err != nil || string(tok) != "env-token-0123456789" {
+		t.Fatalf("from env: %q, %v", tok, err)
+	}
+	f := filepath.Join(t.TempDir(), "tok")
+	os.WriteFile(f, []byte("file-token-0123456789\n"), 0o600)
+	if tok, err := ClientToken(f); err != nil || string(tok) != "file-token-0123456789" {
+		t.Fatalf("file wins over env: %q, %v", tok, err)
+	}
+	t.Setenv("GDSLOAD_TOKEN", "short")
+	if _, err := ClientToken(""); err == nil {
+		t.Fatal("short env token accepted")
+	}
+	os.Unsetenv("GDSLOAD_TOKEN")
+	if tok, err := ClientToken(""); tok != nil || err != nil {
+		t.Fatalf("no token: %q, %v", tok, err)
+	}
+}
+
+// WithToken refuses a token a server would refuse, before any server sees
+// it (the server would only say that the tokens differ).
+func TestWithTokenRefusesShortTokens(t *testing.T) {
+	for _, tc := range []struct {
+		tok  string
+		want string
+	}{
+		{"", "empty"},
+		{"12345", "at least 16"},
+		{"0123456789abcdef", ""},
+	} {
+		err := CheckOptions(WithToken([]byte(tc.tok)))
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("token %q: %v", tc.tok, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("token %q: err %v, want one saying %q", tc.tok, err, tc.want)
+		}
+		if _, err := Dial(t.Context(), "127.0.0.1:1", WithToken([]byte(tc.tok))); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Dial with token %q: err %v, want the option's refusal", tc.tok, err)
+		}
+	}
+}
+
+// Options refuse values outside their documented range instead of
+// clamping them.
+func TestOptionsRefuseOutOfRange(t *testing.T) {
+	for name, o := range map[string]Option{
+		"connections 0":     WithConnections(0),
+		"connections 65":    WithConnections(MaxConnections + 1),
+		"requests 0":        WithRequestsPerConn(0),
+		"timeout 0":         WithTimeout(0),
+		"retry deadline -1": WithRetryDeadline(-1),
+		"chunk 1 KiB":       WithChunkSize(1 << 10),
+		"nil transport":     WithTransport(nil),
+	} {
+		if err := CheckOptions(o); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+	if err := CheckOptions(WithConnections(MaxConnections), WithChunkSize(MinChunkSize), WithRetryDeadline(0), nil); err != nil {
+		t.Errorf("values at the bounds refused: %v", err)
+	}
+}

@@ -36,7 +36,7 @@ func ParseURL(s string) (URL, error) {
 		return URL{}, fmt.Errorf("parse rdmafs URL %q: scheme is %q, want rdmafs://host:port/path", s, u.Scheme)
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return URL{}, fmt.Errorf("parse rdmafs URL %q: user info, query and fragment are not supported (pass the token with --token-file or GDSLOAD_TOKEN; write '?' in a name as %%3F and '#' as %%23)", s)
+		return URL{}, fmt.Errorf("parse rdmafs URL %q: user info, query and fragment are not supported (pass the token as a client option or in GDSLOAD_TOKEN; write '?' in a name as %%3F and '#' as %%23)", s)
 	}
 	host, port := u.Hostname(), u.Port()
 	if host == "" {

@@ -42,7 +42,7 @@ func (r *remoteOptions) client(ctx context.Context, addr string) (*rdmafs.Client
 	if err := intFlagIn("--connections", r.connections, 1, maxConnections); err != nil {
 		return nil, err
 	}
-	token, err := clientTokenFromFlags(r.tokenFile)
+	token, err := rdmafs.ClientToken(r.tokenFile)
 	if err != nil {
 		return nil, err
 	}

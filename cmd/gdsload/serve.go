@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -90,7 +88,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		BufferSize:      int(bufferSize),
 		Logger:          log,
 	}
-	tok, err := clientTokenFromFlags(o.tokenFile)
+	tok, err := rdmafs.ClientToken(o.tokenFile)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -153,19 +151,4 @@ func serveMetrics(addr string, srv *rdmafs.Server, log *slog.Logger) (func(), er
 		defer cancel()
 		_ = hs.Shutdown(ctx)
 	}, nil
-}
-
-// clientTokenFromFlags returns the token a client command should present:
-// from tokenFile when given (mode 600 enforced), else from the GDSLOAD_TOKEN
-// environment variable, else nil (only an --insecure-no-token server will
-// accept the client then).
-func clientTokenFromFlags(tokenFile string) ([]byte, error) {
-	if tokenFile != "" {
-		return rdmafs.ReadTokenFile(tokenFile)
-	}
-	if v, ok := os.LookupEnv("GDSLOAD_TOKEN"); ok {
-		v = strings.TrimSuffix(strings.TrimSuffix(v, "\n"), "\r")
-		return rdmafs.CheckToken([]byte(v), "GDSLOAD_TOKEN")
-	}
-	return nil, nil
 }

@@ -117,24 +117,3 @@ func TestServeCmdEnvTokenAndInsecureExclusive(t *testing.T) {
 		t.Fatalf("err = %v, want the env token and --insecure-no-token refused together", err)
 	}
 }
-
-func TestClientTokenFromFlags(t *testing.T) {
-	t.Setenv("GDSLOAD_TOKEN", "env-token-0123456789\n")
-	tok, err := clientTokenFromFlags("")
-	if err != nil || string(tok) != "env-token-0123456789" {
-		t.Fatalf("from env: %q, %v", tok, err)
-	}
-	f := filepath.Join(t.TempDir(), "tok")
-	os.WriteFile(f, []byte("file-token-0123456789\n"), 0o600)
-	if tok, err := clientTokenFromFlags(f); err != nil || string(tok) != "file-token-0123456789" {
-		t.Fatalf("file wins over env: %q, %v", tok, err)
-	}
-	t.Setenv("GDSLOAD_TOKEN", "short")
-	if _, err := clientTokenFromFlags(""); err == nil {
-		t.Fatal("short env token accepted")
-	}
-	os.Unsetenv("GDSLOAD_TOKEN")
-	if tok, err := clientTokenFromFlags(""); tok != nil || err != nil {
-		t.Fatalf("no token: %q, %v", tok, err)
-	}
-}

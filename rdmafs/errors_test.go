@@ -1,0 +1,33 @@
+package rdmafs
+
+import (
+	"errors"
+	"io/fs"
+	"testing"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// A missing or refused remote path matches the io/fs errors, as a local
+// path's error does, and still its own sentinel.
+func TestErrorsMatchFS(t *testing.T) {
+	for _, tc := range []struct {
+		code     wire.Code
+		sentinel error
+		fsErr    error
+	}{
+		{wire.CodeNotFound, ErrNotFound, fs.ErrNotExist},
+		{wire.CodePermission, ErrPermission, fs.ErrPermission},
+	} {
+		err := error(&Error{Op: "stat", Name: "x", Code: tc.code, Err: codeErr(tc.code)})
+		if !errors.Is(err, tc.sentinel) || !errors.Is(err, tc.fsErr) {
+			t.Errorf("%s: %v matches %v: %t, %v: %t", tc.code, err, tc.sentinel, errors.Is(err, tc.sentinel), tc.fsErr, errors.Is(err, tc.fsErr))
+		}
+	}
+	if errors.Is(ErrNotFound, fs.ErrPermission) || errors.Is(ErrIO, fs.ErrNotExist) {
+		t.Error("a sentinel matches an fs error of another meaning")
+	}
+	if ErrNotFound.Error() != "rdmafs: not found" {
+		t.Errorf("ErrNotFound reads %q", ErrNotFound)
+	}
+}

@@ -55,6 +55,10 @@ const DefaultAlignment = 4096
 // truncated, extended, rewritten or replaced.
 var ErrChanged = errors.New("file changed during the load")
 
+// ErrDirectRefused reports O_DIRECT required (DirectOn) where the file
+// system or platform refuses it; DirectAuto falls back instead.
+var ErrDirectRefused = errors.New("O_DIRECT required but refused")
+
 // File is a local file opened for loading. It implements Source,
 // FileDescriptorSource, DirectInfo and Verifier. ReadAt is safe for
 // concurrent use and handles the alignment O_DIRECT needs itself: aligned
@@ -123,6 +127,14 @@ func (f *File) Size() int64 { return f.size }
 // ModTime is the file's modification time when it was opened; a load
 // fails if it changed meanwhile.
 func (f *File) ModTime() time.Time { return f.id.mtime }
+
+// Identity names the file's inode as it was when opened (device, inode,
+// change time): two opens with the same identity read the same bytes
+// unless the file was written in place meanwhile, which the load's
+// verification catches.
+func (f *File) Identity() string {
+	return fmt.Sprintf("dev %d ino %d ctime %d", f.id.dev, f.id.ino, f.id.ctime.UnixNano())
+}
 
 // Fd returns the file's descriptor.
 func (f *File) Fd() uintptr { return f.f.Fd() }

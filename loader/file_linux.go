@@ -62,7 +62,7 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 			return nil, err
 		}
 		if !f.direct && mode == DirectOn {
-			return nil, fmt.Errorf("%s: --direct on: %s; use --direct auto or off on this file system", name, f.reason)
+			return nil, fmt.Errorf("%s: %w: %s", name, ErrDirectRefused, f.reason)
 		}
 	}
 	if f.f == nil {

@@ -20,7 +20,7 @@ func OpenFile(name string, mode DirectMode) (*File, error) {
 	if mode != DirectOff {
 		f.reason = "O_DIRECT is only supported on Linux; using buffered reads"
 		if mode == DirectOn {
-			return nil, fmt.Errorf("%s: --direct on: %s", name, f.reason)
+			return nil, fmt.Errorf("%s: %w: %s", name, ErrDirectRefused, f.reason)
 		}
 	}
 	fd, err := os.Open(name)

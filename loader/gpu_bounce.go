@@ -42,7 +42,19 @@ func (c GPUConfig) withDefaults() GPUConfig {
 // copy it refuses further spans: CUDA errors leave the device unusable.
 type GPUBounce struct {
 	gpuView
-	ring *pinnedRing
+	ring  *pinnedRing
+	route Route // RouteBounce, or RouteRDMA when made for remote sources that write device memory
+}
+
+// Route is RouteBounce, or RouteRDMA for a destination that
+// NewGPUDestination made for the rdma route: sources that write device
+// memory themselves (DeviceReaderSource) land there directly, the others
+// through the pinned buffers.
+func (b *GPUBounce) Route() Route {
+	if b.route == "" {
+		return RouteBounce
+	}
+	return b.route
 }
 
 // NewGPUBounceDestination allocates cfg.Size bytes on cfg.Device and the

@@ -11,19 +11,21 @@ import (
 // a *GPUDirect or a *GPUBounce.
 type GPUDestination interface {
 	Destination
+	Router
 	Sized
 	ReadBacker
 	DeviceDestination
 	Close() error
 }
 
-// NewGPUDestination allocates cfg's device memory for a load on path: gds
-// reads with cuFile through drv (NewGPUDirectDestination); bounce, and
+// NewGPUDestination allocates cfg's device memory for a load on route:
+// gds reads with cuFile through drv (NewGPUDirectDestination); bounce, and
 // rdma (whose sources that cannot write device memory themselves fall
-// back to it), go through pinned buffers (NewGPUBounceDestination).
-func NewGPUDestination(path Path, cfg GPUConfig, drv *cufile.Driver) (GPUDestination, error) {
-	switch path {
-	case PathGDS:
+// back to it), go through pinned buffers (NewGPUBounceDestination). The
+// destination reports route as its own.
+func NewGPUDestination(route Route, cfg GPUConfig, drv *cufile.Driver) (GPUDestination, error) {
+	switch route {
+	case RouteGDS:
 		if drv == nil {
 			return nil, errors.New("gds destination: no cuFile driver")
 		}
@@ -32,12 +34,13 @@ func NewGPUDestination(path Path, cfg GPUConfig, drv *cufile.Driver) (GPUDestina
 			return nil, err // not a typed nil in the interface
 		}
 		return d, nil
-	case PathBounce, PathRDMA:
+	case RouteBounce, RouteRDMA:
 		d, err := NewGPUBounceDestination(cfg)
 		if err != nil {
 			return nil, err
 		}
+		d.route = route
 		return d, nil
 	}
-	return nil, fmt.Errorf("GPU destination for path %q: want gds, bounce or rdma", path)
+	return nil, fmt.Errorf("GPU destination for route %q: want gds, bounce or rdma", route)
 }

@@ -42,24 +42,27 @@ func TestLoadRDMAPathIntoGPU(t *testing.T) {
 	require.NoError(t, err)
 	defer file.Close()
 	dev := f.device(t, 0)
-	dst, err := NewGPUBounceDestination(GPUConfig{Device: dev, Size: int64(len(want)) + 4096, ChunkSize: 1 << 20, Buffers: 2})
+	dst, err := NewGPUDestination(RouteRDMA, GPUConfig{Device: dev, Size: int64(len(want)) + 4096, ChunkSize: 1 << 20, Buffers: 2}, nil)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, dst.Close()) }()
 
 	src := &deviceWritingSource{File: file, dev: dev}
 	before := f.Counter("async_bytes")
 	res, err := Load(context.Background(), []Job{{Source: src, Length: -1, Dest: dst, DestOffset: 4096}},
-		Options{Workers: 3, ChunkSize: 1 << 20, Checksum: ChecksumSHA256, Path: PathRDMA})
+		Options{Workers: 3, ChunkSize: 1 << 20, Checksum: ChecksumSHA256})
 	require.NoError(t, err)
-	require.Equal(t, PathRDMA, res.Files[0].Path)
+	require.Equal(t, RouteRDMA, dst.Route(), "the destination reports the route it was made for")
+	require.Equal(t, RouteRDMA, res.Files[0].Route)
+	require.Equal(t, RouteRDMA, res.Route)
 	require.Equal(t, sha256hex(want), res.Files[0].SHA256)
 	require.EqualValues(t, 4, src.calls.Load(), "one device write per chunk")
 	require.Equal(t, before, f.Counter("async_bytes"), "no pinned-buffer copies")
 
 	// A plain source on the rdma path goes through the pinned buffers.
-	res, err = Load(context.Background(), []Job{WholeFile(file, dst)}, Options{ChunkSize: 1 << 20, Checksum: ChecksumSHA256, Path: PathRDMA})
+	res, err = Load(context.Background(), []Job{WholeFile(file, dst)}, Options{ChunkSize: 1 << 20, Checksum: ChecksumSHA256})
 	require.NoError(t, err)
-	require.Equal(t, PathBounce, res.Files[0].Path)
+	require.Equal(t, RouteBounce, res.Files[0].Route)
+	require.Equal(t, RouteBounce, res.Route, "no byte took the rdma route")
 	require.Contains(t, res.Files[0].Reason, "bounced")
 	require.Equal(t, sha256hex(want), res.Files[0].SHA256)
 }

@@ -18,10 +18,10 @@ func TestSaveFromGPU(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		gds   bool
-		route Path
+		route Route
 	}{
-		{"gds", true, PathGDS},
-		{"bounce", false, PathBounce},
+		{"gds", true, RouteGDS},
+		{"bounce", false, RouteBounce},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := withFakeGPU(t, "mode=nvfs")

@@ -79,19 +79,19 @@ func (s *GPUStack) GDSMode() (cufile.Mode, string) {
 	return mode, why
 }
 
-// SelectGPUPath picks the route to GPU device for a load: gds when
+// SelectGPURoute picks the route to GPU device for a load: gds when
 // libcufile opens in p2pdma or nvfs mode, else bounce. want is "" or
-// "auto" for that choice, or PathGDS or PathBounce to insist. The reason
+// "auto" for that choice, or RouteGDS or RouteBounce to insist. The reason
 // says why better paths were refused ("libcufile.so.0 not found: ...",
 // "cuFile in compat mode: ...", "cuFileDriverOpen failed:
 // CU_FILE_DRIVER_NOT_INITIALIZED (5001) ...") or what was chosen. With no
 // usable GPU, or when the path insisted on is impossible, it returns an
 // error matching cufile.ErrUnavailable, and the reason says why.
-func SelectGPUPath(s *GPUStack, device int, want Path) (Path, string, error) {
+func SelectGPURoute(s *GPUStack, device int, want Route) (Route, string, error) {
 	switch want {
-	case "", "auto", PathGDS, PathBounce:
+	case "", "auto", RouteGDS, RouteBounce:
 	default:
-		return "", "", fmt.Errorf("GPU path %q: want auto, gds or bounce", want)
+		return "", "", fmt.Errorf("GPU route %q: want auto, gds or bounce", want)
 	}
 	if s.RuntimeErr != nil {
 		why := "no GPU: " + s.RuntimeErr.Error()
@@ -101,56 +101,56 @@ func SelectGPUPath(s *GPUStack, device int, want Path) (Path, string, error) {
 		why := "no GPU: " + err.Error()
 		return "", why, unavailableReason(why)
 	}
-	if want == PathBounce {
-		return PathBounce, "bounce asked for", nil
+	if want == RouteBounce {
+		return RouteBounce, "bounce asked for", nil
 	}
 	mode, why := s.GDSMode()
 	switch {
 	case mode == cufile.ModeP2PDMA || mode == cufile.ModeNVFS:
-		return PathGDS, fmt.Sprintf("cuFile in %s mode (%s)", mode, why), nil
-	case want == PathGDS && mode == cufile.ModeCompat:
+		return RouteGDS, fmt.Sprintf("cuFile in %s mode (%s)", mode, why), nil
+	case want == RouteGDS && mode == cufile.ModeCompat:
 		// Asked for: cuFile's POSIX fallback still works, only slower.
-		return PathGDS, fmt.Sprintf("gds asked for; cuFile in compat mode (%s)", why), nil
-	case want == PathGDS:
+		return RouteGDS, fmt.Sprintf("gds asked for; cuFile in compat mode (%s)", why), nil
+	case want == RouteGDS:
 		return "", "gds refused: " + why, unavailableReason("gds refused: " + why)
 	case mode == cufile.ModeCompat:
-		return PathBounce, fmt.Sprintf("gds refused: cuFile in compat mode (%s)", why), nil
+		return RouteBounce, fmt.Sprintf("gds refused: cuFile in compat mode (%s)", why), nil
 	}
-	return PathBounce, "gds refused: " + why, nil
+	return RouteBounce, "gds refused: " + why, nil
 }
 
 func unavailableReason(why string) error {
 	return fmt.Errorf("%s (%w)", why, cufile.ErrUnavailable)
 }
 
-// DriverFor returns the cuFile driver a destination on path needs: the
-// stack's driver for gds, nil for the other paths.
-func (s *GPUStack) DriverFor(path Path) (*cufile.Driver, error) {
-	if path != PathGDS {
+// DriverFor returns the cuFile driver a destination on route needs: the
+// stack's driver for gds, nil for the other routes.
+func (s *GPUStack) DriverFor(route Route) (*cufile.Driver, error) {
+	if route != RouteGDS {
 		return nil, nil
 	}
 	return s.Driver()
 }
 
-// RequirePath checks that a load can take path on this stack, for health
-// checks that must fail when it cannot (gdsload doctor --require): nil
-// when it can, else an error matching cufile.ErrUnavailable that says why.
-// gds needs cuFile in p2pdma or nvfs mode on GPU device (compat mode is
-// cuFile's POSIX fallback, not GPUDirect Storage); bounce needs the GPU;
-// host is always possible.
-func RequirePath(s *GPUStack, device int, path Path) error {
+// RequireRoute checks that a load can take route path on this stack, for
+// health checks that must fail when it cannot (gdsload doctor --require):
+// nil when it can, else an error matching cufile.ErrUnavailable that says
+// why. gds needs cuFile in p2pdma or nvfs mode on GPU device (compat mode
+// is cuFile's POSIX fallback, not GPUDirect Storage); bounce needs the
+// GPU; host is always possible.
+func RequireRoute(s *GPUStack, device int, path Route) error {
 	switch path {
-	case PathHost:
+	case RouteHost:
 		return nil
-	case PathGDS, PathBounce:
+	case RouteGDS, RouteBounce:
 	default:
 		return fmt.Errorf("required path %q: want gds, bounce or host", path)
 	}
-	got, why, err := SelectGPUPath(s, device, path)
+	got, why, err := SelectGPURoute(s, device, path)
 	if err != nil {
 		return fmt.Errorf("%s unusable on GPU %d: %w", path, device, err)
 	}
-	if path == PathGDS {
+	if path == RouteGDS {
 		if mode, mwhy := s.GDSMode(); mode != cufile.ModeP2PDMA && mode != cufile.ModeNVFS {
 			return fmt.Errorf("gds unusable on GPU %d: cuFile in %s mode (%s) (%w)", device, mode, mwhy, cufile.ErrUnavailable)
 		}

@@ -148,7 +148,7 @@ func TestGPUDirectUnalignedRange(t *testing.T) {
 	defer func() { require.NoError(t, dst.Close()) }()
 	require.EqualValues(t, start%4096, uintptr(dst.DevicePtr())%4096, "device address aligned like the file offset")
 	res, err := Load(context.Background(), []Job{{Source: src, Offset: start, Length: -1, Dest: dst}},
-		Options{Checksum: ChecksumSHA256, Path: PathGDS})
+		Options{Checksum: ChecksumSHA256})
 	require.NoError(t, err)
 	require.Equal(t, sha256hex(want), res.Files[0].SHA256)
 	require.Equal(t, sha256hex(want), sha256hex(readBackAll(t, dst)))
@@ -203,7 +203,7 @@ func TestGPULoadOnSecondGPU(t *testing.T) {
 // Full loads through the engine into both GPU paths, several files into
 // one destination, digests computed from the bytes read back.
 func TestLoadIntoGPU(t *testing.T) {
-	for _, path := range []Path{PathBounce, PathGDS} {
+	for _, path := range []Route{RouteBounce, RouteGDS} {
 		t.Run(string(path), func(t *testing.T) {
 			f := withFakeGPU(t)
 			dir := t.TempDir()
@@ -226,7 +226,7 @@ func TestLoadIntoGPU(t *testing.T) {
 			}
 			var err error
 			cfg := GPUConfig{Device: f.device(t, 0), Size: total}
-			if path == PathGDS {
+			if path == RouteGDS {
 				dst, err = NewGPUDirectDestination(GPUDirectConfig{GPUConfig: cfg, Driver: f.driver(t)})
 			} else {
 				dst, err = NewGPUBounceDestination(cfg)
@@ -236,14 +236,15 @@ func TestLoadIntoGPU(t *testing.T) {
 			for i := range jobs {
 				jobs[i].Dest = dst
 			}
-			res, err := Load(context.Background(), jobs, Options{Checksum: ChecksumSHA256, Path: path, Reason: "test"})
+			res, err := Load(context.Background(), jobs, Options{Checksum: ChecksumSHA256, Reason: "test"})
 			require.NoError(t, err)
 			require.Equal(t, total, res.Bytes)
-			require.Equal(t, path, res.Path)
+			require.Equal(t, path, res.Route, "the route is the destination's own")
+			require.Equal(t, "test", res.Reason)
 			for i, fr := range res.Files {
 				require.Equal(t, wants[i], fr.SHA256, "file %d", i)
 			}
-			if path == PathGDS {
+			if path == RouteGDS {
 				require.Positive(t, f.Control.Counter("cufile_reads"))
 			}
 		})
@@ -330,28 +331,28 @@ func TestGPULoadErrors(t *testing.T) {
 	})
 }
 
-func TestSelectGPUPath(t *testing.T) {
+func TestSelectGPURoute(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "absent.so")
 	for _, tc := range []struct {
 		name    string
 		cmds    []string
 		cfg     func(f *fakeGPULibs) cufile.Config
-		want    Path
-		ask     Path
+		want    Route
+		ask     Route
 		device  int
 		reason  string
 		failure bool
 	}{
-		{name: "nvfs", cmds: []string{"mode=nvfs"}, want: PathGDS, reason: "cuFile in nvfs mode"},
-		{name: "p2pdma", cmds: []string{"mode=p2pdma"}, want: PathGDS, reason: "cuFile in p2pdma mode"},
-		{name: "compat", cmds: []string{"mode=compat"}, want: PathBounce, reason: "gds refused: cuFile in compat mode"},
-		{name: "compat, gds asked", cmds: []string{"mode=compat"}, ask: PathGDS, want: PathGDS, reason: "gds asked for; cuFile in compat mode"},
-		{name: "driver open fails", cmds: []string{"fault=driver_open"}, want: PathBounce,
+		{name: "nvfs", cmds: []string{"mode=nvfs"}, want: RouteGDS, reason: "cuFile in nvfs mode"},
+		{name: "p2pdma", cmds: []string{"mode=p2pdma"}, want: RouteGDS, reason: "cuFile in p2pdma mode"},
+		{name: "compat", cmds: []string{"mode=compat"}, want: RouteBounce, reason: "gds refused: cuFile in compat mode"},
+		{name: "compat, gds asked", cmds: []string{"mode=compat"}, ask: RouteGDS, want: RouteGDS, reason: "gds asked for; cuFile in compat mode"},
+		{name: "driver open fails", cmds: []string{"fault=driver_open"}, want: RouteBounce,
 			reason: "gds refused: cuFileDriverOpen failed: CU_FILE_DRIVER_NOT_INITIALIZED (5001)"},
-		{name: "driver open fails, gds asked", cmds: []string{"fault=driver_open"}, ask: PathGDS, failure: true,
+		{name: "driver open fails, gds asked", cmds: []string{"fault=driver_open"}, ask: RouteGDS, failure: true,
 			reason: "gds refused: cuFileDriverOpen failed: CU_FILE_DRIVER_NOT_INITIALIZED (5001)"},
-		{name: "bounce asked", ask: PathBounce, want: PathBounce, reason: "bounce asked for"},
-		{name: "libcufile missing", want: PathBounce, reason: "gds refused: libcufile.so.0 not found",
+		{name: "bounce asked", ask: RouteBounce, want: RouteBounce, reason: "bounce asked for"},
+		{name: "libcufile missing", want: RouteBounce, reason: "gds refused: libcufile.so.0 not found",
 			cfg: func(f *fakeGPULibs) cufile.Config { c := f.Config(); c.CuFile = missing; return c }},
 		{name: "no GPU", cmds: []string{"devices=0"}, failure: true, reason: "no GPU: cudaGetDeviceCount failed: no CUDA-capable device"},
 		{name: "no such GPU", device: 1, failure: true, reason: "no GPU: GPU 1 does not exist: 1 GPU(s) visible"},
@@ -366,7 +367,7 @@ func TestSelectGPUPath(t *testing.T) {
 			}
 			s := OpenGPUStack(cfg)
 			defer func() { require.NoError(t, s.Close()) }()
-			got, reason, err := SelectGPUPath(s, tc.device, tc.ask)
+			got, reason, err := SelectGPURoute(s, tc.device, tc.ask)
 			require.Contains(t, reason, tc.reason)
 			if tc.failure {
 				require.ErrorIs(t, err, cufile.ErrUnavailable)
@@ -377,8 +378,8 @@ func TestSelectGPUPath(t *testing.T) {
 			require.Equal(t, tc.want, got)
 		})
 	}
-	_, _, err := SelectGPUPath(&GPUStack{RuntimeErr: errors.New("x")}, 0, "fast")
-	require.ErrorContains(t, err, `GPU path "fast"`)
+	_, _, err := SelectGPURoute(&GPUStack{RuntimeErr: errors.New("x")}, 0, "fast")
+	require.ErrorContains(t, err, `GPU route "fast"`)
 }
 
 // A gds load says which mode cuFile ran in, and a load in compat mode
@@ -395,11 +396,11 @@ func TestGDSResultNamesCuFileMode(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { require.NoError(t, dst.Close()) }()
 			require.Equal(t, mode, dst.CuFileMode())
-			res, err := Load(context.Background(), []Job{WholeFile(src, dst)}, Options{Path: PathGDS})
+			res, err := Load(context.Background(), []Job{WholeFile(src, dst)}, Options{})
 			require.NoError(t, err)
 			require.Equal(t, mode, res.GDSMode)
 			require.Equal(t, mode, res.Files[0].GDSMode)
-			require.Equal(t, "gds ("+string(mode)+")", res.PathLabel())
+			require.Equal(t, "gds ("+string(mode)+")", res.RouteLabel())
 		})
 	}
 	f := withFakeGPU(t)
@@ -410,10 +411,10 @@ func TestGDSResultNamesCuFileMode(t *testing.T) {
 	dst, err := NewGPUBounceDestination(GPUConfig{Device: f.device(t, 0), Size: src.Size()})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, dst.Close()) }()
-	res, err := Load(context.Background(), []Job{WholeFile(src, dst)}, Options{Path: PathBounce})
+	res, err := Load(context.Background(), []Job{WholeFile(src, dst)}, Options{})
 	require.NoError(t, err)
 	require.Empty(t, res.GDSMode, "no cuFile on the bounce path")
-	require.Equal(t, "bounce", res.PathLabel())
+	require.Equal(t, "bounce", res.RouteLabel())
 }
 
 // A gds destination's buffer registration is undone in its own device's
@@ -428,28 +429,28 @@ func TestGPUDirectDeregistersOnItsDevice(t *testing.T) {
 	require.Zero(t, f.Counter("bufreg"))
 }
 
-// RequirePath says whether a load can take a path: gds only in nvfs or
+// RequireRoute says whether a load can take a route: gds only in nvfs or
 // p2pdma mode, bounce with a GPU, host always.
-func TestRequirePath(t *testing.T) {
+func TestRequireRoute(t *testing.T) {
 	for _, tc := range []struct {
 		cmd  string
-		path Path
+		path Route
 		ok   bool
 	}{
-		{"mode=nvfs", PathGDS, true},
-		{"mode=p2pdma", PathGDS, true},
-		{"mode=compat", PathGDS, false},
-		{"mode=compat", PathBounce, true},
-		{"fault=driver_open", PathGDS, false},
-		{"devices=0", PathBounce, false},
-		{"devices=0", PathHost, true},
+		{"mode=nvfs", RouteGDS, true},
+		{"mode=p2pdma", RouteGDS, true},
+		{"mode=compat", RouteGDS, false},
+		{"mode=compat", RouteBounce, true},
+		{"fault=driver_open", RouteGDS, false},
+		{"devices=0", RouteBounce, false},
+		{"devices=0", RouteHost, true},
 		{"mode=nvfs", "rdma", false},
 	} {
 		t.Run(tc.cmd+" "+string(tc.path), func(t *testing.T) {
 			f := withFakeGPU(t, tc.cmd)
 			s := OpenGPUStack(f.Config())
 			defer func() { require.NoError(t, s.Close()) }()
-			err := RequirePath(s, 0, tc.path)
+			err := RequireRoute(s, 0, tc.path)
 			if tc.ok {
 				require.NoError(t, err)
 			} else {
@@ -480,7 +481,7 @@ func TestJobLeadAlignsGDSReads(t *testing.T) {
 	}{{off, false}, {off % 4096, false}, {0, true}, {100, true}} {
 		before := f.Counter("cufile_unaligned")
 		res, err := Load(context.Background(), []Job{{Source: src, Offset: off, Length: -1, Dest: dst, DestOffset: off, Lead: tc.lead}},
-			Options{Path: PathGDS, ChunkSize: 16 << 10, Checksum: ChecksumSHA256})
+			Options{ChunkSize: 16 << 10, Checksum: ChecksumSHA256})
 		require.NoError(t, err)
 		require.Equal(t, int64(len(want)-off), res.Bytes, "lead bytes are not counted")
 		require.Equal(t, sha256hex(want[off:]), res.Files[0].SHA256, "lead bytes are not checksummed")

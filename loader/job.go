@@ -57,7 +57,7 @@ type plan struct {
 	nChunks int
 }
 
-func newPlan(index int, j Job, chunk, align int64, path Path) (plan, error) {
+func newPlan(index int, j Job, chunk, align int64) (plan, error) {
 	if j.Source == nil || j.Dest == nil {
 		return plan{}, fmt.Errorf("job %d: source and destination are required", index)
 	}
@@ -79,7 +79,7 @@ func newPlan(index int, j Job, chunk, align int64, path Path) (plan, error) {
 			Err: fmt.Errorf("%d bytes at destination offset %d do not fit its %d bytes", length, j.DestOffset, s.Len())}
 	}
 	p := plan{Job: j, index: index, end: j.Offset + length, chunk: chunk}
-	p.route = routeOf(j, path)
+	p.route = routeOf(j)
 	p.Length = length
 	p.first = alignUp(j.Offset, align)
 	if p.first == j.Offset {
@@ -106,7 +106,7 @@ const (
 	routeDevice
 )
 
-func routeOf(j Job, path Path) route {
+func routeOf(j Job) route {
 	// cuFile reads only O_DIRECT descriptors: a buffered file takes the
 	// span route, through the destination's pinned buffers.
 	_, fileDst := j.Dest.(FileReaderDestination)
@@ -115,7 +115,7 @@ func routeOf(j Job, path Path) route {
 	}
 	_, devDst := j.Dest.(DeviceDestination)
 	_, devSrc := j.Source.(DeviceReaderSource)
-	if path == PathRDMA && devDst && devSrc {
+	if routeOfDest(j.Dest) == RouteRDMA && devDst && devSrc {
 		return routeDevice
 	}
 	return routeSpan

@@ -27,7 +27,7 @@ func TestPlanChunks(t *testing.T) {
 		{"tiny unaligned", 10, 5, [][2]int64{{10, 5}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := newPlan(0, Job{Source: sizedSource{1 << 20}, Offset: tc.off, Length: tc.length, Dest: NewHostBuffer(make([]byte, 1<<20))}, chunk, align, PathHost)
+			p, err := newPlan(0, Job{Source: sizedSource{1 << 20}, Offset: tc.off, Length: tc.length, Dest: NewHostBuffer(make([]byte, 1<<20))}, chunk, align)
 			require.NoError(t, err)
 			var got [][2]int64
 			for i := range p.nChunks {

@@ -27,9 +27,9 @@ type Options struct {
 	ChunkSize int64
 	// Checksum computes a digest of each job's bytes as they landed.
 	Checksum Checksum
-	// Path and Reason are recorded in the result: the route the caller
-	// chose for the destination and why (see SelectPath in callers).
-	Path   Path
+	// Reason is recorded in the result: why the destinations' route was
+	// chosen (Landing.Reason says it for the destinations a Landing lays
+	// out). The route itself is the destinations' own (Router).
 	Reason string
 	// OnProgress, if set, is called from the workers with the size of
 	// each chunk once it landed. It must be cheap and concurrency-safe.
@@ -43,9 +43,6 @@ func (o Options) withDefaults() Options {
 	if o.Checksum == "" {
 		o.Checksum = ChecksumNone
 	}
-	if o.Path == "" {
-		o.Path = PathHost
-	}
 	return o
 }
 
@@ -54,7 +51,12 @@ func (o Options) withDefaults() Options {
 // large file is read by all workers at once. It returns once every byte
 // landed (destinations flushed, sources verified unchanged) or at the first
 // error, which names the source and offset; on error or cancellation all
-// workers have stopped when it returns.
+// workers have stopped when it returns. Result.Files follows the order of
+// jobs, one entry per job.
+//
+// Load neither opens nor closes sources and destinations: the caller that
+// opened them closes them, after Load returns (vfs.Files.Close,
+// Landing.Close, or each one's Close).
 func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 	srcs := make([]Source, len(jobs))
 	for i, j := range jobs {
@@ -66,7 +68,7 @@ func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 	plans := make([]plan, len(jobs))
 	totalChunks := 0
 	for i, j := range jobs {
-		p, err := newPlan(i, j, opts.ChunkSize, align, opts.Path)
+		p, err := newPlan(i, j, opts.ChunkSize, align)
 		if err != nil {
 			return nil, err
 		}
@@ -262,7 +264,13 @@ func (e *engine) readDevice(ctx context.Context, p *plan, off, n int64) error {
 }
 
 func (e *engine) readSpan(ctx context.Context, p *plan, i int, off int64, span Span) error {
-	got, err := p.Source.ReadAt(span.Buf, off)
+	var got int
+	var err error
+	if c, ok := p.Source.(ContextReaderAt); ok {
+		got, err = c.ReadAtContext(ctx, span.Buf, off)
+	} else {
+		got, err = p.Source.ReadAt(span.Buf, off)
+	}
 	if err == io.EOF && got == len(span.Buf) {
 		err = nil
 	}
@@ -291,12 +299,15 @@ func (e *engine) readSpan(ctx context.Context, p *plan, i int, off int64, span S
 }
 
 func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, error) {
-	r := &Result{Seconds: wall.Seconds(), Path: e.opts.Path, CPUSeconds: cpu.Seconds()}
+	r := &Result{Seconds: wall.Seconds(), Route: RouteHost, CPUSeconds: cpu.Seconds()}
+	if len(e.plans) > 0 {
+		r.Route = routeOfDest(e.plans[0].Dest)
+	}
 	var fellBack []string
 	var buf []byte
 	for i := range e.plans {
 		p := &e.plans[i]
-		f := FileResult{Name: p.Source.Name(), Bytes: p.Length, Path: e.opts.Path}
+		f := FileResult{Name: p.Source.Name(), Bytes: p.Length, Route: routeOfDest(p.Dest)}
 		if d, ok := p.Source.(DirectInfo); ok {
 			f.Direct, f.Reason = d.Direct(), d.DirectReason()
 		}
@@ -306,14 +317,14 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 				r.GDSMode = f.GDSMode
 			}
 		}
-		if f.Path == PathGDS && p.route != routeFile {
+		if f.Route == RouteGDS && p.route != routeFile {
 			// cuFile needs an O_DIRECT descriptor; the gds destination
 			// bounced this file through pinned memory instead.
-			f.Path = PathBounce
+			f.Route = RouteBounce
 			f.Reason = strings.TrimPrefix(f.Reason+"; no O_DIRECT descriptor for cuFile: bounced through pinned memory", "; ")
 		}
-		if f.Path == PathRDMA && p.route != routeDevice {
-			f.Path = PathBounce
+		if f.Route == RouteRDMA && p.route != routeDevice {
+			f.Route = RouteBounce
 			f.Reason = strings.TrimPrefix(f.Reason+"; the source cannot write into device memory: bounced through pinned memory", "; ")
 		}
 		if f.Reason != "" {
@@ -339,22 +350,22 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 		r.Files = append(r.Files, f)
 	}
 	r.Reason = joinReasons(e.opts.Reason, fellBack, len(e.plans))
-	r.Path = actualPath(r.Path, r.Files)
+	r.Route = actualRoute(r.Route, r.Files)
 	r.finish(e.lat[:e.nLat.Load()])
 	return r, nil
 }
 
-// actualPath is the load's path as the files took it: when every file
-// fell back from the chosen path to one other (a gds load of files cuFile
-// could not read), that other path, so the top-level path never names a
-// route no byte took.
-func actualPath(chosen Path, files []FileResult) Path {
+// actualRoute is the load's route as the files took it: when every file
+// fell back from the destination's route to one other (a gds load of files
+// cuFile could not read), that other route, so the top-level route never
+// names one no byte took.
+func actualRoute(chosen Route, files []FileResult) Route {
 	if len(files) == 0 {
 		return chosen
 	}
-	took := files[0].Path
+	took := files[0].Route
 	for _, f := range files[1:] {
-		if f.Path != took {
+		if f.Route != took {
 			return chosen
 		}
 	}

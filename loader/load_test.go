@@ -283,7 +283,7 @@ func TestLoadProgressAndStats(t *testing.T) {
 	require.Equal(t, 4, res.Chunks)
 	require.Greater(t, res.GiBPerS, 0.0)
 	require.GreaterOrEqual(t, res.P99Ms, res.P50Ms)
-	require.Equal(t, PathHost, res.Path)
+	require.Equal(t, RouteHost, res.Route)
 }
 
 func TestPercentiles(t *testing.T) {
@@ -337,27 +337,27 @@ func TestLoadCancelledBetweenChunksFails(t *testing.T) {
 	require.Nil(t, res)
 }
 
-func TestActualPath(t *testing.T) {
-	f := func(paths ...Path) []FileResult {
-		out := make([]FileResult, len(paths))
-		for i, p := range paths {
-			out[i].Path = p
+func TestActualRoute(t *testing.T) {
+	f := func(routes ...Route) []FileResult {
+		out := make([]FileResult, len(routes))
+		for i, r := range routes {
+			out[i].Route = r
 		}
 		return out
 	}
 	for _, tc := range []struct {
-		chosen Path
+		chosen Route
 		files  []FileResult
-		want   Path
+		want   Route
 	}{
-		{PathGDS, nil, PathGDS},
-		{PathGDS, f(PathGDS, PathBounce), PathGDS},
-		{PathGDS, f(PathBounce, PathBounce), PathBounce},
-		{PathRDMA, f(PathBounce), PathBounce},
-		{PathHost, f(PathHost), PathHost},
+		{RouteGDS, nil, RouteGDS},
+		{RouteGDS, f(RouteGDS, RouteBounce), RouteGDS},
+		{RouteGDS, f(RouteBounce, RouteBounce), RouteBounce},
+		{RouteRDMA, f(RouteBounce), RouteBounce},
+		{RouteHost, f(RouteHost), RouteHost},
 	} {
-		if got := actualPath(tc.chosen, tc.files); got != tc.want {
-			t.Errorf("actualPath(%s, %v) = %s, want %s", tc.chosen, tc.files, got, tc.want)
+		if got := actualRoute(tc.chosen, tc.files); got != tc.want {
+			t.Errorf("actualRoute(%s, %v) = %s, want %s", tc.chosen, tc.files, got, tc.want)
 		}
 	}
 }

@@ -19,7 +19,7 @@ type Result struct {
 	P50Ms            float64      `json:"p50_ms"`
 	P99Ms            float64      `json:"p99_ms"`
 	Chunks           int          `json:"chunks"`
-	Path             Path         `json:"path"`
+	Route            Route        `json:"path"`
 	Reason           string       `json:"reason"`
 	GDSMode          cufile.Mode  `json:"gds_mode,omitempty"` // cuFile's mode (p2pdma, nvfs, compat) when files took the gds path
 	Files            []FileResult `json:"files"`
@@ -31,7 +31,7 @@ type Result struct {
 type FileResult struct {
 	Name   string `json:"name"`
 	Bytes  int64  `json:"bytes"`
-	Path   Path   `json:"path"`
+	Route  Route  `json:"path"`
 	Direct bool   `json:"direct"`
 	Reason string `json:"reason"`
 	// GDSMode is cuFile's mode when the file took the gds path.
@@ -40,14 +40,14 @@ type FileResult struct {
 	CRC32C  string      `json:"crc32c,omitempty"`
 }
 
-// PathLabel is Path for people: a gds load names cuFile's mode beside it
-// ("gds (compat)"), so that cuFile's POSIX fallback is never taken for
+// RouteLabel is Route for people: a gds load names cuFile's mode beside
+// it ("gds (compat)"), so that cuFile's POSIX fallback is never taken for
 // GPUDirect Storage.
-func (r *Result) PathLabel() string {
-	if r.Path == PathGDS && r.GDSMode != "" {
-		return fmt.Sprintf("%s (%s)", r.Path, r.GDSMode)
+func (r *Result) RouteLabel() string {
+	if r.Route == RouteGDS && r.GDSMode != "" {
+		return fmt.Sprintf("%s (%s)", r.Route, r.GDSMode)
 	}
-	return string(r.Path)
+	return string(r.Route)
 }
 
 // Digest returns the file's digest under the given checksum, "" if none.

@@ -101,7 +101,7 @@ type SaveResult struct {
 	Seconds float64 `json:"seconds"`
 	GiBPerS float64 `json:"gib_per_s"`
 	// Route is the data path: gds, bounce or host.
-	Route Path `json:"route"`
+	Route Route `json:"route"`
 	// GDSMode is cuFile's mode when Route is gds.
 	GDSMode cufile.Mode `json:"gds_mode,omitempty"`
 	Direct  bool        `json:"direct"`
@@ -142,7 +142,7 @@ func SaveFile(ctx context.Context, path string, src SaveSource, opts SaveOptions
 		return nil, err
 	}
 	r := &SaveResult{Path: path, Bytes: src.Size(), Route: s.route, Direct: out.Direct(), Reason: out.DirectReason()}
-	if m, ok := src.(cuFileModer); ok && s.route == PathGDS {
+	if m, ok := src.(cuFileModer); ok && s.route == RouteGDS {
 		r.GDSMode = m.CuFileMode()
 	}
 	if s.h != nil {
@@ -172,7 +172,7 @@ type saver struct {
 	src   SaveSource
 	opts  SaveOptions
 	h     hash.Hash // nil: no digest, or the gds path digests the file
-	route Path
+	route Route
 }
 
 // chunk is one write: buf at file offset off; release returns its memory.
@@ -186,7 +186,7 @@ func (s *saver) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if fw, ok := s.src.(FileWriterSource); ok && s.out.Direct() {
-		s.route, s.h = PathGDS, nil
+		s.route, s.h = RouteGDS, nil
 		if r, ok := fw.(FileReleaser); ok {
 			defer r.ReleaseFile(s.out.Fd())
 		}
@@ -196,11 +196,11 @@ func (s *saver) run(ctx context.Context) error {
 	dev, isDev := s.src.(DeviceReader)
 	switch {
 	case isHost:
-		s.route = PathHost
+		s.route = RouteHost
 	case isDev:
-		s.route = PathBounce
+		s.route = RouteBounce
 		if r, ok := s.src.(*regions); ok && r.hostOnly() {
-			s.route = PathHost // copied from host memory, no device involved
+			s.route = RouteHost // copied from host memory, no device involved
 		}
 	default:
 		return errors.New("the source is neither host memory, a DeviceReader nor a FileWriterSource")

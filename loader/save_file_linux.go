@@ -128,7 +128,7 @@ func (a *AtomicFile) open(mode DirectMode) error {
 		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
 			a.reason = fmt.Sprintf("O_DIRECT writes refused by %s (%v); using buffered writes", fsName(filepath.Dir(a.temp)), unwrapErrno(err))
 			if mode == DirectOn {
-				return fmt.Errorf("--direct on: %s", a.reason)
+				return fmt.Errorf("%w: %s", ErrDirectRefused, a.reason)
 			}
 		default:
 			return err
@@ -148,7 +148,7 @@ func (a *AtomicFile) open(mode DirectMode) error {
 func (a *AtomicFile) dropDirect(mode DirectMode) error {
 	if mode == DirectOn {
 		a.Abort()
-		return fmt.Errorf("--direct on: %s", a.reason)
+		return fmt.Errorf("%w: %s", ErrDirectRefused, a.reason)
 	}
 	fl, err := unix.FcntlInt(a.f.Fd(), unix.F_GETFL, 0)
 	if err == nil {

@@ -96,9 +96,9 @@ func TestSaveFileByteExact(t *testing.T) {
 					require.Equal(t, sumHex(want), res.Digest)
 					require.Equal(t, int64(size), res.Bytes)
 					require.Equal(t, mode != DirectOff, res.Direct, res.Reason)
-					wantRoute := PathHost
+					wantRoute := RouteHost
 					if name == "device" {
-						wantRoute = PathBounce
+						wantRoute = RouteBounce
 					}
 					require.Equal(t, wantRoute, res.Route)
 					noTemps(t, dir)
@@ -115,7 +115,7 @@ func TestSaveFileWriterSourceTakesGDSPath(t *testing.T) {
 	path := filepath.Join(dir, "gds.bin")
 	res, err := SaveFile(context.Background(), path, src, SaveOptions{Workers: 1, ChunkSize: 1 << 20, Checksum: ChecksumCRC32C})
 	require.NoError(t, err)
-	require.Equal(t, PathGDS, res.Route)
+	require.Equal(t, RouteGDS, res.Route)
 	require.Equal(t, 3, src.calls) // the 17-byte tail goes through a host buffer
 	got, err := os.ReadFile(path)
 	require.NoError(t, err)

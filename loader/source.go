@@ -59,8 +59,34 @@ type DeviceReaderSource interface {
 	ReadAtDevice(ctx context.Context, ptr uintptr, n, off int64) (int, error)
 }
 
-// Opener opens a Source by name. The command line maps local paths to
-// OpenFile and rdmafs:// URLs to the remote client.
+// ContextReaderAt is an optional capability of a Source whose reads can
+// be cancelled (a remote file): the loader calls ReadAtContext with the
+// load's context instead of ReadAt, so cancelling a load stops reads in
+// flight. It follows ReadAt's contract otherwise.
+type ContextReaderAt interface {
+	ReadAtContext(ctx context.Context, p []byte, off int64) (int, error)
+}
+
+// DeviceMemory is what a source that lands bytes in GPU memory by RDMA
+// needs from the GPU stack (cufile.RDMAMemory implements it for one GPU;
+// its method set is rdmafs.DeviceMemory's).
+type DeviceMemory interface {
+	DmaBufFd(ptr uintptr, n int64) (fd int, offset uint64, err error)
+	SyncMemops(ptr uintptr) error
+	FlushRDMAWrites() error
+}
+
+// DeviceBinder is an optional capability of a DeviceReaderSource whose
+// device reads need the GPU stack's help (rdmafs over verbs registers GPU
+// memory through it). BindDevice returns the source that reads into the
+// GPU mem belongs to, and false when this source cannot land bytes in
+// device memory at all (rdmafs over tcp): a GPU destination then reads it
+// into pinned host memory. Landing.Jobs binds the sources it lays out.
+type DeviceBinder interface {
+	BindDevice(mem DeviceMemory) (DeviceReaderSource, bool)
+}
+
+// Opener opens a Source by name.
 type Opener interface {
 	Open(ctx context.Context, name string) (Source, error)
 }

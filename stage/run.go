@@ -330,11 +330,11 @@ func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
 	}
 	if c := loader.EffectiveChunkSize(r.chunk, b.srcs); c > r.ring.BufferSize() {
 		b.abort()
-		return nil, fmt.Errorf("the sources need %d-byte chunks for direct I/O, over the %d-byte buffers; use --chunk-size %d", c, r.ring.BufferSize(), c)
+		return nil, fmt.Errorf("the sources need %d-byte chunks for direct I/O, over the %d-byte buffers: %w of at least %d", c, r.ring.BufferSize(), ErrChunkSize, c)
 	}
 	lr, err := loader.Load(ctx, jobs, loader.Options{
 		Workers: r.s.opts.Workers, ChunkSize: r.chunk, Checksum: b.sum,
-		Path: loader.PathHost, Reason: "staging into files", OnProgress: r.s.opts.OnProgress,
+		Reason: "staging into files", OnProgress: r.s.opts.OnProgress,
 	})
 	if err == nil && ctx.Err() != nil {
 		// loader.Load can return early without an error when cancelled

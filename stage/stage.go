@@ -46,6 +46,10 @@ func ParseVerify(s string) (Verify, error) {
 	return "", fmt.Errorf("verify %q: want digest or readback", s)
 }
 
+// ErrChunkSize reports a chunk size smaller than the sources' direct-I/O
+// alignment needs.
+var ErrChunkSize = errors.New("a chunk size")
+
 // ModTimer is an optional capability of a Source that knows its
 // modification time (a local *loader.File, a remote file). Sources without
 // it are never trusted as already staged and are copied on every run.

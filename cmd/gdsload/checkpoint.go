@@ -34,13 +34,13 @@ func loadCheckpoint(ctx context.Context, path string, t target, mode loader.Dire
 	defer ck.Close()
 	onAlloc(ck.Bytes())
 	alloc := checkpoint.HostAllocator
-	lopts.Path, lopts.Reason = loader.PathHost, "host destination requested"
+	lopts.Reason = "host destination requested"
 	if t.kind != "host" {
 		c, err := chooseGPU(t, mode)
 		if err != nil {
 			return nil, err
 		}
-		lopts.Path, lopts.Reason = c.path, c.reason
+		lopts.Reason = c.reason
 		if c.stack != nil {
 			defer c.stack.Close()
 			dev, err := c.stack.Runtime.Device(t.device)

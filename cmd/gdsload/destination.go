@@ -32,7 +32,7 @@ func parseTarget(s string) (target, error) {
 
 // destination is where a CLI load lands, with the path and why.
 type destination struct {
-	path   loader.Path
+	path   loader.Route
 	reason string
 	jobs   func([]loader.Source) []loader.Job
 	close  func()
@@ -45,7 +45,7 @@ func hostRing(chunk int64, workers int, reason string) (*destination, error) {
 		return nil, err
 	}
 	return &destination{
-		path:   loader.PathHost,
+		path:   loader.RouteHost,
 		reason: reason,
 		jobs: func(srcs []loader.Source) []loader.Job {
 			jobs := make([]loader.Job, len(srcs))

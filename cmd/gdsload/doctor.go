@@ -89,8 +89,8 @@ GDSLOAD_LIBCUDART and GDSLOAD_LIBCUDA override the search.`,
 			if len(a) == 1 {
 				path = a[0]
 			}
-			switch loader.Path(o.require) {
-			case "", loader.PathGDS, loader.PathBounce, loader.PathHost:
+			switch loader.Route(o.require) {
+			case "", loader.RouteGDS, loader.RouteBounce, loader.RouteHost:
 			default:
 				return usagef("--require %q: want gds, bounce or host", o.require)
 			}
@@ -103,7 +103,7 @@ GDSLOAD_LIBCUDART and GDSLOAD_LIBCUDA override the search.`,
 				err = printDoctor(cmd.OutOrStdout(), r)
 			}
 			if err == nil && o.require != "" {
-				err = loader.RequirePath(stack, o.device, loader.Path(o.require))
+				err = loader.RequireRoute(stack, o.device, loader.Route(o.require))
 			}
 			return err
 		},
@@ -149,7 +149,7 @@ func runDoctor(o doctorOptions, path string) (doctorReport, *loader.GPUStack) {
 		r.GDSMessages = stack.CuFile.Driver().Messages()
 	}
 	r.GDSPlatform = cufile.ProbePlatform(cfg)
-	p, why, _ := loader.SelectGPUPath(stack, o.device, "auto")
+	p, why, _ := loader.SelectGPURoute(stack, o.device, "auto")
 	r.GPULoad = gpuLoadReport{Device: o.device, Path: string(p), Reason: why}
 	if p == "" {
 		r.GPULoad.Path = "none"

@@ -20,7 +20,7 @@ const gpuAlign = 4096
 // stack and the reason the load stays on the host.
 type gpuChoice struct {
 	stack  *loader.GPUStack
-	path   loader.Path
+	path   loader.Route
 	reason string
 }
 
@@ -28,18 +28,18 @@ type gpuChoice struct {
 // why; gpu[:N] without a usable GPU is an error that says what is missing.
 func chooseGPU(t target, mode loader.DirectMode) (gpuChoice, error) {
 	stack := loader.OpenGPUStack(cufile.Config{})
-	path, reason, err := loader.SelectGPUPath(stack, t.device, "auto")
+	path, reason, err := loader.SelectGPURoute(stack, t.device, "auto")
 	if err == nil {
-		if path == loader.PathGDS && mode == loader.DirectOff {
+		if path == loader.RouteGDS && mode == loader.DirectOff {
 			// cuFile reads need O_DIRECT descriptors: with --direct off
 			// every file would bounce anyway, so say so up front.
-			path, reason = loader.PathBounce, "--direct off: cuFile needs O_DIRECT, so page-cache reads go through pinned buffers (gds usable: "+reason+")"
+			path, reason = loader.RouteBounce, "--direct off: cuFile needs O_DIRECT, so page-cache reads go through pinned buffers (gds usable: "+reason+")"
 		}
 		return gpuChoice{stack: stack, path: path, reason: reason}, nil
 	}
 	stack.Close()
 	if t.kind == "auto" {
-		return gpuChoice{path: loader.PathHost, reason: "auto: " + reason}, nil
+		return gpuChoice{path: loader.RouteHost, reason: "auto: " + reason}, nil
 	}
 	return gpuChoice{}, fmt.Errorf("--to gpu:%d: %w; use --to host, or run 'gdsload doctor' to see what is missing", t.device, err)
 }
@@ -60,7 +60,7 @@ func openDestination(ctx context.Context, t target, mode loader.DirectMode, srcs
 		return hostRing(chunk, workers, c.reason)
 	}
 	if rdma && allRemote(srcs.sources) {
-		c.path, c.reason = loader.PathRDMA, "rdmafs over verbs: the server writes into registered GPU memory"
+		c.path, c.reason = loader.RouteRDMA, "rdmafs over verbs: the server writes into registered GPU memory"
 	}
 	d, err := gpuDestination(c.stack, t.device, c.path, c.reason, srcs.sources, loader.EffectiveChunkSize(chunk, srcs.sources), workers)
 	if err != nil {
@@ -74,7 +74,7 @@ func openDestination(ctx context.Context, t target, mode loader.DirectMode, srcs
 
 // gpuDestination puts all sources into one device allocation, each file at
 // a 4 KiB-aligned offset.
-func gpuDestination(stack *loader.GPUStack, device int, path loader.Path, reason string, srcs []loader.Source, chunk int64, workers int) (*destination, error) {
+func gpuDestination(stack *loader.GPUStack, device int, path loader.Route, reason string, srcs []loader.Source, chunk int64, workers int) (*destination, error) {
 	dev, err := stack.Runtime.Device(device)
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func gpuBenchModes(device int) ([]bench.Mode, map[string]string, func()) {
 	missing := map[string]string{}
 	stack := loader.OpenGPUStack(cufile.Config{})
 	release := func() { _ = stack.Close() }
-	if _, why, err := loader.SelectGPUPath(stack, device, loader.PathBounce); err != nil {
+	if _, why, err := loader.SelectGPURoute(stack, device, loader.RouteBounce); err != nil {
 		for _, m := range gpuModeHelp() {
 			missing[m[0]] = why
 		}
@@ -130,18 +130,18 @@ func gpuBenchModes(device int) ([]bench.Mode, map[string]string, func()) {
 		return nil, missing, func() {}
 	}
 	var modes []bench.Mode
-	if _, why, err := loader.SelectGPUPath(stack, device, loader.PathGDS); err != nil {
+	if _, why, err := loader.SelectGPURoute(stack, device, loader.RouteGDS); err != nil {
 		missing["gds"] = why
 	} else {
-		modes = append(modes, gpuMode(stack, device, "gds", loader.PathGDS, loader.DirectOn))
+		modes = append(modes, gpuMode(stack, device, "gds", loader.RouteGDS, loader.DirectOn))
 	}
 	modes = append(modes,
-		gpuMode(stack, device, "bounce", loader.PathBounce, loader.DirectOn),
-		gpuMode(stack, device, "cached-bounce", loader.PathBounce, loader.DirectOff))
+		gpuMode(stack, device, "bounce", loader.RouteBounce, loader.DirectOn),
+		gpuMode(stack, device, "cached-bounce", loader.RouteBounce, loader.DirectOff))
 	return modes, missing, release
 }
 
-func gpuMode(stack *loader.GPUStack, device int, name string, path loader.Path, direct loader.DirectMode) bench.Mode {
+func gpuMode(stack *loader.GPUStack, device int, name string, path loader.Route, direct loader.DirectMode) bench.Mode {
 	var help string
 	for _, h := range gpuModeHelp() {
 		if h[0] == name {
@@ -162,7 +162,7 @@ func gpuMode(stack *loader.GPUStack, device int, name string, path loader.Path, 
 			return bench.Sample{}, err
 		}
 		defer d.close()
-		s, err := bench.LoaderRun(ctx, d.jobs(srcs), loader.Options{Workers: workers, ChunkSize: chunk, Path: path})
+		s, err := bench.LoaderRun(ctx, d.jobs(srcs), loader.Options{Workers: workers, ChunkSize: chunk})
 		if err != nil && errors.Is(err, cufile.ErrUnavailable) {
 			return s, fmt.Errorf("%s: %w", name, err)
 		}

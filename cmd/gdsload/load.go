@@ -157,7 +157,7 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	bar := startProgress(cmd.ErrOrStderr(), "load", srcs.total())
 	res, err := loader.Load(ctx, dst.jobs(srcs.sources), loader.Options{
 		Workers: o.workers, ChunkSize: chunk, Checksum: sum,
-		Path: dst.path, Reason: dst.reason, OnProgress: bar.Add,
+		Reason: dst.reason, OnProgress: bar.Add,
 	})
 	bar.Stop()
 	if err != nil {
@@ -205,7 +205,7 @@ func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {
 		fmt.Fprintf(tw, "cpu\t%.3f s\n", r.CPUSeconds)
 	}
 	fmt.Fprintf(tw, "chunk latency\tp50 %.2f ms, p99 %.2f ms (%d chunks)\n", r.P50Ms, r.P99Ms, r.Chunks)
-	fmt.Fprintf(tw, "path\t%s\n", r.PathLabel())
+	fmt.Fprintf(tw, "path\t%s\n", r.RouteLabel())
 	if r.Reason != "" {
 		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)
 	}

@@ -293,7 +293,7 @@ func stageToGPU(cmd *cobra.Command, o *stageOptions, t target, entries []stage.E
 	start := time.Now()
 	lr, err := loader.Load(ctx, dst.jobs(srcs.sources), loader.Options{
 		Workers: o.workers, ChunkSize: chunk, Checksum: sum,
-		Path: dst.path, Reason: dst.reason, OnProgress: bar.Add,
+		Reason: dst.reason, OnProgress: bar.Add,
 	})
 	bar.Stop()
 	if err != nil {

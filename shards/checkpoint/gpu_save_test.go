@@ -45,12 +45,12 @@ func gpuForSave(t *testing.T) (*cufile.Device, *cufile.Driver) {
 // safetensors.Encode from the same tensors are left there for the
 // safetensors library to compare (scripts/gpu-check.sh).
 func TestSaveFromGPU(t *testing.T) {
-	for _, path := range []loader.Path{loader.PathBounce, loader.PathGDS} {
+	for _, path := range []loader.Route{loader.RouteBounce, loader.RouteGDS} {
 		t.Run(string(path), func(t *testing.T) {
 			dev, drv := gpuForSave(t)
 			s := writeSharded(t)
 			mode := loader.DirectAuto
-			if path == loader.PathGDS {
+			if path == loader.RouteGDS {
 				if drv == nil {
 					t.Skip("libcufile unavailable: no gds path")
 				}

@@ -45,9 +45,9 @@ func (f *fakeGPULibs) driver(t *testing.T) *cufile.Driver {
 // gpuAllocator makes one GPU destination per file: bounce, or gds when drv
 // is not nil.
 func gpuAllocator(dev *cufile.Device, drv *cufile.Driver, chunk int64) Allocator {
-	path := loader.PathBounce
+	path := loader.RouteBounce
 	if drv != nil {
-		path = loader.PathGDS
+		path = loader.RouteGDS
 	}
 	return GPUAllocator(path, loader.GPUConfig{Device: dev, ChunkSize: chunk, Buffers: 4}, drv)
 }
@@ -57,26 +57,26 @@ func gpuAllocator(dev *cufile.Device, drv *cufile.Driver, chunk int64) Allocator
 // offset equals what was encoded.
 func TestLoadShardedIntoGPU(t *testing.T) {
 	const chunk = 64 << 10
-	for _, path := range []loader.Path{loader.PathBounce, loader.PathGDS} {
+	for _, path := range []loader.Route{loader.RouteBounce, loader.RouteGDS} {
 		t.Run(string(path), func(t *testing.T) {
 			f := withFakeGPU(t)
 			s := writeSharded(t)
 			mode := loader.DirectAuto
 			var drv *cufile.Driver
-			if path == loader.PathGDS {
+			if path == loader.RouteGDS {
 				mode, drv = loader.DirectOn, f.driver(t)
 			}
 			c := openOrSkip(t, s.index, mode)
 			unaligned := f.Control.Counter("cufile_unaligned")
 			l, err := c.Load(context.Background(), gpuAllocator(f.device(t), drv, chunk), loader.Options{
-				ChunkSize: chunk, Workers: 4, Path: path, Reason: "test",
+				ChunkSize: chunk, Workers: 4, Reason: "test",
 			})
 			require.NoError(t, err)
 			// The data regions start mid-block; the gds reads still start
 			// at 4 KiB-aligned file offsets and device addresses.
 			require.Equal(t, unaligned, f.Control.Counter("cufile_unaligned"), "cuFile reads at unaligned offsets")
 			defer func() { require.NoError(t, l.Close()) }() // before the checkpoint: gds handles use its descriptors
-			require.Equal(t, path, l.Result.Path)
+			require.Equal(t, path, l.Result.Route, "the route is the allocations' own")
 			for _, a := range l.Allocations {
 				require.Regexp(t, `^gpu:0$`, a.Dest.Kind())
 			}
@@ -89,7 +89,7 @@ func TestLoadShardedIntoGPU(t *testing.T) {
 				require.NoError(t, rb.ReadBack(context.Background(), v.Offset, got))
 				require.Equal(t, want[v.Name].Data, got, v.Name)
 			}
-			if path == loader.PathGDS {
+			if path == loader.RouteGDS {
 				require.Positive(t, f.Control.Counter("cufile_reads"), "the gds path read through cuFile")
 			}
 		})

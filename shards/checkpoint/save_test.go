@@ -90,7 +90,7 @@ func TestSaveLoadedFromHost(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "merged.safetensors")
 	res, err := l.Save(context.Background(), out, nil, loader.SaveOptions{})
 	require.NoError(t, err)
-	require.Equal(t, loader.PathHost, res.Route)
+	require.Equal(t, loader.RouteHost, res.Route)
 	f, err := safetensors.Open(out)
 	require.NoError(t, err)
 	defer f.Close()

@@ -1,0 +1,48 @@
+// Package rdmafstest runs an rdmafs server in the test's process, on an
+// ephemeral loopback port, for the tests of packages that read rdmafs://
+// URLs through vfs.
+package rdmafstest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+
+	"github.com/gdsload/gdsload/rdmafs"
+)
+
+// Token is the shared secret the server checks.
+var Token = []byte("rdmafstest-token-0123456789abcdef")
+
+// Serve exports root read-only on 127.0.0.1 (port 0) with Token and
+// returns the rdmafs://HOST:PORT prefix of its URLs. The server stops, and
+// its connections drain, when the test ends.
+func Serve(t testing.TB, root string) string {
+	t.Helper()
+	srv, err := rdmafs.NewServer(rdmafs.ServerConfig{Root: root, Token: Token, PoolBuffers: 16, BufferSize: 256 << 10,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("rdmafs server on %s: %v", root, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("rdmafs server: %v", err)
+		}
+	})
+	return "rdmafs://" + ln.Addr().String()
+}
+
+// Options are the client options that reach the server.
+func Options() []rdmafs.Option {
+	return []rdmafs.Option{rdmafs.WithToken(Token), rdmafs.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
+}

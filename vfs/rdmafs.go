@@ -1,0 +1,128 @@
+package vfs
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/rdmafs"
+)
+
+// rdmafsScheme dials one client per server with opts. Without options it
+// presents the token in rdmafs.TokenEnv, if set.
+type rdmafsScheme struct {
+	opts    []rdmafs.Option
+	fromEnv bool
+}
+
+func (s rdmafsScheme) FS(ctx context.Context, addr string) (FS, error) {
+	opts := s.opts
+	if s.fromEnv {
+		tok, err := rdmafs.ClientToken("")
+		if err != nil {
+			return nil, fmt.Errorf("rdmafs server %s: %w", addr, err)
+		}
+		if tok != nil {
+			opts = []rdmafs.Option{rdmafs.WithToken(tok)}
+		}
+	}
+	c, err := rdmafs.Dial(ctx, addr, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("rdmafs server %s: %w", addr, err)
+	}
+	return &rdmafsFS{c: c, addr: addr}, nil
+}
+
+// rdmafsFS is one server's export, through one client shared by every
+// file opened from it.
+type rdmafsFS struct {
+	c    *rdmafs.Client
+	addr string
+}
+
+func (r *rdmafsFS) url(name string) string { return rdmafs.URL{Addr: r.addr, Path: name}.String() }
+
+func (r *rdmafsFS) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	if name == "" {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return NewFileInfo("/", 0, fs.ModeDir|0o555, time.Time{}), nil // the export root
+	}
+	return r.c.Stat(ctx, name)
+}
+
+func (r *rdmafsFS) List(ctx context.Context, name string) ([]fs.FileInfo, error) {
+	ents, err := r.c.List(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]fs.FileInfo, len(ents))
+	for i, e := range ents {
+		out[i] = e
+	}
+	return out, nil
+}
+
+func (r *rdmafsFS) Open(ctx context.Context, name string) (File, error) {
+	f, err := r.c.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &remoteFile{File: f, url: r.url(name)}, nil
+}
+
+func (r *rdmafsFS) OpenInfo(ctx context.Context, name string, fi fs.FileInfo) (File, error) {
+	info, ok := fi.(rdmafs.FileInfo)
+	if !ok {
+		return r.Open(ctx, name)
+	}
+	f, err := r.c.OpenInfo(name, info)
+	if err != nil {
+		return nil, err
+	}
+	return &remoteFile{File: f, url: r.url(name)}, nil
+}
+
+// Close hangs up the client.
+func (r *rdmafsFS) Close() error { return r.c.Close() }
+
+// remoteFile is an rdmafs file named by its URL. It keeps the file's
+// ReadAtContext and ReadAtDevice, and binds to a GPU's RDMA memory when
+// its client's transport can write into device memory (verbs).
+type remoteFile struct {
+	*rdmafs.File
+	url string
+}
+
+var (
+	_ File                      = (*remoteFile)(nil)
+	_ loader.ContextReaderAt    = (*remoteFile)(nil)
+	_ loader.DeviceReaderSource = (*remoteFile)(nil)
+	_ loader.DeviceBinder       = (*remoteFile)(nil)
+)
+
+// Name is the file's URL.
+func (f *remoteFile) Name() string { return f.url }
+
+// ModTime is the modification time the server reported at open.
+func (f *remoteFile) ModTime() time.Time { return f.Stat().ModTime() }
+
+// Identity is the size and modification time the server reported at open.
+func (f *remoteFile) Identity() string {
+	return fmt.Sprintf("size %d mtime %d", f.Size(), f.Stat().ModTime().UnixNano())
+}
+
+// Close does nothing: an rdmafs file holds no server state.
+func (f *remoteFile) Close() error { return nil }
+
+// BindDevice returns the file reading into GPU memory through mem, when
+// its client's transport can (verbs).
+func (f *remoteFile) BindDevice(mem loader.DeviceMemory) (loader.DeviceReaderSource, bool) {
+	if !f.DeviceReads() {
+		return nil, false
+	}
+	return &remoteFile{File: f.File.WithDeviceMemory(mem), url: f.url}, true
+}

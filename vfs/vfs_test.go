@@ -1,0 +1,437 @@
+package vfs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdsload/gdsload/internal/rdmafstest"
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/rdmafs"
+)
+
+func writeFile(t testing.TB, root, name string, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(uint64(n), uint64(len(name))))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	p := filepath.Join(root, filepath.FromSlash(name))
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	return b
+}
+
+// tree writes the same files under root for the local and remote cases.
+func tree(t *testing.T) (string, map[string][]byte) {
+	root := t.TempDir()
+	want := map[string][]byte{}
+	for name, n := range map[string]int{"a.bin": 10, "a/b.bin": 4097, "a/c/d.bin": 0, "z.bin": 1 << 20, "sp ace%.bin": 3} {
+		want[name] = writeFile(t, root, name, n)
+	}
+	require.NoError(t, os.Symlink("z.bin", filepath.Join(root, "link.bin")))
+	want["link.bin"] = want["z.bin"]
+	require.NoError(t, os.Symlink("a", filepath.Join(root, "dirlink")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644))
+	return root, want
+}
+
+func newMux(t *testing.T, opts ...Option) *Mux {
+	t.Helper()
+	m, err := New(append([]Option{WithRDMAFS(rdmafstest.Options()...)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, m.Close()) })
+	return m
+}
+
+// The same tree walks, lists, opens and reads alike on a local disk, as a
+// file:// URL and on an rdmafs server: regular files and links to files in
+// lexical order, named so they open again; a missing path matches
+// fs.ErrNotExist through the same functions.
+func TestWalkOpenAcrossSchemes(t *testing.T) {
+	root, want := tree(t)
+	remote := rdmafstest.Serve(t, root)
+	m := newMux(t)
+	ctx := context.Background()
+	wantRels := []string{"a.bin", "a/b.bin", "a/c/d.bin", "link.bin", "sp ace%.bin", "z.bin"}
+	for _, base := range []string{root, "file://" + root, remote + "/"} {
+		t.Run(strings.SplitN(base, ":", 2)[0], func(t *testing.T) {
+			entries, err := m.Walk(ctx, base)
+			require.NoError(t, err)
+			var rels []string
+			for _, e := range entries {
+				rels = append(rels, e.Rel)
+				require.Equal(t, int64(len(want[e.Rel])), e.Info.Size(), e.Rel)
+				f, err := m.OpenEntry(ctx, e)
+				require.NoError(t, err, e.URL)
+				require.Equal(t, e.URL, f.Name())
+				got := make([]byte, f.Size())
+				_, err = f.ReadAt(got, 0)
+				if len(got) > 0 {
+					require.NoError(t, err)
+				}
+				require.Equal(t, want[e.Rel], got, e.URL)
+				require.NotEmpty(t, f.Identity())
+				require.False(t, f.ModTime().IsZero())
+				require.NoError(t, f.Close())
+
+				again, err := m.Open(ctx, e.URL)
+				require.NoError(t, err, "a walked URL opens again: %s", e.URL)
+				require.Equal(t, f.Size(), again.Size())
+				require.NoError(t, again.Close())
+			}
+			require.Equal(t, wantRels, rels)
+
+			one, err := m.Walk(ctx, Join(base, "a/b.bin"))
+			require.NoError(t, err)
+			require.Len(t, one, 1)
+			require.Equal(t, "b.bin", one[0].Rel)
+
+			list, err := m.List(ctx, Join(base, "a"))
+			require.NoError(t, err)
+			require.Equal(t, []string{"b.bin", "c"}, []string{list[0].Rel, list[1].Rel})
+			require.True(t, list[1].Info.IsDir())
+
+			fi, err := m.Stat(ctx, Join(base, "a"))
+			require.NoError(t, err)
+			require.True(t, fi.IsDir())
+
+			for _, op := range []func(string) error{
+				func(u string) error { _, err := m.Open(ctx, u); return err },
+				func(u string) error { _, err := m.Stat(ctx, u); return err },
+				func(u string) error { _, err := m.Walk(ctx, u); return err },
+				func(u string) error { _, err := m.OpenAll(ctx, []string{u}); return err },
+			} {
+				err := op(Join(base, "missing.bin"))
+				require.ErrorIs(t, err, fs.ErrNotExist)
+				require.Contains(t, err.Error(), "missing.bin")
+			}
+
+			b, err := m.ReadFile(ctx, Join(base, "a/b.bin"), 1<<20)
+			require.NoError(t, err)
+			require.Equal(t, want["a/b.bin"], b)
+			_, err = m.ReadFile(ctx, Join(base, "z.bin"), 100)
+			require.ErrorContains(t, err, "over the 100-byte limit")
+
+			files, err := m.OpenAll(ctx, []string{Join(base, "a"), Join(base, "z.bin")}, WithSmallFilesBuffered())
+			require.NoError(t, err)
+			require.Len(t, files, 3)
+			require.EqualValues(t, 4097+1<<20, files.Size())
+			res, err := loader.Load(ctx, []loader.Job{loader.WholeFile(files[2], loader.NewHostBuffer(make([]byte, 1<<20)))}, loader.Options{Checksum: loader.ChecksumSHA256})
+			require.NoError(t, err)
+			require.Equal(t, files[2].Name(), res.Files[0].Name)
+			require.Equal(t, Join(base, "z.bin"), res.Files[0].Name)
+			require.NoError(t, files.Close())
+
+			r, err := m.Open(ctx, Join(base, "z.bin"))
+			require.NoError(t, err)
+			all, err := io.ReadAll(NewReader(ctx, r))
+			require.NoError(t, err)
+			require.Equal(t, want["z.bin"], all)
+		})
+	}
+}
+
+// A link whose target cannot be read is an error naming it, not a silent
+// gap; a directory with no files at all is nothing to load.
+func TestWalkErrors(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, root, "ok.bin", 5)
+	require.NoError(t, os.Symlink("nowhere", filepath.Join(root, "dangling")))
+	empty := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(empty, "sub"), 0o755))
+	remote := rdmafstest.Serve(t, root)
+	m := newMux(t)
+	for _, base := range []string{root, remote} {
+		_, err := m.Walk(context.Background(), base)
+		require.ErrorContains(t, err, "dangling")
+		require.ErrorContains(t, err, "symbolic link")
+	}
+	_, err := m.OpenAll(context.Background(), []string{empty})
+	require.ErrorContains(t, err, "no files to load")
+	_, err = m.Walk(context.Background(), "unknown://h/x")
+	require.ErrorIs(t, err, ErrUnknownScheme)
+}
+
+// A path the server refuses (a link out of its export) matches
+// fs.ErrPermission, as a local refusal does.
+func TestRemoteRefusalMatchesErrPermission(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(outside, []byte("x"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "escape")))
+	remote := rdmafstest.Serve(t, root)
+	m := newMux(t)
+	_, err := m.Open(context.Background(), remote+"/escape")
+	require.ErrorIs(t, err, fs.ErrPermission)
+	require.False(t, errors.Is(err, fs.ErrNotExist))
+}
+
+// memFS is a scheme served from memory: it counts how often the Mux
+// asks for it, offers Walker and InfoOpener, and refuses "locked".
+type memFS struct {
+	files  map[string][]byte
+	made   *atomic.Int64
+	closed *atomic.Int64
+	walks  *atomic.Int64
+}
+
+type memScheme struct{ fs *memFS }
+
+func (s memScheme) FS(_ context.Context, authority string) (FS, error) {
+	if authority == "down" {
+		return nil, errors.New("bucket down unreachable")
+	}
+	s.fs.made.Add(1)
+	return s.fs, nil
+}
+
+func (m *memFS) Stat(_ context.Context, name string) (fs.FileInfo, error) {
+	if name == "locked" {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrPermission}
+	}
+	if b, ok := m.files[name]; ok {
+		return NewFileInfo(path.Base(name), int64(len(b)), 0o444, time.Unix(1, 0)), nil
+	}
+	for k := range m.files {
+		if name == "" || strings.HasPrefix(k, name+"/") {
+			return NewFileInfo(path.Base(name), 0, fs.ModeDir|0o555, time.Time{}), nil
+		}
+	}
+	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+}
+
+func (m *memFS) List(ctx context.Context, name string) ([]fs.FileInfo, error) {
+	return nil, errors.New("List is not used: memFS walks in one pass")
+}
+
+func (m *memFS) WalkFiles(_ context.Context, name string, fn func(string, fs.FileInfo) error) error {
+	m.walks.Add(1)
+	for k, b := range m.files {
+		if rel, ok := strings.CutPrefix(k, name+"/"); ok || name == "" {
+			if name == "" {
+				rel = k
+			}
+			if err := fn(rel, NewFileInfo(path.Base(k), int64(len(b)), 0o444, time.Unix(1, 0))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+type memFile struct {
+	*bytes.Reader
+	name string
+}
+
+func (f memFile) Name() string       { return f.name }
+func (f memFile) ModTime() time.Time { return time.Unix(1, 0) }
+func (f memFile) Identity() string   { return "etag-" + f.name }
+func (f memFile) Close() error       { return nil }
+
+func (m *memFS) Open(_ context.Context, name string) (File, error) {
+	b, ok := m.files[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return memFile{bytes.NewReader(b), "mem://bucket/" + name}, nil
+}
+
+func (m *memFS) OpenInfo(ctx context.Context, name string, _ fs.FileInfo) (File, error) {
+	return m.Open(ctx, name)
+}
+
+func (m *memFS) Close() error { m.closed.Add(1); return nil }
+
+// A scheme plugged in with WithScheme: one FS per authority, made on first
+// use and closed by Close; its Walker lists a tree in one pass; its errors
+// match the fs errors through the Mux.
+func TestWithScheme(t *testing.T) {
+	mem := &memFS{files: map[string][]byte{"d/b.bin": []byte("bb"), "d/a.bin": []byte("a"), "d/e/c.bin": []byte("ccc"), "top": nil},
+		made: new(atomic.Int64), closed: new(atomic.Int64), walks: new(atomic.Int64)}
+	m, err := New(WithScheme("mem", memScheme{mem}))
+	require.NoError(t, err)
+	ctx := context.Background()
+	entries, err := m.Walk(ctx, "mem://bucket/d")
+	require.NoError(t, err)
+	var urls []string
+	for _, e := range entries {
+		urls = append(urls, e.URL)
+	}
+	require.Equal(t, []string{"mem://bucket/d/a.bin", "mem://bucket/d/b.bin", "mem://bucket/d/e/c.bin"}, urls)
+	require.EqualValues(t, 1, mem.walks.Load())
+	files, err := m.OpenAll(ctx, []string{"mem://bucket/d", "mem://bucket/top"})
+	require.NoError(t, err)
+	require.Len(t, files, 4)
+	require.EqualValues(t, 6, files.Size())
+	require.EqualValues(t, 1, mem.made.Load(), "one FS per authority")
+	_, err = m.Open(ctx, "mem://bucket/none")
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = m.Stat(ctx, "mem://bucket/locked")
+	require.ErrorIs(t, err, fs.ErrPermission)
+	_, err = m.Open(ctx, "mem://down/x")
+	require.ErrorContains(t, err, "bucket down unreachable")
+	_, err = m.Open(ctx, "mem://other/d/a.bin")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, mem.made.Load())
+	require.NoError(t, m.Close())
+	require.EqualValues(t, 2, mem.closed.Load(), "Close closes every FS made")
+	_, err = m.Open(ctx, "mem://bucket/d/a.bin")
+	require.ErrorIs(t, err, ErrClosed)
+
+	for _, bad := range []string{"", "File", "file", "9p"} {
+		_, err := New(WithScheme(bad, memScheme{mem}))
+		require.Error(t, err, bad)
+	}
+	_, err = New(WithScheme("s3", nil))
+	require.Error(t, err)
+}
+
+// One client per rdmafs server, shared by every URL on it, dialled on
+// first use; options that a server would refuse are refused by New.
+func TestRDMAFSClientPool(t *testing.T) {
+	root, _ := tree(t)
+	remote := rdmafstest.Serve(t, root)
+	var dials atomic.Int64
+	counting := rdmafs.WithTransport(countingTransport{rdmafs.TCP(), &dials})
+	m := newMux(t, WithRDMAFS(append(rdmafstest.Options(), counting, rdmafs.WithConnections(2))...))
+	ctx := context.Background()
+	for range 3 {
+		f, err := m.Open(ctx, remote+"/a.bin")
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+	_, err := m.Walk(ctx, remote+"/a")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, dials.Load(), "one client of 2 connections for the server")
+
+	_, err = New(WithRDMAFS(rdmafs.WithToken([]byte("short"))))
+	require.ErrorContains(t, err, "at least 16")
+
+	// Without options the token comes from GDSLOAD_TOKEN.
+	t.Setenv(rdmafs.TokenEnv, string(rdmafstest.Token))
+	plain, err := New()
+	require.NoError(t, err)
+	defer plain.Close()
+	_, err = plain.Stat(ctx, remote+"/a.bin")
+	require.NoError(t, err)
+	t.Setenv(rdmafs.TokenEnv, "wrong-token-0123456789abcdef")
+	other, err := New()
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Stat(ctx, remote+"/a.bin")
+	require.ErrorIs(t, err, rdmafs.ErrAuth)
+}
+
+type countingTransport struct {
+	rdmafs.Transport
+	n *atomic.Int64
+}
+
+func (c countingTransport) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	c.n.Add(1)
+	return c.Transport.Dial(ctx, addr)
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Location
+		bad  string
+	}{
+		{in: "data/x.bin", want: Location{Path: "data/x.bin"}},
+		{in: "/abs", want: Location{Path: "/abs"}},
+		{in: "file:///abs/x", want: Location{Path: "/abs/x"}},
+		{in: "file://localhost/abs/x", want: Location{Path: "/abs/x"}},
+		{in: "rdmafs://h/p/q", want: Location{Scheme: "rdmafs", Authority: "h:7420", Path: "p/q"}},
+		{in: "rdmafs://h:1/", want: Location{Scheme: "rdmafs", Authority: "h:1"}},
+		{in: "RDMAFS://h:1/a%20b", want: Location{Scheme: "rdmafs", Authority: "h:1", Path: "a b"}},
+		{in: "s3://bucket/key/x", want: Location{Scheme: "s3", Authority: "bucket", Path: "key/x"}},
+		{in: "s3://bucket/dir/", want: Location{Scheme: "s3", Authority: "bucket", Path: "dir"}},
+		{in: "", bad: "empty"},
+		{in: "://x", bad: "no scheme"},
+		{in: "file://host/x", bad: "local files"},
+		{in: "s3:///key", bad: "no s3 authority"},
+		{in: "s3://b/k?x=1", bad: "query"},
+		{in: "rdmafs://h:99999/x", bad: "bad port"},
+	} {
+		got, err := Parse(tc.in)
+		if tc.bad != "" {
+			require.ErrorContains(t, err, tc.bad, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, got, tc.in)
+	}
+	require.Equal(t, "rdmafs://h:1/a/b%25c", Join("rdmafs://h:1/a", "b%c"))
+	require.Equal(t, "rdmafs://h:1/", Dir("rdmafs://h:1/a"))
+	require.Equal(t, "s3://b/k", Dir("s3://b/k/x.tar"))
+	require.Equal(t, filepath.Join("d", "e", "f"), Join("d", "e/f"))
+	require.Equal(t, "x.tar", Base("s3://b/k/x.tar"))
+}
+
+// FuzzParse: a URL that parses writes back (String) as one that parses to
+// the same location, so listed names open again whatever bytes they hold.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"rdmafs://h:1/a b/%25", "s3://bucket/k?/x", "file:///tmp/x", "data/x", "x://y/z#q"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		l, err := Parse(raw)
+		if err != nil {
+			return
+		}
+		if l.IsLocal() {
+			return // a path stands for itself
+		}
+		again, err := Parse(l.String())
+		if err != nil {
+			t.Fatalf("%q parses to %+v, whose String %q does not parse: %v", raw, l, l.String(), err)
+		}
+		if again != l {
+			t.Fatalf("%q parses to %+v, String %q to %+v", raw, l, l.String(), again)
+		}
+		for _, rel := range []string{"x", "a b%", "c/d"} {
+			j := l.Join(rel)
+			if back, err := Parse(j.String()); err != nil || back != j {
+				t.Fatalf("%+v joined with %q: %q parses to %+v, %v", l, rel, j.String(), back, err)
+			}
+		}
+	})
+}
+
+func TestOpenOptions(t *testing.T) {
+	m := newMux(t)
+	root := t.TempDir()
+	writeFile(t, root, "small.bin", 100)
+	f, err := m.Open(context.Background(), filepath.Join(root, "small.bin"), WithSmallFilesBuffered())
+	require.NoError(t, err)
+	require.Contains(t, f.(loader.DirectInfo).DirectReason(), "smaller than 1 MiB")
+	require.NoError(t, f.Close())
+	f, err = m.Open(context.Background(), filepath.Join(root, "small.bin"), WithDirect(loader.DirectOff))
+	require.NoError(t, err)
+	require.False(t, f.(loader.DirectInfo).Direct())
+	require.NoError(t, f.Close())
+	_, err = m.Open(context.Background(), filepath.Join(root, "small.bin"), WithDirect(9))
+	require.Error(t, err)
+	_, err = m.Open(context.Background(), root)
+	require.Error(t, err, "a directory does not open as a file")
+	require.True(t, IsURL("s3://x/y"))
+	require.False(t, IsURL("/x"))
+}

@@ -2,26 +2,49 @@ package checkpoint
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"io/fs"
 	"maps"
-	"path/filepath"
 	"slices"
 
 	"github.com/gdsload/gdsload/shards/safetensors"
+	"github.com/gdsload/gdsload/vfs"
 )
+
+// indexMetadata gives an index's "metadata" as strings: strings as they
+// are, other values (numbers such as total_size) in their JSON form.
+func indexMetadata(md map[string]any) map[string]string {
+	if md == nil {
+		return nil
+	}
+	out := make(map[string]string, len(md))
+	for k, v := range md {
+		if s, ok := v.(string); ok {
+			out[k] = s
+			continue
+		}
+		b, _ := json.Marshal(v)
+		out[k] = string(b)
+	}
+	return out
+}
 
 // openIndex parses the index at c.path, opens and validates every shard it
 // names, and checks that the weight map and the shards' headers agree.
 func (c *Checkpoint) openIndex(ctx context.Context, opts Options) error {
-	ix, err := safetensors.ParseIndex(c.path)
+	b, err := opts.FS.ReadFile(ctx, c.path, safetensors.MaxIndexSize)
+	if err != nil {
+		return &safetensors.Error{Path: c.path, Offset: -1, Kind: safetensors.ErrRead, Err: err}
+	}
+	ix, err := safetensors.DecodeIndex(b, c.path)
 	if err != nil {
 		return err
 	}
-	for i, p := range ix.FilePaths() {
-		s, err := openSafetensors(ctx, p, opts)
-		if errors.Is(err, fs.ErrNotExist) {
+	c.metadata = indexMetadata(ix.Metadata)
+	dir := vfs.Dir(c.path)
+	for i, name := range ix.Files {
+		s, err := openSafetensors(ctx, vfs.Join(dir, name), opts)
+		if notExist(err) {
 			return fmt.Errorf("checkpoint %s: shard %q listed in the weight_map is missing: %w; download it again or regenerate the index", c.path, ix.Files[i], err)
 		}
 		if err != nil {
@@ -60,7 +83,7 @@ func (c *Checkpoint) checkWeightMap(ix *safetensors.Index) error {
 		if _, ok := seen[name]; !ok {
 			shard := ix.WeightMap[name]
 			return fmt.Errorf("checkpoint %s: the weight_map maps tensor %q to shard %q, which has no such tensor (%s): %w; %s",
-				c.path, name, shard, filepath.Join(filepath.Dir(c.path), filepath.FromSlash(shard)), ErrWeightMap, fix)
+				c.path, name, shard, vfs.Join(vfs.Dir(c.path), shard), ErrWeightMap, fix)
 		}
 	}
 	return nil

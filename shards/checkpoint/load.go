@@ -38,8 +38,11 @@ func HostAllocator(size int64) (loader.Destination, func() error, error) {
 // ioAlignment is the alignment a file's read starts at: its direct-I/O
 // alignment, and at least 4 KiB so that a GPU destination's device offsets
 // also match file offsets modulo the 4 KiB cuFile's fast path wants.
-func ioAlignment(f *loader.File) int64 {
-	return max(f.Alignment(), loader.DefaultAlignment)
+func ioAlignment(f loader.Source) int64 {
+	if a, ok := f.(interface{ Alignment() int64 }); ok {
+		return max(a.Alignment(), loader.DefaultAlignment)
+	}
+	return loader.DefaultAlignment
 }
 
 // Load reads every file's data region into its own allocation from alloc,
@@ -60,7 +63,7 @@ func (c *Checkpoint) Load(ctx context.Context, alloc Allocator, lopts loader.Opt
 	if len(c.files) == 0 {
 		return nil, fmt.Errorf("checkpoint %s: load: the checkpoint is closed", c.path)
 	}
-	l := &Loaded{index: make(map[string]int)}
+	l := &Loaded{index: make(map[string]int), Metadata: c.metadata}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, l.Close())

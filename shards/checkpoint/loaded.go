@@ -13,9 +13,16 @@ type Loaded struct {
 	Tensors []Tensor
 	// Allocations are one per file, in Checkpoint.Files order.
 	Allocations []Allocation
-	// Result is the loader's report: bytes, time, path and reason, and
-	// per file whether O_DIRECT was used and any checksum.
+	// Result is the loader's report: bytes, time, route and reason, and
+	// per file whether O_DIRECT was used and any checksum. A file's
+	// checksum covers its data region (the tensors' bytes, in file
+	// order), not its header: two files holding the same tensors under
+	// different metadata have the same digest. It is not the digest of
+	// the whole file that sha256sum computes.
 	Result *loader.Result
+	// Metadata is the checkpoint's (Checkpoint.Metadata), for saving it
+	// back.
+	Metadata map[string]string
 
 	index  map[string]int
 	frees  []func() error

@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
-	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/npy"
 	"github.com/gdsload/gdsload/shards/safetensors"
+	"github.com/gdsload/gdsload/vfs"
 )
 
 // openNPY opens a .npy file and describes it as a header of one tensor
 // named after the file.
 func openNPY(ctx context.Context, path string, opts Options) (*shard, error) {
-	return openShard(ctx, path, opts, func(f *loader.File) (*safetensors.Header, error) {
+	return openShard(ctx, path, opts, func(f vfs.File) (*safetensors.Header, error) {
 		h, err := npy.ParseHeader(f, f.Size())
 		if err != nil {
 			var e *npy.Error
@@ -28,7 +27,7 @@ func openNPY(ctx context.Context, path string, opts Options) (*shard, error) {
 		if err != nil {
 			return nil, err
 		}
-		name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		name := strings.TrimSuffix(vfs.Base(path), format(path))
 		return &safetensors.Header{
 			Tensors:    []safetensors.TensorInfo{{Name: name, Dtype: dtype, Shape: h.Shape, Begin: 0, End: h.DataLen}},
 			DataOffset: h.DataOffset,

@@ -4,42 +4,50 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"strings"
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/safetensors"
+	"github.com/gdsload/gdsload/vfs"
 )
 
 // Options tune Open. The zero value is usable.
 type Options struct {
-	// Direct says whether files are opened with O_DIRECT: loader.DirectAuto
-	// (the zero value) where the file system accepts it, loader.DirectOn
-	// or fail, loader.DirectOff never.
+	// Direct says whether local files are opened with O_DIRECT:
+	// loader.DirectAuto (the zero value) where the file system accepts
+	// it, loader.DirectOn or fail, loader.DirectOff never.
 	Direct loader.DirectMode
+	// FS opens the checkpoint's files: local paths and any URL it
+	// serves (rdmafs://, s3://). Nil: Open makes a vfs.Mux with its
+	// defaults (rdmafs clients present GDSLOAD_TOKEN) and Close closes
+	// it; a given FS stays the caller's to close, after the Checkpoint.
+	FS *vfs.Mux
 }
 
 // Checkpoint is an opened checkpoint whose headers have been validated. It
 // holds its files open until Close; Load may be called any number of times
 // in between, also concurrently.
 type Checkpoint struct {
-	path  string
-	files []*shard
+	path     string
+	files    []*shard
+	metadata map[string]string
+	ownFS    *vfs.Mux // made by Open, closed by Close
 }
 
 // shard is one opened file with its validated header. A .npy file is
 // described by a header of one tensor, so every file loads the same way.
 type shard struct {
-	src    *loader.File
+	src    vfs.File
 	header *safetensors.Header
 }
 
-// Open opens the checkpoint at path: a .safetensors file, a
-// *.safetensors.index.json index (its shards are named relative to it), a
-// .npy file (one tensor named after the file, without ".npy"), or a
-// directory holding exactly one index or, without an index, exactly one
-// .safetensors file. It opens every file and validates its header through
+// Open opens the checkpoint at path, a local path or a URL that opts.FS
+// serves: a .safetensors file, a *.safetensors.index.json index (its
+// shards are named relative to it), a .npy file (one tensor named after
+// the file, without ".npy"), or a directory holding exactly one index or,
+// without an index, exactly one .safetensors file. A missing path is an
+// error matching fs.ErrNotExist. It opens every file and validates its header through
 // the opened descriptor, so the header and the data a later Load reads
 // are the same file (the loader verifies it did not change). For an index
 // it also checks that the "weight_map" and the shards agree: every listed
@@ -50,16 +58,22 @@ func Open(ctx context.Context, path string, opts Options) (_ *Checkpoint, err er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	path, err = resolve(path)
-	if err != nil {
-		return nil, err
-	}
 	c := &Checkpoint{path: path}
+	if opts.FS == nil {
+		if opts.FS, err = vfs.New(); err != nil {
+			return nil, err
+		}
+		c.ownFS = opts.FS
+	}
 	defer func() {
 		if err != nil {
 			_ = c.Close()
 		}
 	}()
+	if c.path, err = resolve(ctx, opts.FS, path); err != nil {
+		return nil, err
+	}
+	path = c.path
 	switch format(path) {
 	case ".safetensors":
 		s, err := openSafetensors(ctx, path, opts)
@@ -67,6 +81,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Checkpoint, err er
 			return nil, err
 		}
 		c.files = append(c.files, s)
+		c.metadata = s.header.Metadata
 	case ".npy":
 		s, err := openNPY(ctx, path, opts)
 		if err != nil {
@@ -85,12 +100,16 @@ func Open(ctx context.Context, path string, opts Options) (_ *Checkpoint, err er
 
 // format returns the extension that decides how path is read.
 func format(path string) string {
-	return strings.ToLower(filepath.Ext(path))
+	base := vfs.Base(path)
+	if i := strings.LastIndexByte(base, '.'); i >= 0 {
+		return strings.ToLower(base[i:])
+	}
+	return ""
 }
 
 // resolve turns a directory into the one checkpoint it holds.
-func resolve(path string) (string, error) {
-	st, err := os.Stat(path)
+func resolve(ctx context.Context, m *vfs.Mux, path string) (string, error) {
+	st, err := m.Stat(ctx, path)
 	if err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
@@ -99,10 +118,10 @@ func resolve(path string) (string, error) {
 	}
 	// One listing for both kinds; an unreadable directory lists nothing,
 	// as a glob would.
-	ents, _ := os.ReadDir(path)
-	var indexes, files []string // base names, sorted as ReadDir sorts
+	ents, _ := m.List(ctx, path)
+	var indexes, files []string // base names, sorted as List sorts
 	for _, e := range ents {
-		switch n := e.Name(); {
+		switch n := e.Rel; {
 		case strings.HasSuffix(n, ".safetensors.index.json"):
 			indexes = append(indexes, n)
 		case strings.HasSuffix(n, ".safetensors"):
@@ -110,14 +129,14 @@ func resolve(path string) (string, error) {
 		}
 	}
 	if len(indexes) == 1 {
-		return filepath.Join(path, indexes[0]), nil
+		return vfs.Join(path, indexes[0]), nil
 	}
 	if len(indexes) > 1 {
 		return "", fmt.Errorf("checkpoint %s: %w: the directory holds %d indexes (%s); name the one to load", path, ErrFormat, len(indexes), strings.Join(indexes, ", "))
 	}
 	switch len(files) {
 	case 1:
-		return filepath.Join(path, files[0]), nil
+		return vfs.Join(path, files[0]), nil
 	case 0:
 		return "", fmt.Errorf("checkpoint %s: %w: the directory holds no .safetensors file and no .safetensors.index.json", path, ErrFormat)
 	}
@@ -126,13 +145,13 @@ func resolve(path string) (string, error) {
 
 // openShard opens the file at path for loading and describes its data
 // region with describe; a failure closes the file.
-func openShard(ctx context.Context, path string, opts Options, describe func(*loader.File) (*safetensors.Header, error)) (*shard, error) {
+func openShard(ctx context.Context, path string, opts Options, describe func(vfs.File) (*safetensors.Header, error)) (*shard, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := loader.OpenFile(path, opts.Direct)
+	f, err := opts.FS.Open(ctx, path, vfs.WithDirect(opts.Direct))
 	if err != nil {
-		return nil, err // names the path
+		return nil, err // names the path or URL
 	}
 	h, err := describe(f)
 	if err != nil {
@@ -144,7 +163,7 @@ func openShard(ctx context.Context, path string, opts Options, describe func(*lo
 
 // openSafetensors opens one safetensors file and validates its header.
 func openSafetensors(ctx context.Context, path string, opts Options) (*shard, error) {
-	return openShard(ctx, path, opts, func(f *loader.File) (*safetensors.Header, error) {
+	return openShard(ctx, path, opts, func(f vfs.File) (*safetensors.Header, error) {
 		h, err := safetensors.ParseHeader(f, f.Size())
 		var e *safetensors.Error
 		if errors.As(err, &e) && e.Path == "" {
@@ -161,8 +180,8 @@ func (c *Checkpoint) Path() string { return c.path }
 // File describes one data file of a checkpoint as its validated header
 // says.
 type File struct {
-	// Path is the file's path; for an index's shards, joined to the
-	// index's directory.
+	// Path is the file's path or URL; for an index's shards, joined to
+	// the index's directory.
 	Path string
 	// Tensors are in data-region order; Begin and End are relative to
 	// DataOffset. A .npy file has one tensor, named after the file.
@@ -194,13 +213,27 @@ func (c *Checkpoint) Bytes() int64 {
 	return n
 }
 
-// Close closes the checkpoint's files. It does not free what Load
-// allocated; Loaded.Close does.
+// Metadata is the checkpoint's free-form metadata: a safetensors file's
+// "__metadata__" object, or a sharded checkpoint's index "metadata"
+// (values that are not strings in JSON form, e.g. "total_size"); nil
+// when there is none (always for .npy). The caller must not modify it.
+func (c *Checkpoint) Metadata() map[string]string { return c.metadata }
+
+// Close closes the checkpoint's files, and the vfs.Mux Open made when
+// Options.FS was nil. It does not free what Load allocated; Loaded.Close
+// does.
 func (c *Checkpoint) Close() error {
 	var errs []error
 	for _, s := range c.files {
 		errs = append(errs, s.src.Close())
 	}
 	c.files = nil
+	if c.ownFS != nil {
+		errs = append(errs, c.ownFS.Close())
+		c.ownFS = nil
+	}
 	return errors.Join(errs...)
 }
+
+// notExist reports whether err says a file is missing.
+func notExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

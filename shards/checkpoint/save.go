@@ -54,13 +54,33 @@ func SaveSafetensors(ctx context.Context, path string, tensors []SaveTensor, met
 }
 
 // Save writes the loaded tensors, wherever they live (host or GPU memory),
-// as one safetensors file at path with SaveSafetensors. A checkpoint loaded
-// to a GPU, changed there, and saved back never passes through a Go slice
-// of its own: GPU views are copied through pinned buffers or written with
+// as one safetensors file at path with SaveSafetensors: a sharded
+// checkpoint loaded this way is saved merged. A checkpoint loaded to a
+// GPU, changed there, and saved back never passes through a Go slice of
+// its own: GPU views are copied through pinned buffers or written with
 // cuFileWrite.
 func (l *Loaded) Save(ctx context.Context, path string, metadata map[string]string, opts loader.SaveOptions) (*loader.SaveResult, error) {
+	tensors, err := l.saveTensors(path)
+	if err != nil {
+		return nil, err
+	}
+	return SaveSafetensors(ctx, path, tensors, metadata, opts)
+}
+
+// SaveSharded writes the loaded tensors as a sharded checkpoint in dir,
+// with SaveSharded's options.
+func (l *Loaded) SaveSharded(ctx context.Context, dir string, metadata map[string]string, opts ...ShardOption) (*ShardedResult, error) {
+	tensors, err := l.saveTensors(dir)
+	if err != nil {
+		return nil, err
+	}
+	return SaveSharded(ctx, dir, tensors, metadata, opts...)
+}
+
+// saveTensors describes the loaded tensors for saving them to where.
+func (l *Loaded) saveTensors(where string) ([]SaveTensor, error) {
 	if l.closed {
-		return nil, fmt.Errorf("save %s: the checkpoint's memory was freed (Close)", path)
+		return nil, fmt.Errorf("save %s: the checkpoint's memory was freed (Close)", where)
 	}
 	tensors := make([]SaveTensor, len(l.Tensors))
 	for i, t := range l.Tensors {
@@ -70,9 +90,9 @@ func (l *Loaded) Save(ctx context.Context, path string, metadata map[string]stri
 		} else if rb, ok := l.Allocations[t.File].Dest.(loader.ReadBacker); ok {
 			st.Data = loader.DeviceRegion(rb, t.Offset, t.Bytes)
 		} else {
-			return nil, fmt.Errorf("save %s: tensor %q lives in memory that can be neither read nor copied back", path, t.Name)
+			return nil, fmt.Errorf("save %s: tensor %q lives in memory that can be neither read nor copied back", where, t.Name)
 		}
 		tensors[i] = st
 	}
-	return SaveSafetensors(ctx, path, tensors, metadata, opts)
+	return tensors, nil
 }

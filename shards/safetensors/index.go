@@ -55,6 +55,16 @@ func ParseIndex(path string) (*Index, error) {
 	if len(data) > MaxIndexSize {
 		return nil, &Error{Path: path, Offset: -1, Kind: ErrIndex, Detail: fmt.Sprintf("file is larger than %d bytes", MaxIndexSize)}
 	}
+	return DecodeIndex(data, path)
+}
+
+// DecodeIndex decodes and validates index JSON read from path (a path or
+// URL, which errors name and Index.Path keeps), as ParseIndex does for a
+// file it reads itself.
+func DecodeIndex(data []byte, path string) (*Index, error) {
+	if len(data) > MaxIndexSize {
+		return nil, &Error{Path: path, Offset: -1, Kind: ErrIndex, Detail: fmt.Sprintf("file is larger than %d bytes", MaxIndexSize)}
+	}
 	ix, err := parseIndex(data)
 	if err != nil {
 		return nil, withPath(err, path)

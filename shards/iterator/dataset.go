@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/gdsload/gdsload/vfs"
 )
 
 // Shard is one shard as the iterator sees it.
@@ -35,10 +36,27 @@ func (s Shard) memBytes() int64 {
 	return s.Bytes
 }
 
-// Dataset is an ordered list of shards under one root directory.
+// Dataset is an ordered list of shards under one root directory (a path,
+// or a URL for a dataset that Open found through a vfs.Mux).
 type Dataset struct {
 	Root   string
 	Shards []Shard
+
+	opener ShardOpener // reads a URL dataset's shards; nil: DirOpener
+	ownFS  *vfs.Mux    // made by Open, closed by Close
+}
+
+// Close releases what Open acquired for the dataset: the vfs.Mux it made
+// for a URL when no WithFS was given (closing the clients it dialled).
+// Iterators over the dataset must be closed first. Calling it again, or on
+// a Dataset not made by Open, does nothing.
+func (d *Dataset) Close() error {
+	if d.ownFS == nil {
+		return nil
+	}
+	err := d.ownFS.Close()
+	d.ownFS = nil
+	return err
 }
 
 // Samples returns the number of samples in the dataset.
@@ -71,16 +89,41 @@ func FromManifest(root string, m *webdataset.Manifest) *Dataset {
 	return d
 }
 
-// Open resolves a dataset source:
+// Open resolves a dataset source, a local path or a URL (rdmafs://,
+// s3://, anything the WithFS Mux serves; rdmafs://HOST:PORT/ for a
+// server's export root):
 //   - a directory with index.json: its manifest;
-//   - a directory without one: every shard in it, scanned now;
+//   - a directory without one: every shard in it (*.tar, *.tar.gz, *.tgz,
+//     *.tar.zst), sorted by name, scanned now;
 //   - a path ending in ".json": that manifest, shards beside it;
 //   - a brace pattern ("dir/shard-{000..009}.tar"): the expanded shards,
 //     scanned now, named relative to the directory before the first brace;
 //   - any other path: that single shard, scanned now.
 //
-// Scanning reads each shard once to count its samples.
-func Open(ctx context.Context, source string, opts ...webdataset.Option) (*Dataset, error) {
+// Scanning reads each shard once to count its samples (over the network
+// for a URL: run 'gdsload manifest' where the shards are to skip it).
+// Shard names, sizes and sample counts come out the same for the same
+// files on a disk or a server, so the epoch order, a function of them, is
+// the same too. Iterators made with New read a URL dataset's shards
+// through the same Mux. A missing source is an error matching
+// fs.ErrNotExist. Close the Dataset when done with it.
+func Open(ctx context.Context, source string, opts ...OpenOption) (*Dataset, error) {
+	o := openOptions{scanWorkers: DefaultScanWorkers}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if loc, err := vfs.Parse(source); err == nil && !loc.IsLocal() {
+		return openURL(ctx, source, o)
+	} else if err == nil {
+		source = loc.Path // a file:// URL names a local path
+	}
+	return openLocal(ctx, source, o.reader)
+}
+
+// openLocal resolves a local dataset source, as Open describes.
+func openLocal(ctx context.Context, source string, opts []webdataset.Option) (*Dataset, error) {
 	if strings.Contains(source, "{") {
 		return openPattern(ctx, source, opts)
 	}

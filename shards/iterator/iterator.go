@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/webdataset"
@@ -47,8 +48,9 @@ type Options struct {
 	// MaxShardBytes caps one shard's decompressed size (default
 	// webdataset.DefaultMaxShardBytes).
 	MaxShardBytes int64
-	// Opener reads shards (default DirOpener{Root: dataset root, Direct:
-	// Direct}).
+	// Opener reads shards (default: for a dataset Open found at a URL,
+	// through the Mux it was found with; else DirOpener{Root: dataset
+	// root, Direct: Direct}).
 	Opener ShardOpener
 	// Direct is the O_DIRECT mode of the default opener: DirectAuto (the
 	// zero value) bypasses the page cache where the file system allows,
@@ -72,6 +74,42 @@ type Sample struct {
 	// Fields alias a pooled shard buffer: they stay valid until the next
 	// call to Next or Close. Copy what must live longer.
 	Fields []webdataset.Field
+}
+
+// Get returns the bytes of the field with extension ext (lowercase,
+// without the dot: "jpg", "cls", "seg.png"), valid as long as Fields are.
+func (s *Sample) Get(ext string) ([]byte, bool) {
+	for _, f := range s.Fields {
+		if f.Ext == ext {
+			return f.Data, true
+		}
+	}
+	return nil, false
+}
+
+// All returns the rest of the iteration as a sequence for a range loop:
+// each sample with a nil error, then, if iteration fails, one final
+// (nil, err) — io.EOF, the normal end, is not reported. A sample's bytes
+// (Fields, Get) stay valid until the loop body returns to the next
+// iteration, as with Next: copy what must live longer. Breaking out of the
+// loop leaves the iterator where it stopped: State, then Close, as after
+// Next.
+func (it *Iterator) All(ctx context.Context) iter.Seq2[*Sample, error] {
+	return func(yield func(*Sample, error) bool) {
+		for {
+			s, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(s, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Iterator yields one rank's share of a dataset, epoch after epoch. It is
@@ -127,6 +165,9 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 	}
 	if opts.Prefetch == 0 {
 		opts.Prefetch = 2 * opts.Workers
+	}
+	if opts.Opener == nil {
+		opts.Opener = ds.opener
 	}
 	if opts.Opener == nil {
 		opts.Opener = DirOpener{Root: ds.Root, Direct: opts.Direct}

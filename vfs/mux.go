@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gdsload/gdsload/internal/regular"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/rdmafs"
 )
@@ -113,7 +114,7 @@ func (m *Mux) resolve(ctx context.Context, raw string, o openOptions) (FS, Locat
 		return nil, loc, err
 	}
 	if loc.IsLocal() {
-		return localFS{direct: o.direct, bufferSmall: o.bufferSmall}, loc, nil
+		return localFS(o), loc, nil
 	}
 	s, ok := m.schemes[loc.Scheme]
 	if !ok {
@@ -216,7 +217,7 @@ func (m *Mux) Walk(ctx context.Context, raw string) ([]Entry, error) {
 	}
 	if !fi.IsDir() {
 		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("%s: not a regular file or directory (%s)", raw, fi.Mode().Type())
+			return nil, &regular.NotRegularError{Path: raw, Mode: fi.Mode()}
 		}
 		return []Entry{{URL: loc.String(), Rel: loc.Base(), Info: fi, fsys: fsys, name: loc.Path}}, nil
 	}
@@ -329,7 +330,7 @@ func (m *Mux) OpenEntry(ctx context.Context, e Entry, opts ...OpenOption) (File,
 		return nil, err
 	}
 	if _, local := e.fsys.(localFS); local {
-		return localFS{direct: o.direct, bufferSmall: o.bufferSmall}.Open(ctx, e.name)
+		return localFS(o).Open(ctx, e.name)
 	}
 	if op, ok := e.fsys.(InfoOpener); ok && e.Info != nil && e.Info.Mode().IsRegular() {
 		return op.OpenInfo(ctx, e.name, e.Info)

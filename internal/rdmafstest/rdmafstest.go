@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 
 	"github.com/gdsload/gdsload/rdmafs"
@@ -21,6 +22,14 @@ var Token = []byte("rdmafstest-token-0123456789abcdef")
 // its connections drain, when the test ends.
 func Serve(t testing.TB, root string) string {
 	t.Helper()
+	url, _ := Start(t, root)
+	return url
+}
+
+// Start is Serve that also returns a function stopping the server before
+// the test ends (a server going away); calling it again does nothing.
+func Start(t testing.TB, root string) (string, func()) {
+	t.Helper()
 	srv, err := rdmafs.NewServer(rdmafs.ServerConfig{Root: root, Token: Token, PoolBuffers: 16, BufferSize: 256 << 10,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -33,13 +42,17 @@ func Serve(t testing.TB, root string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("rdmafs server: %v", err)
-		}
-	})
-	return "rdmafs://" + ln.Addr().String()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("rdmafs server: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return "rdmafs://" + ln.Addr().String(), stop
 }
 
 // Options are the client options that reach the server.

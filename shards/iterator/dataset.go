@@ -114,9 +114,13 @@ func Open(ctx context.Context, source string, opts ...OpenOption) (*Dataset, err
 			return nil, err
 		}
 	}
-	if loc, err := vfs.Parse(source); err == nil && !loc.IsLocal() {
+	loc, err := vfs.Parse(source)
+	switch {
+	case err != nil && vfs.IsURL(source):
+		return nil, fmt.Errorf("iterator: dataset source: %w", err)
+	case err == nil && !loc.IsLocal():
 		return openURL(ctx, source, o)
-	} else if err == nil {
+	case err == nil:
 		source = loc.Path // a file:// URL names a local path
 	}
 	return openLocal(ctx, source, o.reader)

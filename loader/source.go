@@ -85,8 +85,3 @@ type DeviceMemory interface {
 type DeviceBinder interface {
 	BindDevice(mem DeviceMemory) (DeviceReaderSource, bool)
 }
-
-// Opener opens a Source by name.
-type Opener interface {
-	Open(ctx context.Context, name string) (Source, error)
-}

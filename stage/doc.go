@@ -6,8 +6,9 @@
 // The package owns the staging engine and its guarantees:
 //   - what to stage: Expand turns sources (files, directories copied like
 //     `rsync SRC/ DST`, brace patterns, sharded safetensors checkpoints
-//     through their *.safetensors.index.json, remote URLs) into Entries,
-//     with the digests a shards manifest (index.json) promises;
+//     through their *.safetensors.index.json), local or at URLs, into
+//     Entries, with the digests a shards manifest (index.json,
+//     webdataset.ManifestIndex) promises;
 //   - how bytes move: one loader.Load per batch of files reads chunks in
 //     parallel (O_DIRECT where possible) into a reused ring of aligned
 //     buffers, and each committed chunk is written with pwrite at the same
@@ -24,7 +25,8 @@
 //     (SidecarName) holds a journal of the files staged and verified and a
 //     lock that keeps two stages out of one destination.
 //
-// It knows nothing of the command line: sources are opened through a
-// loader.Opener the caller supplies (the CLI maps rdmafs:// URLs to its
-// remote client).
+// Staging into GPU memory instead of a directory is ToGPU.
+//
+// It knows nothing of the command line: sources are local paths or URLs
+// opened through the vfs.Mux in Options.FS.
 package stage

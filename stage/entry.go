@@ -5,21 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/gdsload/gdsload/vfs"
 )
 
 // Entry is one file to stage.
 type Entry struct {
-	// Source is the name the Opener opens: a local path or a URL.
+	// Source is what Options.FS opens: a local path or a URL.
 	Source string
 	// Rel is the slash-separated path of the file under the destination.
 	Rel string
@@ -33,40 +31,37 @@ type Entry struct {
 	Expect, Manifest string
 }
 
-// Lister lists what a remote URL names: the file itself, or every file
-// below a directory, each with Source (a URL the Opener opens), Rel
-// relative to the listed URL (a file's base name for a file), Size and,
-// when known, ModTime. The command line lists rdmafs:// URLs with it.
-type Lister interface {
-	List(ctx context.Context, url string) ([]Entry, error)
-}
-
 // maxBraceNames bounds a brace pattern on the command line.
 const maxBraceNames = 1_000_000
 
-// Expand turns sources into entries, in order:
+// Expand turns sources (local paths or URLs that m serves) into entries,
+// in order:
 //   - a file lands under its base name;
-//   - a directory puts its files (recursively, keeping relative paths)
-//     directly into the destination, as `rsync SRC/ DST` does, leaving out
-//     a sidecar folder and temporary files of an earlier stage;
+//   - a directory puts its files (recursively, keeping relative paths,
+//     following links to files) directly into the destination, as
+//     `rsync SRC/ DST` does, leaving out a sidecar folder and temporary
+//     files of an earlier stage;
 //   - a brace pattern ("shard-{000..009}.bin") expands first;
 //   - a *.safetensors.index.json brings the index and every file of its
-//     weight_map, keeping their paths relative to the index;
-//   - a URL ("rdmafs://host/path") is what lister lists: a file under its
-//     base name, a directory's files directly into the destination; with
-//     a nil lister, a file under its base name and a trailing slash is
-//     refused. A remote *.safetensors.index.json is refused: name the
-//     index and its shards instead.
+//     weight_map, keeping their paths relative to the index.
 //
-// A shards manifest (index.json with per-shard sha256) in a source
-// directory, or beside a file, sets Expect for the files it lists. Two
-// sources that would land on the same path are an error naming both.
-func Expand(ctx context.Context, sources []string, lister Lister) ([]Entry, error) {
-	x := expander{ctx: ctx, lister: lister, manifests: map[string]*manifest{}, byRel: map[string]string{}}
+// Local paths and URLs (rdmafs://host/path, s3://bucket/key) are treated
+// alike. A shards manifest (index.json with per-shard sha256) in a source
+// directory, or beside a file, sets Expect for the files it lists, and a
+// file whose size differs from the one listed is refused. Two sources that
+// would land on the same path are an error naming both. A nil m is a Mux
+// with its defaults, made and closed for the call.
+func Expand(ctx context.Context, m *vfs.Mux, sources []string) (_ []Entry, err error) {
+	if m == nil {
+		if m, err = vfs.New(); err != nil {
+			return nil, err
+		}
+		defer m.Close()
+	}
+	x := expander{ctx: ctx, m: m, manifests: webdataset.NewManifests(m), byRel: map[string]string{}}
 	for _, s := range sources {
 		names := []string{s}
 		if strings.Contains(s, "{") {
-			var err error
 			if names, err = webdataset.ExpandN(s, maxBraceNames); err != nil {
 				return nil, fmt.Errorf("source %q: %w", s, err)
 			}
@@ -85,40 +80,14 @@ func Expand(ctx context.Context, sources []string, lister Lister) ([]Entry, erro
 
 type expander struct {
 	ctx       context.Context
-	lister    Lister
+	m         *vfs.Mux
+	manifests *webdataset.Manifests
 	out       []Entry
-	manifests map[string]*manifest // by directory; nil when it has none
-	byRel     map[string]string    // Rel → Source, for collisions
+	byRel     map[string]string // Rel → Source, for collisions
 }
 
 func (x *expander) add(name string) error {
-	if isURL(name) {
-		u, err := url.Parse(name)
-		if err != nil {
-			return fmt.Errorf("source %q: %w", name, err)
-		}
-		base := path.Base(u.Path)
-		if strings.HasSuffix(base, ".safetensors.index.json") {
-			return fmt.Errorf("source %s: staging a remote checkpoint through its index is not supported yet; name the index and its shards (a brace pattern works)", name)
-		}
-		if x.lister != nil {
-			es, err := x.lister.List(x.ctx, name)
-			if err != nil {
-				return fmt.Errorf("listing source %s: %w", name, err)
-			}
-			for _, e := range es {
-				if err := x.emit(e); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if base == "." || base == "/" || strings.HasSuffix(u.Path, "/") {
-			return fmt.Errorf("source %s: staging a remote directory needs a lister; name its files (a brace pattern works)", name)
-		}
-		return x.emit(Entry{Source: name, Rel: base, Size: -1})
-	}
-	st, err := os.Stat(name)
+	st, err := x.m.Stat(x.ctx, name)
 	if err != nil {
 		return sourceError(name, err)
 	}
@@ -130,85 +99,78 @@ func (x *expander) add(name string) error {
 	case strings.HasSuffix(name, ".safetensors.index.json"):
 		return x.addIndex(name, st)
 	}
-	return x.addFile(name, filepath.Base(name), st, filepath.Dir(name), filepath.Base(name))
+	return x.addFile(name, vfs.Base(name), st, vfs.Dir(name), vfs.Base(name))
 }
 
 func (x *expander) addDir(root string) error {
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return sourceError(p, err)
-		}
-		if d.IsDir() && d.Name() == SidecarName && p != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || loader.IsTempName(d.Name()) {
-			return nil
-		}
-		st, err := os.Stat(p) // follows a symlink to the file it names
-		if err != nil {
-			return sourceError(p, err)
-		}
-		if !st.Mode().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		return x.addFile(p, filepath.ToSlash(rel), st, root, filepath.ToSlash(rel))
-	})
-}
-
-func (x *expander) addIndex(name string, st os.FileInfo) error {
-	ix, err := safetensors.ParseIndex(name)
+	entries, err := x.m.Walk(x.ctx, root)
 	if err != nil {
-		return fmt.Errorf("source %s: %w", name, err)
+		return sourceError(root, err)
 	}
-	dir := filepath.Dir(name)
-	if err := x.addFile(name, filepath.Base(name), st, dir, filepath.Base(name)); err != nil {
-		return err
-	}
-	for i, p := range ix.FilePaths() {
-		fst, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("shard %s of %s: %w", ix.Files[i], name, sourceError(p, err))
+	for _, e := range entries {
+		if inSidecar(e.Rel) || loader.IsTempName(path.Base(e.Rel)) {
+			continue
 		}
-		if err := x.addFile(p, ix.Files[i], fst, dir, ix.Files[i]); err != nil {
+		if err := x.addFile(e.URL, e.Rel, e.Info, root, e.Rel); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// addFile emits a local file; manifestDir and manifestName say where a
-// manifest listing it would be and under which name.
-func (x *expander) addFile(p, rel string, st os.FileInfo, manifestDir, manifestName string) error {
+// inSidecar reports whether rel lies in a stage sidecar folder.
+func inSidecar(rel string) bool {
+	dir := path.Dir(rel)
+	for dir != "." && dir != "/" {
+		if path.Base(dir) == SidecarName {
+			return true
+		}
+		dir = path.Dir(dir)
+	}
+	return false
+}
+
+func (x *expander) addIndex(name string, st fs.FileInfo) error {
+	b, err := x.m.ReadFile(x.ctx, name, safetensors.MaxIndexSize)
+	if err != nil {
+		return sourceError(name, err)
+	}
+	ix, err := safetensors.DecodeIndex(b, name)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", name, err)
+	}
+	dir := vfs.Dir(name)
+	if err := x.addFile(name, vfs.Base(name), st, dir, vfs.Base(name)); err != nil {
+		return err
+	}
+	for _, f := range ix.Files {
+		p := vfs.Join(dir, f)
+		fst, err := x.m.Stat(x.ctx, p)
+		if err != nil {
+			return fmt.Errorf("shard %s of %s: %w", f, name, sourceError(p, err))
+		}
+		if err := x.addFile(p, f, fst, dir, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addFile emits a file; manifestDir and manifestName say where a manifest
+// listing it would be and under which name.
+func (x *expander) addFile(p, rel string, st fs.FileInfo, manifestDir, manifestName string) error {
 	e := Entry{Source: p, Rel: rel, Size: st.Size(), ModTime: st.ModTime()}
-	m, err := x.manifest(manifestDir)
+	ix, err := x.manifests.In(x.ctx, manifestDir)
 	if err != nil {
 		return err
 	}
-	if m != nil {
-		if s, ok := m.shards[manifestName]; ok {
-			if s.Bytes != e.Size {
-				return fmt.Errorf("source %s is %d bytes, but the manifest %s lists %d; the source or the manifest is stale", p, e.Size, m.path, s.Bytes)
-			}
-			e.Expect, e.Manifest = s.SHA256, m.path
+	if s, ok := ix.Lookup(manifestName); ok {
+		if err := s.CheckSize("source "+p, e.Size, ix.Path); err != nil {
+			return err
 		}
+		e.Expect, e.Manifest = s.SHA256, ix.Path
 	}
 	return x.emit(e)
-}
-
-func (x *expander) manifest(dir string) (*manifest, error) {
-	if m, ok := x.manifests[dir]; ok {
-		return m, nil
-	}
-	m, err := readManifest(filepath.Join(dir, manifestName))
-	if err != nil {
-		return nil, err
-	}
-	x.manifests[dir] = m
-	return m, nil
 }
 
 func (x *expander) emit(e Entry) error {
@@ -223,9 +185,8 @@ func (x *expander) emit(e Entry) error {
 	return nil
 }
 
-func isURL(s string) bool { return strings.Contains(s, "://") }
-
-// sourceError says what is wrong with a source and what to do.
+// sourceError says what is wrong with a source and what to do; the
+// SourceError wraps the cause.
 func sourceError(p string, err error) error {
 	var se *SourceError
 	if errors.As(err, &se) {

@@ -3,37 +3,24 @@ package stage
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/gdsload/gdsload/loader"
-	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdsload/gdsload/internal/rdmafstest"
+	"github.com/gdsload/gdsload/rdmafs"
+	"github.com/gdsload/gdsload/vfs"
 )
 
-// remoteOpener opens rdmafs:// URLs through one client, as the command
-// line does.
-type remoteOpener struct{ cl *rdmafs.Client }
-
-// remoteFile adds the modification time the stage journal needs.
-type remoteFile struct{ *rdmafs.File }
-
-func (f remoteFile) ModTime() time.Time { return f.Stat().ModTime() }
-
-func (o remoteOpener) Open(ctx context.Context, name string) (loader.Source, error) {
-	u, err := rdmafs.ParseURL(name)
-	if err != nil {
-		return nil, err
-	}
-	f, err := o.cl.Open(ctx, u.Path)
-	if err != nil {
-		return nil, err
-	}
-	return remoteFile{f}, nil
+func remoteFS(t *testing.T, opts ...rdmafs.Option) *vfs.Mux {
+	t.Helper()
+	m, err := vfs.New(vfs.WithRDMAFS(append(rdmafstest.Options(), opts...)...))
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
 }
 
 func TestStageFromRdmafsServer(t *testing.T) {
@@ -41,23 +28,11 @@ func TestStageFromRdmafsServer(t *testing.T) {
 	for i := range 4 {
 		writeFile(t, export, fmt.Sprintf("ckpt/shard-%02d.bin", i), 1<<20+i*1000, uint64(i))
 	}
-	token := []byte("stage-test-token-0123456789abcdef")
-	srv, err := rdmafs.NewServer(rdmafs.ServerConfig{Root: export, Token: token, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
+	remote := rdmafstest.Serve(t, export)
+	m := remoteFS(t, rdmafs.WithTimeout(2*time.Second), rdmafs.WithRetryDeadline(300*time.Millisecond))
 
-	cl, err := rdmafs.Dial(context.Background(), ln.Addr().String(), rdmafs.WithToken(token),
-		rdmafs.WithTimeout(2*time.Second), rdmafs.WithRetryDeadline(300*time.Millisecond))
-	require.NoError(t, err)
-	defer cl.Close()
-
-	pattern := "rdmafs://" + ln.Addr().String() + "/ckpt/shard-{00..03}.bin"
-	opts := Options{Opener: remoteOpener{cl}, Workers: 4, ChunkSize: 256 << 10}
+	pattern := remote + "/ckpt/shard-{00..03}.bin"
+	opts := Options{FS: m, Workers: 4, ChunkSize: 256 << 10}
 	res, err := stage(t, dst, opts, pattern)
 	require.NoError(t, err)
 	require.Equal(t, 4, res.Copied)
@@ -72,12 +47,64 @@ func TestStageFromRdmafsServer(t *testing.T) {
 	require.Zero(t, res.Copied)
 	require.Equal(t, 4, res.Skipped)
 
-	// A server that went away is an error naming the file; nothing partial stays.
+	// A brace pattern expands to entries with the sizes and times the
+	// server reports.
+	es, err := Expand(context.Background(), m, []string{remote + "/ckpt/shard-{00..01}.bin"})
+	require.NoError(t, err)
+	require.Len(t, es, 2)
+	require.Equal(t, Entry{Source: remote + "/ckpt/shard-00.bin", Rel: "shard-00.bin", Size: 1 << 20, ModTime: es[0].ModTime}, es[0])
+	require.False(t, es[0].ModTime.IsZero())
+}
+
+// A remote directory stages like a local one (its files directly into
+// the destination, checked against its manifest), and so does a remote
+// sharded checkpoint through its index.json (issue 16: refused before).
+func TestStageRemoteDirectoryAndIndex(t *testing.T) {
+	export := t.TempDir()
+	index, files := makeCheckpoint(t, export)
+	writeFile(t, export, "data/a.bin", 5000, 1)
+	writeFile(t, export, "data/sub/b.bin", 70000, 2)
+	manifest := fmt.Sprintf(`{"format":"webdataset","version":1,"shards":[{"name":"a.bin","bytes":5000,"samples":1,"sha256":%q}]}`,
+		fileSHA(t, filepath.Join(export, "data/a.bin")))
+	require.NoError(t, os.WriteFile(filepath.Join(export, "data/index.json"), []byte(manifest), 0o644))
+	remote := rdmafstest.Serve(t, export)
+	m := remoteFS(t)
+
+	dst := t.TempDir()
+	res, err := stage(t, dst, Options{FS: m}, remote+"/"+filepath.Base(index))
+	require.NoError(t, err)
+	require.Equal(t, 4, res.Copied, "the index and its three shards")
+	requireSame(t, export, dst, files...)
+	require.NoFileExists(t, filepath.Join(dst, "stray.bin"))
+
+	dst = t.TempDir()
+	res, err = stage(t, dst, Options{FS: m}, remote+"/data/")
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Copied, "a.bin, sub/b.bin and the manifest")
+	requireSame(t, filepath.Join(export, "data"), dst, "a.bin", "sub/b.bin", "index.json")
+	f := byName(res)["a.bin"]
+	require.Equal(t, remote+"/data/index.json", f.Manifest, "checked against the remote manifest")
+
+	// A remote shard whose size differs from its manifest is refused
+	// before anything is copied.
+	writeFile(t, export, "data/a.bin", 4999, 1)
+	_, err = stage(t, t.TempDir(), Options{FS: m}, remote+"/data/")
+	require.ErrorContains(t, err, "4999 bytes, the manifest lists 5000")
+}
+
+// A server that went away is an error naming the file; nothing partial
+// stays.
+func TestStageServerGone(t *testing.T) {
+	export := t.TempDir()
 	writeFile(t, export, "ckpt/shard-99.bin", 3<<20, 9)
-	cancel()
-	<-done
-	done <- nil
-	_, err = stage(t, t.TempDir(), Options{Opener: remoteOpener{cl}, Workers: 2}, "rdmafs://"+ln.Addr().String()+"/ckpt/shard-99.bin")
+	m := remoteFS(t, rdmafs.WithTimeout(2*time.Second), rdmafs.WithRetryDeadline(300*time.Millisecond))
+	remote, stop := rdmafstest.Start(t, export)
+	entries, err := Expand(context.Background(), m, []string{remote + "/ckpt/shard-99.bin"})
+	require.NoError(t, err)
+	stop()
+	dst := t.TempDir()
+	_, err = stageEntries(t, dst, Options{FS: m, Workers: 2}, entries)
 	require.Error(t, err)
 	require.ErrorContains(t, err, "shard-99.bin")
+	requireClean(t, dst)
 }

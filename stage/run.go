@@ -303,7 +303,7 @@ func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
 	var size int64
 	for _, i := range idx {
 		it := r.p.items[i]
-		src, err := r.s.opts.Opener.Open(ctx, it.Source)
+		src, err := r.s.open(ctx, it.Source)
 		if err != nil {
 			b.abort()
 			return nil, &openError{i, sourceError(it.Source, err)}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/vfs"
 )
 
 // SidecarName is the folder inside a destination that holds the stage
@@ -59,9 +60,11 @@ type ModTimer interface {
 
 // Options tune a stage. The zero value stages local files with sha256.
 type Options struct {
-	// Opener opens entries' sources; nil opens local files with
-	// loader.OpenFile and ReadDirect.
-	Opener loader.Opener
+	// FS opens the entries' sources: local paths, and the URLs it serves
+	// (rdmafs://, s3://). Nil: Open and Preview make a vfs.Mux with its
+	// defaults (rdmafs clients present GDSLOAD_TOKEN), which Close
+	// closes; a given FS stays the caller's to close, after the Stager.
+	FS *vfs.Mux
 	// ReadDirect and WriteDirect select O_DIRECT for reading local sources
 	// and for writing staged files (default auto: where the file system
 	// takes it, saying why not otherwise).
@@ -107,16 +110,7 @@ func (o Options) withDefaults() Options {
 	if o.Verify == "" {
 		o.Verify = VerifyDigest
 	}
-	if o.Opener == nil {
-		o.Opener = localOpener{o.ReadDirect}
-	}
 	return o
-}
-
-type localOpener struct{ mode loader.DirectMode }
-
-func (l localOpener) Open(_ context.Context, name string) (loader.Source, error) {
-	return loader.OpenFile(name, l.mode)
 }
 
 // Stager stages into one destination directory, which it holds locked
@@ -131,21 +125,42 @@ type Stager struct {
 	j          *journal
 	removed    int
 	dirs       map[string]bool // directories known to exist
+	ownFS      *vfs.Mux        // made for the stage, closed by Close
 }
 
-func newStager(dest string, opts Options) *Stager {
+func newStager(dest string, opts Options) (*Stager, error) {
 	s := &Stager{dest: dest, side: filepath.Join(dest, SidecarName), opts: opts.withDefaults(), dirs: map[string]bool{}}
+	if s.opts.FS == nil {
+		m, err := vfs.New()
+		if err != nil {
+			return nil, err
+		}
+		s.opts.FS, s.ownFS = m, m
+	}
 	s.absDest, _ = filepath.Abs(dest)
 	s.wd, _ = os.Getwd()
-	return s
+	return s, nil
+}
+
+// open opens a source for reading, local files with ReadDirect.
+func (s *Stager) open(ctx context.Context, name string) (vfs.File, error) {
+	return s.opts.FS.Open(ctx, name, vfs.WithDirect(s.opts.ReadDirect))
 }
 
 // Open prepares dest for staging: creates it and its sidecar folder, takes
 // the lock (failing with ErrLocked, naming the holder's pid, when another
 // stage holds it), removes temporary files that interrupted runs left, and
 // reads the journal of files already staged.
-func Open(dest string, opts Options) (*Stager, error) {
-	s := newStager(dest, opts)
+func Open(dest string, opts Options) (_ *Stager, err error) {
+	s, err := newStager(dest, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.closeFS()
+		}
+	}()
 	if err := os.MkdirAll(s.side, 0o755); err != nil {
 		return nil, destError(dest, err)
 	}
@@ -165,13 +180,21 @@ func Open(dest string, opts Options) (*Stager, error) {
 	return s, nil
 }
 
-// Close releases the lock.
+// Close releases the lock, and the vfs.Mux the stage made.
 func (s *Stager) Close() error {
 	err := s.j.close()
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
 	}
+	s.closeFS()
 	return err
+}
+
+func (s *Stager) closeFS() {
+	if s.ownFS != nil {
+		_ = s.ownFS.Close()
+		s.ownFS = nil
+	}
 }
 
 // removeStaleTemps removes the temporary files of interrupted runs, in the
@@ -249,7 +272,11 @@ func (p *Plan) Entries() []PlannedEntry {
 // only read. Its plan says what a Run would copy and skip now (a stage
 // running meanwhile may change that).
 func Preview(ctx context.Context, dest string, entries []Entry, opts Options) (*Plan, error) {
-	s := newStager(dest, opts)
+	s, err := newStager(dest, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer s.closeFS()
 	recs, err := readJournal(filepath.Join(s.side, journalName))
 	if err != nil {
 		return nil, err
@@ -391,7 +418,7 @@ func CheckDestination(sources []string, dest string) error {
 		return nil
 	}
 	for _, src := range sources {
-		if isURL(src) || strings.Contains(src, "{") {
+		if vfs.IsURL(src) || strings.Contains(src, "{") {
 			continue
 		}
 		if st, err := os.Stat(src); err != nil || !st.IsDir() {
@@ -434,7 +461,7 @@ func resolvePath(p string) (string, error) {
 // outsideDest refuses a local source inside the destination: its copy
 // would be staged again, one level deeper, on every run.
 func (s *Stager) outsideDest(src string) error {
-	if isURL(src) {
+	if vfs.IsURL(src) {
 		return nil
 	}
 	if s.absDest == "" || (s.wd == "" && !filepath.IsAbs(src)) {
@@ -450,18 +477,14 @@ func (s *Stager) outsideDest(src string) error {
 	return nil
 }
 
-// describe opens a source listed without a size (a URL) to learn it.
+// describe opens a source listed without a size to learn it.
 func (s *Stager) describe(ctx context.Context, e *Entry) error {
-	src, err := s.opts.Opener.Open(ctx, e.Source)
+	src, err := s.open(ctx, e.Source)
 	if err != nil {
 		return sourceError(e.Source, err)
 	}
-	e.Size = src.Size()
-	if m, ok := src.(ModTimer); ok {
-		e.ModTime = m.ModTime()
-	}
-	closeSource(src)
-	return nil
+	e.Size, e.ModTime = src.Size(), src.ModTime()
+	return src.Close()
 }
 
 func closeSource(src loader.Source) {

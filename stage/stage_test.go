@@ -17,6 +17,7 @@ import (
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/safetensors"
+	"github.com/gdsload/gdsload/vfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -290,7 +291,7 @@ func TestStageErrors(t *testing.T) {
 	// A source that vanishes between listing and staging.
 	src := t.TempDir()
 	p := writeFile(t, src, "gone.bin", 100, 1)
-	entries, err := Expand(context.Background(), []string{src}, nil)
+	entries, err := Expand(context.Background(), nil, []string{src})
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(p))
 	_, err = stageEntries(t, dst, Options{}, entries)
@@ -304,33 +305,28 @@ func TestStageErrors(t *testing.T) {
 	_, err = stage(t, filepath.Join(src, "nvme"), Options{}, src)
 	require.ErrorContains(t, err, "is inside the destination")
 
-	// Remote sources the Opener cannot list.
-	_, err = Expand(context.Background(), []string{"rdmafs://h:1/ckpt/"}, nil)
-	require.ErrorContains(t, err, "remote directory needs a lister")
-	_, err = Expand(context.Background(), []string{"rdmafs://h:1/ckpt/model.safetensors.index.json"}, nil)
-	require.ErrorContains(t, err, "through its index is not supported")
-	es, err := Expand(context.Background(), []string{"rdmafs://h:1/ckpt/s-{0..1}.bin"}, nil)
-	require.NoError(t, err)
-	require.Equal(t, []Entry{{Source: "rdmafs://h:1/ckpt/s-0.bin", Rel: "s-0.bin", Size: -1}, {Source: "rdmafs://h:1/ckpt/s-1.bin", Rel: "s-1.bin", Size: -1}}, es)
+	// A server that cannot be reached is an error naming it.
+	_, err = Expand(context.Background(), nil, []string{"rdmafs://127.0.0.1:1/ckpt/"})
+	require.ErrorContains(t, err, "127.0.0.1:1")
 
 	// An index.json of another kind is data, not a manifest; a broken
 	// manifest is an error naming it.
 	other := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(other, "index.json"), []byte(`{"pages":[1]}`), 0o644))
 	writeFile(t, other, "x.bin", 10, 1)
-	es, err = Expand(context.Background(), []string{other}, nil)
+	es, err := Expand(context.Background(), nil, []string{other})
 	require.NoError(t, err)
 	require.Len(t, es, 2)
 	require.Empty(t, es[1].Expect)
 	require.NoError(t, os.WriteFile(filepath.Join(other, "index.json"), []byte(`{"shards":[{"name":"x.bin","sha256":"zz"}]}`), 0o644))
-	_, err = Expand(context.Background(), []string{other}, nil)
+	_, err = Expand(context.Background(), nil, []string{other})
 	require.ErrorContains(t, err, "manifest "+filepath.Join(other, "index.json"))
 
 	// Two sources for one destination name.
 	a, b := t.TempDir(), t.TempDir()
 	writeFile(t, a, "x.bin", 1, 1)
 	writeFile(t, b, "x.bin", 1, 2)
-	_, err = Expand(context.Background(), []string{a, b}, nil)
+	_, err = Expand(context.Background(), nil, []string{a, b})
 	require.ErrorContains(t, err, "would both be staged as x.bin")
 }
 
@@ -339,7 +335,7 @@ func TestStageCancelLeavesNoTemp(t *testing.T) {
 	for i := range 8 {
 		writeFile(t, src, fmt.Sprintf("f%d.bin", i), 2<<20, uint64(i))
 	}
-	entries, err := Expand(context.Background(), []string{src}, nil)
+	entries, err := Expand(context.Background(), nil, []string{src})
 	require.NoError(t, err)
 	s, err := Open(dst, Options{Workers: 2, ChunkSize: 256 << 10})
 	require.NoError(t, err)
@@ -428,26 +424,47 @@ func TestJournalRoundTripsNonUTF8(t *testing.T) {
 	}
 }
 
-// faultyOpener opens local files, refusing some and handing out others
-// whose reads fail past a given offset.
-type faultyOpener struct {
+// faultyScheme serves local files as faulty://local/PATH, refusing to
+// open some and handing out others whose reads fail past an offset.
+type faultyScheme struct {
 	refuse   map[string]bool  // base names: open fails with EACCES
 	failRead map[string]int64 // base names: reads at or past this fail
 }
 
-func (o faultyOpener) Open(_ context.Context, name string) (loader.Source, error) {
+func (s faultyScheme) FS(context.Context, string) (vfs.FS, error) { return faultyFS{s}, nil }
+
+type faultyFS struct{ faultyScheme }
+
+func (f faultyFS) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	return vfs.Local().Stat(ctx, "/"+name)
+}
+
+func (f faultyFS) List(ctx context.Context, name string) ([]fs.FileInfo, error) {
+	return vfs.Local().List(ctx, "/"+name)
+}
+
+func (f faultyFS) Open(_ context.Context, name string) (vfs.File, error) {
 	base := filepath.Base(name)
-	if o.refuse[base] {
+	if f.refuse[base] {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
 	}
-	f, err := loader.OpenFile(name, loader.DirectAuto)
+	lf, err := loader.OpenFile("/"+name, loader.DirectAuto)
 	if err != nil {
 		return nil, err
 	}
-	if off, ok := o.failRead[base]; ok {
-		return &failingSource{File: f, at: off}, nil
+	if off, ok := f.failRead[base]; ok {
+		return &failingSource{File: lf, at: off}, nil
 	}
-	return f, nil
+	return lf, nil
+}
+
+// faultyFS is a Mux serving s under faulty://local.
+func faultyMux(t *testing.T, s faultyScheme) *vfs.Mux {
+	t.Helper()
+	m, err := vfs.New(vfs.WithScheme("faulty", s))
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
 }
 
 type failingSource struct {
@@ -473,8 +490,8 @@ func TestStageKeepsGoingPastFailedSources(t *testing.T) {
 		writeFile(t, src, rel, 300000+i, uint64(i))
 		rels = append(rels, rel)
 	}
-	bad := faultyOpener{refuse: map[string]bool{"f1.bin": true}, failRead: map[string]int64{"f4.bin": 100000}}
-	res, err := stage(t, dst, Options{Workers: 2, ChunkSize: 64 << 10, Opener: bad}, src)
+	bad := faultyMux(t, faultyScheme{refuse: map[string]bool{"f1.bin": true}, failRead: map[string]int64{"f4.bin": 100000}})
+	res, err := stage(t, dst, Options{Workers: 2, ChunkSize: 64 << 10, FS: bad}, "faulty://local"+src)
 	var pe *PartialError
 	require.ErrorAs(t, err, &pe)
 	require.Len(t, pe.Failed, 2)
@@ -499,7 +516,7 @@ func TestStageKeepsGoingPastFailedSources(t *testing.T) {
 
 	// FailFast stops at the first: nothing of the failed file is left.
 	dst = t.TempDir()
-	_, err = stage(t, dst, Options{Workers: 2, FailFast: true, Opener: bad}, src)
+	_, err = stage(t, dst, Options{Workers: 2, FailFast: true, FS: bad}, "faulty://local"+src)
 	require.ErrorIs(t, err, fs.ErrPermission)
 	require.NoFileExists(t, filepath.Join(dst, "f1.bin"))
 	requireClean(t, dst)

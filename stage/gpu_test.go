@@ -1,0 +1,65 @@
+package stage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gdsload/gdsload/cufile/fakecuda"
+	"github.com/gdsload/gdsload/internal/rdmafstest"
+	"github.com/gdsload/gdsload/loader"
+)
+
+// ToGPU loads local and remote entries into GPU memory (the CUDA test
+// double), checks their digests, as read back, against the manifest, and
+// frees everything; a manifest that disagrees names the file.
+func TestToGPUThroughTestDouble(t *testing.T) {
+	s := fakecuda.Use(t, "mode=nvfs")
+	for k, v := range s.Env() {
+		t.Setenv(k, v)
+	}
+	src := t.TempDir()
+	var shards []string
+	for i, n := range []int{4097, 2<<20 + 1, 10} {
+		name := fmt.Sprintf("shard-%d.tar", i)
+		writeFile(t, src, name, n, uint64(i))
+		shards = append(shards, fmt.Sprintf(`{"name":%q,"bytes":%d,"samples":1,"sha256":%q}`, name, n, fileSHA(t, filepath.Join(src, name))))
+	}
+	manifest := fmt.Sprintf(`{"format":"webdataset","version":1,"shards":[%s,%s,%s]}`, shards[0], shards[1], shards[2])
+	require.NoError(t, os.WriteFile(filepath.Join(src, "index.json"), []byte(manifest), 0o644))
+	remote := rdmafstest.Serve(t, src)
+	m := remoteFS(t)
+	ctx := context.Background()
+	for _, base := range []string{src, remote + "/"} {
+		entries, err := Expand(ctx, m, []string{base})
+		require.NoError(t, err)
+		res, err := ToGPU(ctx, entries, loader.Target{Kind: loader.TargetGPU}, Options{FS: m, ChunkSize: 1 << 20, Workers: 3})
+		require.NoError(t, err, base)
+		require.Equal(t, "gpu:0", res.Dest)
+		require.Equal(t, 4, res.Files)
+		for _, e := range res.Entries {
+			require.Equal(t, fileSHA(t, filepath.Join(src, e.Name)), e.Digest, e.Name)
+			if e.Name != "index.json" {
+				require.NotEmpty(t, e.Manifest, "checked against the manifest: %s", e.Name)
+			}
+		}
+		for _, c := range []string{"allocs", "pinned", "handles", "driver_refs"} {
+			require.Zero(t, s.Counter(c), "%s released", c)
+		}
+	}
+	bad := filepath.Join(src, "shard-1.tar")
+	require.NoError(t, os.WriteFile(bad, make([]byte, 2<<20+1), 0o644))
+	entries, err := Expand(ctx, m, []string{src})
+	require.NoError(t, err)
+	_, err = ToGPU(ctx, entries, loader.Target{Kind: loader.TargetGPU}, Options{FS: m})
+	require.ErrorContains(t, err, "shard-1.tar")
+	require.ErrorContains(t, err, "manifest")
+
+	require.NoError(t, s.Do("devices=0"))
+	_, err = ToGPU(ctx, entries[:1], loader.Target{Kind: loader.TargetGPU}, Options{FS: m})
+	require.ErrorContains(t, err, "no GPU")
+}

@@ -7,6 +7,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -67,10 +68,26 @@ type Options struct {
 	OnRun func(mode string, run int, s Sample)
 }
 
+// Report is what Run measured.
+type Report struct {
+	// Results has one entry per mode that ran every run, in the order
+	// given.
+	Results []Result
+	// Cache says how the page cache was treated.
+	Cache string
+	// Skipped names each mode that could not run, with the reason: a mode
+	// that failed in any run (gds refused, O_DIRECT refused, a cuFile
+	// handle that would not register) is dropped from the rounds after
+	// the failure and listed here with its error.
+	Skipped map[string]string
+}
+
 // Run measures every mode Runs times on path, alternating modes within each
-// round so slow drifts of the machine hit all of them alike. It returns one
-// Result per mode, in the order given, and how the cache was dropped.
-func Run(ctx context.Context, path string, modes []Mode, cfg Config, o Options) ([]Result, string, error) {
+// round so slow drifts of the machine hit all of them alike. A mode that
+// fails is skipped from then on, with its error as the reason, and the
+// others go on; Run fails only when no mode completes, or when the cache
+// cannot be dropped for a cold run.
+func Run(ctx context.Context, path string, modes []Mode, cfg Config, o Options) (*Report, error) {
 	if o.Runs <= 0 {
 		o.Runs = 3
 	}
@@ -78,19 +95,31 @@ func Run(ctx context.Context, path string, modes []Mode, cfg Config, o Options) 
 		o.Dropper = DropCache
 	}
 	samples := make([][]Sample, len(modes))
-	how := "warm (page cache kept)"
+	failed := make([]error, len(modes))
+	rep := &Report{Cache: "warm (page cache kept)", Skipped: map[string]string{}}
 	for run := range o.Runs {
 		for i, m := range modes {
+			if failed[i] != nil {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if o.Cold {
 				h, err := o.Dropper(path)
 				if err != nil {
-					return nil, "", err
+					return nil, err
 				}
-				how = h
+				rep.Cache = h
 			}
 			s, err := m.Run(ctx, path, cfg)
 			if err != nil {
-				return nil, "", fmt.Errorf("mode %s, run %d: %w", m.Name, run+1, err)
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				failed[i] = fmt.Errorf("mode %s, run %d: %w", m.Name, run+1, err)
+				rep.Skipped[m.Name] = failed[i].Error()
+				continue
 			}
 			if o.OnRun != nil {
 				o.OnRun(m.Name, run, s)
@@ -98,11 +127,15 @@ func Run(ctx context.Context, path string, modes []Mode, cfg Config, o Options) 
 			samples[i] = append(samples[i], s)
 		}
 	}
-	out := make([]Result, len(modes))
 	for i, m := range modes {
-		out[i] = summarise(m.Name, samples[i])
+		if failed[i] == nil {
+			rep.Results = append(rep.Results, summarise(m.Name, samples[i]))
+		}
 	}
-	return out, how, nil
+	if len(rep.Results) == 0 && len(modes) > 0 {
+		return nil, errors.Join(failed...)
+	}
+	return rep, nil
 }
 
 func summarise(mode string, ss []Sample) Result {

@@ -20,12 +20,13 @@ func TestRunAlternatesModesAndSummarises(t *testing.T) {
 		}}
 	}
 	drops := 0
-	res, how, err := Run(context.Background(), "f", []Mode{mk("a", time.Second), mk("b", 2*time.Second)}, Config{},
+	rep, err := Run(context.Background(), "f", []Mode{mk("a", time.Second), mk("b", 2*time.Second)}, Config{},
 		Options{Runs: 3, Cold: true, Dropper: func(string) (string, error) { drops++; return "cold (test)", nil }})
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b", "a", "b", "a", "b"}, order, "modes alternate within each round")
 	require.Equal(t, 6, drops, "cache dropped before every run")
-	require.Equal(t, "cold (test)", how)
+	require.Equal(t, "cold (test)", rep.Cache)
+	res := rep.Results
 	require.InDelta(t, 1.0, res[0].GiBPerS, 1e-9)
 	require.InDelta(t, 0.5, res[1].GiBPerS, 1e-9)
 	require.InDelta(t, 0.5, res[0].CPUSecondsPerGiB, 1e-9)
@@ -34,7 +35,7 @@ func TestRunAlternatesModesAndSummarises(t *testing.T) {
 
 func TestRunReportsModeErrors(t *testing.T) {
 	bad := Mode{Name: "bad", Run: func(context.Context, string, Config) (Sample, error) { return Sample{}, errors.New("boom") }}
-	_, _, err := Run(context.Background(), "f", []Mode{bad}, Config{}, Options{Runs: 1})
+	_, err := Run(context.Background(), "f", []Mode{bad}, Config{}, Options{Runs: 1})
 	require.ErrorContains(t, err, "mode bad, run 1: boom")
 }
 

@@ -878,6 +878,7 @@ EXPORT CUfileError_t cuFileHandleRegister(void **out, CUfileDescr_t *d) {
   if (!(fl & O_DIRECT) && !compat) return cf(5020, 0); /* CU_FILE_DIO_NOT_SET */
   struct stat st;
   if (fstat(d->handle.fd, &st) != 0) return cf(5022, 0);
+  if (fault_is("handle_register", NULL)) return cf(5030, 0); /* CU_FILE_INTERNAL_ERROR */
   struct fh *h = calloc(1, sizeof *h);
   h->fd = d->handle.fd;
   h->dev = st.st_dev;

@@ -1,7 +1,8 @@
-package main
+package inspect
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -11,7 +12,22 @@ import (
 
 	"github.com/gdsload/gdsload/shards/npy"
 	"github.com/gdsload/gdsload/shards/safetensors"
+	"github.com/gdsload/gdsload/vfs"
 )
+
+// inspectTensorFile is Tensors on a local file, with its report's text.
+func inspectTensorFile(path string) (Report, string, error) {
+	m, err := vfs.New()
+	if err != nil {
+		return nil, "", err
+	}
+	defer m.Close()
+	rep, err := Tensors(context.Background(), m, path)
+	if err != nil {
+		return nil, "", err
+	}
+	return rep, rep.String(), nil
+}
 
 func writeTensorFile(t *testing.T, name string, encode func(*bytes.Buffer) error) string {
 	t.Helper()
@@ -94,8 +110,8 @@ func TestInspectTensorFileNPY(t *testing.T) {
 }
 
 func TestInspectTensorFileErrors(t *testing.T) {
-	if rep, text, err := inspectTensorFile("shard-000.tar"); !errors.Is(err, errNotTensorFile) || rep != nil || text != "" {
-		t.Errorf("tar: got %v %q %v, want errNotTensorFile", rep, text, err)
+	if rep, text, err := inspectTensorFile("shard-000.tar"); !errors.Is(err, ErrUnknownType) || rep != nil || text != "" {
+		t.Errorf("tar: got %v %q %v, want ErrUnknownType", rep, text, err)
 	}
 	bad := writeTensorFile(t, "bad.safetensors", func(b *bytes.Buffer) error { _, err := b.WriteString("short"); return err })
 	if _, _, err := inspectTensorFile(bad); !errors.Is(err, safetensors.ErrHeaderTruncated) || !strings.Contains(err.Error(), bad) {

@@ -42,7 +42,7 @@ type GPUDirect struct {
 
 // Route is RouteGDS. A file without an O_DIRECT descriptor still goes
 // through pinned memory, and the load's result says so for that file.
-func (d *GPUDirect) Route() Route { return RouteGDS }
+func (g *GPUDirect) Route() Route { return RouteGDS }
 
 // cachedHandle is a registered descriptor and the file it named, so a
 // reused descriptor number is never read through a stale handle.

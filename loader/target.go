@@ -289,7 +289,10 @@ func (l *Landing) Jobs(srcs []Source) ([]Job, error) {
 // Load lays out srcs with Jobs and loads them with opts, recording the
 // landing's reason; opts.Workers and ChunkSize default to the landing's.
 // The bytes stay in the landing's memory (device memory) until Close; a
-// host ring keeps none.
+// host ring keeps none. When it returns, the destinations hold nothing on
+// the sources (cuFile handles are deregistered), so the caller may close
+// them before or after the Landing. Callers of Jobs and loader.Load close
+// the Landing before the sources instead.
 func (l *Landing) Load(ctx context.Context, srcs []Source, opts Options) (*Result, error) {
 	jobs, err := l.Jobs(srcs)
 	if err != nil {
@@ -304,7 +307,22 @@ func (l *Landing) Load(ctx context.Context, srcs []Source, opts Options) (*Resul
 	if opts.Reason == "" {
 		opts.Reason = l.reason
 	}
+	defer releaseFiles(jobs)
 	return Load(ctx, jobs, opts)
+}
+
+// releaseFiles drops what destinations keep on the jobs' descriptors (a
+// gds destination's cuFile handles), so the sources may be closed in any
+// order after the load: cuFile wants a handle deregistered before its
+// descriptor is closed.
+func releaseFiles(jobs []Job) {
+	for _, j := range jobs {
+		r, ok := j.Dest.(FileReleaser)
+		fd, isFile := j.Source.(FileDescriptorSource)
+		if ok && isFile {
+			r.ReleaseFile(fd.Fd())
+		}
+	}
 }
 
 // bindDevice binds every source to the GPU's RDMA memory when all of them

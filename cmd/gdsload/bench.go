@@ -1,17 +1,19 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gdsload/gdsload/bench"
 	"github.com/gdsload/gdsload/loader"
-	"github.com/spf13/cobra"
+	"github.com/gdsload/gdsload/vfs"
 )
 
 type benchOptions struct {
@@ -22,7 +24,7 @@ type benchOptions struct {
 	chunkSize string
 	asJSON    bool
 	device    int
-	remote    remoteOptions
+	remote    remoteFlags
 }
 
 func newBenchCmd() *cobra.Command {
@@ -49,19 +51,9 @@ func newBenchCmd() *cobra.Command {
 	return cmd
 }
 
-// allModes lists every mode this binary knows, available here or not; call
-// release once the modes are no longer used.
-func allModes(device int) (avail []bench.Mode, missing map[string]string, release func()) {
-	gpu, missing, release := gpuBenchModes(device)
-	return append(bench.HostModes(), gpu...), missing, release
-}
-
 func modeHelp() string {
 	var b strings.Builder
-	for _, m := range bench.HostModes() {
-		fmt.Fprintf(&b, "  %-14s %s\n", m.Name, m.Help)
-	}
-	for _, m := range gpuModeHelp() {
+	for _, m := range bench.Help() {
 		fmt.Fprintf(&b, "  %-14s %s\n", m[0], m[1])
 	}
 	return b.String()
@@ -73,7 +65,8 @@ type benchReport struct {
 	Cache   string         `json:"cache"`
 	Runs    int            `json:"runs"`
 	Results []bench.Result `json:"results"`
-	// Skipped names modes not available here, with the reason.
+	// Skipped names modes that did not run, with the reason: not
+	// available here, or failed.
 	Skipped map[string]string `json:"skipped,omitempty"`
 }
 
@@ -85,39 +78,31 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	var avail []bench.Mode
-	var missing map[string]string
-	if isRemote(path) {
-		if o.cold {
-			return usagef("--cold drops a local file's pages; it does not apply to %s (drop the server's cache there)", path)
-		}
-		avail, missing = remoteModes(&o.remote, o.device)
-		defer o.remote.Close()
-	} else {
-		// The GPU libraries are opened only for a local file, the only
-		// kind the GPU modes read.
-		var release func()
-		avail, missing, release = allModes(o.device)
-		defer release()
+	if o.cold && vfs.IsURL(path) {
+		return usagef("--cold drops a local file's pages; it does not apply to %s (drop the server's cache there)", path)
 	}
-	modes := avail
+	var names []string
 	if o.modes != "" {
-		modes = nil
-		for _, name := range strings.Split(o.modes, ",") {
-			name = strings.TrimSpace(name)
-			m, ok := findMode(avail, name)
-			if !ok {
-				if why, known := missing[name]; known {
-					return fmt.Errorf("mode %s is not available here: %s", name, why)
-				}
-				return usagef("unknown mode %q; modes: %s", name, modeNames(avail, missing))
-			}
-			modes = append(modes, m)
+		for _, n := range strings.Split(o.modes, ",") {
+			names = append(names, strings.TrimSpace(n))
 		}
 	}
+	m, err := o.remote.mux(path)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	sel, err := bench.Select(path, names, o.device, m)
+	if errors.Is(err, bench.ErrUnknownMode) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	defer sel.Close()
 	stderr := cmd.ErrOrStderr()
 	progress := isTerminal(stderr)
-	results, how, err := bench.Run(cmd.Context(), path, modes, bench.Config{Workers: o.workers, ChunkSize: chunk}, bench.Options{
+	res, err := bench.Run(cmd.Context(), path, sel.Modes, bench.Config{Workers: o.workers, ChunkSize: chunk}, bench.Options{
 		Runs: o.runs, Cold: o.cold,
 		OnRun: func(mode string, run int, s bench.Sample) {
 			if progress {
@@ -131,60 +116,18 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 	if err != nil {
 		return err
 	}
-	rep := benchReport{File: path, Cache: how, Runs: o.runs, Results: results}
-	if len(results) > 0 {
-		rep.Bytes = results[0].Bytes
+	rep := benchReport{File: path, Cache: res.Cache, Runs: o.runs, Results: res.Results, Skipped: sel.Skipped}
+	maps.Copy(rep.Skipped, res.Skipped)
+	if len(rep.Results) > 0 {
+		rep.Bytes = rep.Results[0].Bytes
 	}
-	if o.modes == "" && len(missing) > 0 {
-		rep.Skipped = missing
+	if len(rep.Skipped) == 0 {
+		rep.Skipped = nil
 	}
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), rep)
 	}
 	return printBench(cmd.OutOrStdout(), rep)
-}
-
-// remoteModes are what an rdmafs:// PATH can be measured with: the loader
-// streaming from the server into its host ring.
-func remoteModes(r *remoteOptions, device int) ([]bench.Mode, map[string]string) {
-	missing := map[string]string{}
-	for _, m := range bench.HostModes() {
-		if m.Name != "loader" {
-			missing[m.Name] = "needs a local file"
-		}
-	}
-	for _, m := range gpuModeHelp() {
-		missing[m[0]] = "needs a local file"
-	}
-	loaderMode := bench.Mode{Name: "loader", Help: "the gdsload engine reading from the rdmafs server into its host ring",
-		Run: func(ctx context.Context, url string, cfg bench.Config) (bench.Sample, error) {
-			srcs, err := openRemote(ctx, url, r)
-			if err != nil {
-				return bench.Sample{}, err
-			}
-			return bench.RingLoad(ctx, srcs, cfg)
-		}}
-	return []bench.Mode{loaderMode}, missing
-}
-
-func findMode(modes []bench.Mode, name string) (bench.Mode, bool) {
-	for _, m := range modes {
-		if m.Name == name {
-			return m, true
-		}
-	}
-	return bench.Mode{}, false
-}
-
-func modeNames(avail []bench.Mode, missing map[string]string) string {
-	var names []string
-	for _, m := range avail {
-		names = append(names, m.Name)
-	}
-	for n := range missing {
-		names = append(names, n+" (unavailable)")
-	}
-	return strings.Join(names, ", ")
 }
 
 func printBench(w io.Writer, r benchReport) error {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdsload/gdsload/devices"
 )
 
 // writeSys creates a file of a fake sysfs tree.
@@ -33,23 +35,18 @@ func TestDevicesFromSysfs(t *testing.T) {
 	writeSys(t, root, "class/infiniband/mlx5_0/ports/1/rate", "400 Gb/sec (4X NDR)")
 
 	r := collectDevices(devicesOptions{sysRoot: root, noNVML: true})
-	require.Equal(t, []nvmeInfo{
+	require.Equal(t, []devices.NVMe{
 		{Name: "nvme0", Model: "Samsung SSD 990 PRO 2TB", Transport: "pcie", Address: "0000:41:00.0", NUMANode: 1},
 		{Name: "nvme1", Model: "fabric drive", Transport: "rdma", NUMANode: -1},
 	}, r.NVMe)
-	require.Equal(t, []rdmaInfo{{Name: "mlx5_0", NUMANode: 0, NetDevs: []string{"ib0"},
-		Ports: []rdmaPort{{Port: 1, State: "4: ACTIVE", LinkLayer: "InfiniBand", Rate: "400 Gb/sec (4X NDR)"}}}}, r.RDMA)
+	require.Equal(t, []devices.RDMA{{Name: "mlx5_0", NUMANode: 0, NetDevs: []string{"ib0"},
+		Ports: []devices.RDMAPort{{Port: 1, State: "4: ACTIVE", LinkLayer: "InfiniBand", Rate: "400 Gb/sec (4X NDR)"}}}}, r.RDMA)
 
 	var out bytes.Buffer
 	require.NoError(t, printDevices(&out, r))
 	require.Contains(t, out.String(), "Samsung SSD 990 PRO 2TB")
 	require.Contains(t, out.String(), "NUMA 1")
 	require.Contains(t, out.String(), "mlx5_0")
-}
-
-func TestPCISysfsName(t *testing.T) {
-	require.Equal(t, "0000:3b:00.0", pciSysfsName("00000000:3B:00.0"))
-	require.Equal(t, "0000:3b:00.0", pciSysfsName("0000:3B:00.0"))
 }
 
 // On this machine, whatever it has: the command never fails, and without
@@ -60,7 +57,7 @@ func TestDevicesCommandJSON(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"--json"})
 	require.NoError(t, cmd.Execute())
-	var r devicesReport
+	var r devices.Report
 	require.NoError(t, json.Unmarshal(out.Bytes(), &r), out.String())
 	require.NotNil(t, r.NVMe)
 	require.NotNil(t, r.RDMA)

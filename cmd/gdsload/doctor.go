@@ -1,19 +1,15 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"unsafe"
 
 	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/devices"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 )
 
 // doctorReport is `gdsload doctor`: what gdscheck -p says about GPUDirect
@@ -21,36 +17,20 @@ import (
 // system, locked memory for pinned and registered buffers) and which GPU
 // path a load would take, and why.
 type doctorReport struct {
-	Libraries          []cufile.Library   `json:"libraries"`
-	GPUCount           int                `json:"gpu_count"`
-	GPUError           string             `json:"gpu_error,omitempty"`
-	CUDADriverVersion  string             `json:"cuda_driver_version,omitempty"`
-	CUDARuntimeVersion string             `json:"cuda_runtime_version,omitempty"`
-	GDSMode            cufile.Mode        `json:"gds_mode"`
-	GDSReason          string             `json:"gds_reason"`
-	CuFileProperties   *cufile.Properties `json:"cufile_properties,omitempty"`
-	RDMADevices        []rdmaInfo         `json:"rdma_devices"`
-	MemlockLimit       memlockReport      `json:"memlock_limit"`
-	DirectIO           directIOReport     `json:"direct_io"`
-	GPULoad            gpuLoadReport      `json:"gpu_load"`
-	GDSMessages        string             `json:"gds_messages,omitempty"` // libcufile's own lines at driver open
-	GDSPlatform        cufile.Platform    `json:"gds_platform"`
-}
-
-type memlockReport struct {
-	Soft      string `json:"soft"` // bytes, or "unlimited"
-	Hard      string `json:"hard"`
-	SoftBytes uint64 `json:"soft_bytes"`
-	Note      string `json:"note,omitempty"`
-}
-
-type directIOReport struct {
-	Path        string `json:"path"`
-	FileSystem  string `json:"file_system"`
-	OK          bool   `json:"ok"`
-	Reason      string `json:"reason"`
-	MemAlign    uint32 `json:"dio_mem_align,omitempty"`    // statx STATX_DIOALIGN
-	OffsetAlign uint32 `json:"dio_offset_align,omitempty"` // statx STATX_DIOALIGN
+	Libraries          []cufile.Library     `json:"libraries"`
+	GPUCount           int                  `json:"gpu_count"`
+	GPUError           string               `json:"gpu_error,omitempty"`
+	CUDADriverVersion  string               `json:"cuda_driver_version,omitempty"`
+	CUDARuntimeVersion string               `json:"cuda_runtime_version,omitempty"`
+	GDSMode            cufile.Mode          `json:"gds_mode"`
+	GDSReason          string               `json:"gds_reason"`
+	CuFileProperties   *cufile.Properties   `json:"cufile_properties,omitempty"`
+	RDMADevices        []devices.RDMA       `json:"rdma_devices"`
+	MemlockLimit       loader.Memlock       `json:"memlock_limit"`
+	DirectIO           loader.DirectIOProbe `json:"direct_io"`
+	GPULoad            gpuLoadReport        `json:"gpu_load"`
+	GDSMessages        string               `json:"gds_messages,omitempty"` // libcufile's own lines at driver open
+	GDSPlatform        cufile.Platform      `json:"gds_platform"`
 }
 
 type gpuLoadReport struct {
@@ -119,9 +99,9 @@ func runDoctor(o doctorOptions, path string) (doctorReport, *loader.GPUStack) {
 	cfg := cufile.Config{}
 	r := doctorReport{
 		Libraries:    cufile.ProbeLibraries(cfg),
-		RDMADevices:  sysfsRDMA(o.sysRoot),
-		MemlockLimit: memlock(),
-		DirectIO:     probeDirectIO(path),
+		RDMADevices:  devices.RDMADevices(o.sysRoot),
+		MemlockLimit: loader.MemlockLimit(),
+		DirectIO:     loader.ProbeDirectIO(path),
 	}
 	r.Libraries = append(r.Libraries, cufile.ProbeLibrary("libnvidia-ml.so.1"), cufile.ProbeLibrary("libibverbs.so.1"))
 
@@ -155,103 +135,6 @@ func runDoctor(o doctorOptions, path string) (doctorReport, *loader.GPUStack) {
 		r.GPULoad.Path = "none"
 	}
 	return r, stack
-}
-
-// memlockBudget is the locked memory a load with default settings pins:
-// 16 pinned buffers of 4 MiB. Below it cudaHostAlloc may fail where
-// pinned memory counts against RLIMIT_MEMLOCK (RDMA registration does).
-const memlockBudget = 64 << 20
-
-func memlock() memlockReport {
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
-		return memlockReport{Note: "getrlimit(RLIMIT_MEMLOCK) failed: " + err.Error()}
-	}
-	f := func(v uint64) string {
-		if v == unix.RLIM_INFINITY {
-			return "unlimited"
-		}
-		return fmt.Sprintf("%d", v)
-	}
-	m := memlockReport{Soft: f(rl.Cur), Hard: f(rl.Max), SoftBytes: rl.Cur}
-	if rl.Cur != unix.RLIM_INFINITY && rl.Cur < memlockBudget {
-		m.Note = fmt.Sprintf("below %d MiB: pinning or RDMA-registering large buffers may fail; raise it (ulimit -l unlimited, or LimitMEMLOCK=infinity in systemd, or --ulimit memlock=-1 in docker)", memlockBudget>>20)
-	}
-	return m
-}
-
-// probeDirectIO checks O_DIRECT where the data lives: PATH itself when it
-// is a file (an aligned read at offset 0), else a scratch file created in
-// the folder (an aligned write and read back). statx reports the
-// alignment the file system wants where the kernel supports STATX_DIOALIGN.
-func probeDirectIO(path string) directIOReport {
-	r := directIOReport{Path: path}
-	abs, err := filepath.Abs(path)
-	if err == nil {
-		r.Path = abs
-	}
-	st, err := os.Stat(path)
-	if err != nil {
-		r.Reason = "cannot check: " + err.Error()
-		return r
-	}
-	r.FileSystem = loader.FSName(path)
-	var stx unix.Statx_t
-	if unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_DIOALIGN, &stx) == nil && stx.Mask&unix.STATX_DIOALIGN != 0 {
-		r.MemAlign, r.OffsetAlign = stx.Dio_mem_align, stx.Dio_offset_align
-	}
-	buf := alignedBuffer(4096)
-	if st.Mode().IsRegular() {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
-		if err != nil {
-			r.Reason = fmt.Sprintf("O_DIRECT open refused by %s: %v", r.FileSystem, err)
-			return r
-		}
-		defer unix.Close(fd)
-		if _, err := unix.Pread(fd, buf, 0); err != nil {
-			r.Reason = fmt.Sprintf("O_DIRECT read refused by %s: %v", r.FileSystem, err)
-			return r
-		}
-		r.OK, r.Reason = true, fmt.Sprintf("O_DIRECT read of %s on %s works", filepath.Base(path), r.FileSystem)
-		return r
-	}
-	scratch := filepath.Join(path, fmt.Sprintf(".gdsload-doctor-%d", os.Getpid()))
-	fd, err := unix.Open(scratch, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_DIRECT|unix.O_CLOEXEC, 0o600)
-	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS) || errors.Is(err, unix.EPERM) {
-		r.Reason = fmt.Sprintf("cannot check: no scratch file in %s (%v); run doctor on a file there", path, err)
-		return r
-	}
-	if err != nil {
-		r.Reason = fmt.Sprintf("O_DIRECT open refused by %s: %v", r.FileSystem, err)
-		return r
-	}
-	defer os.Remove(scratch)
-	defer unix.Close(fd)
-	if _, err := unix.Pwrite(fd, buf, 0); err != nil {
-		r.Reason = fmt.Sprintf("O_DIRECT write refused by %s: %v", r.FileSystem, err)
-		return r
-	}
-	if _, err := unix.Pread(fd, buf, 0); err != nil {
-		r.Reason = fmt.Sprintf("O_DIRECT read refused by %s: %v", r.FileSystem, err)
-		return r
-	}
-	r.OK, r.Reason = true, fmt.Sprintf("O_DIRECT write and read on %s work", r.FileSystem)
-	return r
-}
-
-func orNone(s, none string) string {
-	if s == "" {
-		return none
-	}
-	return s
-}
-
-// alignedBuffer returns n bytes at a 4096-byte aligned address, as
-// O_DIRECT wants.
-func alignedBuffer(n int) []byte {
-	b := make([]byte, n+4096)
-	off := int((4096 - uintptr(unsafe.Pointer(&b[0]))%4096) % 4096)
-	return b[off : off+n : off+n]
 }
 
 func printDoctor(w io.Writer, r doctorReport) error {
@@ -316,4 +199,11 @@ func printDoctor(w io.Writer, r doctorReport) error {
 	fmt.Fprintln(tw, "GPU load")
 	fmt.Fprintf(tw, "  gpu:%d\t%s\t%s\n", r.GPULoad.Device, r.GPULoad.Path, r.GPULoad.Reason)
 	return tw.Flush()
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
 }

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/rdmafs"
+	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/gdsload/gdsload/stage"
 )
 
@@ -90,15 +94,39 @@ func isCobraUsage(err error) bool {
 	return false
 }
 
+// flagHints say, per command, which flag changes the outcome of a library
+// error: the library names no flags.
+var flagHints = []struct {
+	err      error
+	commands []string // "" for every command
+	hint     string
+}{
+	{loader.ErrDirectRefused, []string{""}, "use --direct auto or off on this file system"},
+	{webdataset.ErrManifest, []string{"load"}, "fix it with 'gdsload manifest DIR', or skip the check with --verify=false"},
+	{stage.ErrChunkSize, []string{""}, "raise --chunk-size"},
+	{cufile.ErrUnavailable, []string{"load"}, "use --to host, or run 'gdsload doctor' to see what is missing"},
+	{cufile.ErrUnavailable, []string{"stage"}, "stage into a directory instead, or run 'gdsload doctor' to see what is missing"},
+	{rdmafs.ErrAuth, []string{""}, "check --token-file or GDSLOAD_TOKEN"},
+}
+
+// withHint adds the flag hint for err, if any, as command would print it.
+func withHint(command string, err error) error {
+	for _, h := range flagHints {
+		if errors.Is(err, h.err) && (slices.Contains(h.commands, "") || slices.Contains(h.commands, command)) {
+			return fmt.Errorf("%w; %s", err, h.hint)
+		}
+	}
+	return err
+}
+
 // Upper bounds of the count and size flags. Beyond them a typo would
 // exhaust memory or threads before any useful work, so they are usage
 // errors instead.
 const (
-	maxWorkers     = 1024
-	maxPrefetch    = 4096
-	maxConnections = 256
-	maxRuns        = 10000
-	maxChunkSize   = 1 << 30
+	maxWorkers   = loader.MaxWorkers
+	maxPrefetch  = 4096
+	maxRuns      = 10000
+	maxChunkSize = loader.MaxChunkSize
 )
 
 // intFlagIn is a usage error unless lo <= v <= hi.

@@ -19,6 +19,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+func writeTensorFile(t *testing.T, name string, encode func(*bytes.Buffer) error) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, encode(&buf))
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o644))
+	return p
+}
+
 // runInspect runs the inspect command alone (it is not yet wired into the
 // root command) and returns stdout, stderr and the exit code main would use.
 func runInspectCmd(t *testing.T, args ...string) (string, string, int) {

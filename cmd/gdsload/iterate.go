@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,7 +30,7 @@ type iterateOptions struct {
 	resume          string
 	limit           int64
 	asJSON          bool
-	remote          remoteOptions
+	remote          remoteFlags
 }
 
 func newIterateCmd() *cobra.Command {
@@ -110,14 +111,12 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	var ds *iterator.Dataset
-	var opener iterator.ShardOpener // nil: local files
-	if isRemote(source) {
-		defer o.remote.Close()
-		ds, opener, err = openRemoteDataset(ctx, source, &o.remote)
-	} else {
-		ds, err = iterator.Open(ctx, source)
+	m, err := o.remote.mux(source)
+	if err != nil {
+		return err
 	}
+	defer m.Close()
+	ds, err := iterator.Open(ctx, source, iterator.WithFS(m), iterator.WithScanWorkers(min(max(o.remote.connections, 1), iterator.MaxScanWorkers)))
 	if err != nil {
 		return fmt.Errorf("opening dataset %s: %w", source, err)
 	}
@@ -125,7 +124,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 		Rank: place.Rank, WorldSize: place.WorldSize, Partitions: o.partitions,
 		Seed: o.seed, Shuffle: o.shuffle, ShuffleBytes: window, Epochs: o.epochs,
 		DropRemainder: o.dropRemainder, Workers: o.workers, Prefetch: o.prefetch, SkipChecksum: !o.verify,
-		Opener: opener, Direct: direct,
+		Direct: direct,
 	})
 	if errors.Is(err, iterator.ErrImpossibleShard) {
 		return err // the data, not the command line
@@ -135,7 +134,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 	}
 	defer it.Close()
 	if o.resume != "" {
-		st, err := readState(o.resume)
+		st, err := iterator.ReadStateFile(o.resume)
 		if err != nil {
 			return err
 		}
@@ -173,7 +172,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 	sum.Rank, sum.WorldSize, sum.State = place.Rank, place.WorldSize, it.State()
 	// The state is exact even after an error or interruption: save it.
 	if o.stateOut != "" {
-		if err := writeState(o.stateOut, sum.State); err != nil {
+		if err := iterator.WriteStateFile(context.WithoutCancel(ctx), o.stateOut, sum.State); err != nil {
 			return errors.Join(iterErr, err)
 		}
 	}

@@ -1,42 +1,11 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
-	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/iterator"
 )
-
-// readState reads an iterator state written by writeState.
-func readState(path string) (iterator.State, error) {
-	var st iterator.State
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return st, fmt.Errorf("reading iterator state: %w", err)
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, fmt.Errorf("iterator state %s: %w", path, err)
-	}
-	return st, nil
-}
-
-// writeState writes st as JSON atomically (loader.SaveFile: a temporary
-// file in the same directory, fsync, rename, directory fsync), so a crash
-// never leaves a torn state.
-func writeState(path string, st iterator.State) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	if _, err := loader.SaveFile(context.Background(), path, loader.HostMemory(append(b, '\n')), loader.SaveOptions{Direct: loader.DirectOff}); err != nil {
-		return fmt.Errorf("writing iterator state %s: %w", path, err)
-	}
-	return nil
-}
 
 // sampleLine is one --json output line per sample.
 type sampleLine struct {

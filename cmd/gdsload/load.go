@@ -9,9 +9,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gdsload/gdsload/loader"
-	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/spf13/cobra"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/checkpoint"
+	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/gdsload/gdsload/vfs"
 )
 
 type loadOptions struct {
@@ -22,7 +25,7 @@ type loadOptions struct {
 	verify   bool
 	asJSON   bool
 	from     string
-	remote   remoteOptions
+	remote   remoteFlags
 }
 
 func newLoadCmd() *cobra.Command {
@@ -105,81 +108,106 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	target, err := parseTarget(o.to)
+	target, err := loader.ParseTarget(o.to)
 	if err != nil {
-		return usageError{err}
+		return usagef("--to: %v", err)
 	}
-	ctx := cmd.Context()
+	isCkpt := false
 	switch {
 	case o.format == "checkpoint" && len(paths) != 1:
 		return usagef("--format checkpoint takes one PATH (a .safetensors file, an index or a .npy file), got %d", len(paths))
 	case o.format == "checkpoint" || (o.format == "auto" && len(paths) == 1 && isCheckpointPath(paths[0])):
-		return runLoadCheckpoint(cmd, o, paths[0], target, mode, loader.Options{Workers: o.workers, ChunkSize: chunk, Checksum: sum})
+		isCkpt = true
 	case o.format != "auto" && o.format != "raw":
 		return usagef("--format %q: want auto, raw or checkpoint", o.format)
 	}
-	files, err := expandPaths(paths)
+	ctx := cmd.Context()
+	m, err := o.remote.mux(paths...)
 	if err != nil {
 		return err
 	}
-	var checks map[string]webdataset.ShardEntry
+	defer m.Close()
+	dst, err := loader.OpenTarget(target, loader.WithWorkers(o.workers), loader.WithChunkSize(chunk), loader.WithDirect(mode))
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	lopts := loader.Options{Workers: o.workers, ChunkSize: chunk, Checksum: sum}
+	if isCkpt {
+		return runLoadCheckpoint(cmd, o, paths[0], m, dst, mode, lopts)
+	}
+	files, err := m.OpenAll(ctx, paths, vfs.WithDirect(mode), vfs.WithSmallFilesBuffered())
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+	var checks webdataset.Checks
 	if o.verify {
-		if checks, err = manifestChecks(files); err != nil {
+		names := make([]string, len(files))
+		for i, f := range files {
+			names[i] = f.Name()
+		}
+		if checks, err = webdataset.NewManifests(m).Checks(ctx, names); err != nil {
 			return err
 		}
 		if len(checks) > 0 && sum == loader.ChecksumNone {
-			sum = loader.ChecksumSHA256 // a manifest's digests are SHA-256
+			lopts.Checksum = loader.ChecksumSHA256 // a manifest's digests are SHA-256
 		}
 	}
-	if o.remote.verbs() && target.kind != "host" {
-		// RDMA into GPU memory: the client registers device ranges.
-		release, err := useGPUForRDMA(&o.remote, target.device)
-		if err != nil {
-			return err
-		}
-		defer release()
-	}
-	srcs, err := openSources(ctx, files, mode, &o.remote)
-	if err != nil {
+	if err := checks.CheckSizes(files.Sources()); err != nil {
 		return err
 	}
-	defer srcs.Close()
-	if err := checkSizes(srcs.sources, checks); err != nil {
-		return err
-	}
-
-	dst, err := openDestination(ctx, target, mode, srcs, chunk, o.workers, o.remote.verbs())
-	if err != nil {
-		return err
-	}
-	defer dst.close()
-
-	bar := startProgress(cmd.ErrOrStderr(), "load", srcs.total())
-	res, err := loader.Load(ctx, dst.jobs(srcs.sources), loader.Options{
-		Workers: o.workers, ChunkSize: chunk, Checksum: sum,
-		Reason: dst.reason, OnProgress: bar.Add,
-	})
+	bar := startProgress(cmd.ErrOrStderr(), "load", files.Size())
+	lopts.OnProgress = bar.Add
+	res, err := dst.Load(ctx, files.Sources(), lopts)
 	bar.Stop()
 	if err != nil {
 		return err
 	}
-	if err := checkDigests(res, checks); err != nil {
+	if err := checks.CheckDigests(res.Files); err != nil {
 		return err
 	}
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}
-	return printLoad(cmd.OutOrStdout(), res, sum)
+	return printLoad(cmd.OutOrStdout(), res, lopts.Checksum)
 }
 
-func runLoadCheckpoint(cmd *cobra.Command, o *loadOptions, path string, t target, mode loader.DirectMode, lopts loader.Options) error {
-	bar := startProgress(cmd.ErrOrStderr(), "load", 0)
-	lopts.OnProgress = bar.Add
-	res, err := loadCheckpoint(cmd.Context(), path, t, mode, lopts, bar.SetTotal)
+// isCheckpointPath reports whether p names a file `load` treats as a
+// checkpoint in --format auto: a safetensors file, a sharded checkpoint's
+// index, or a .npy tensor.
+func isCheckpointPath(p string) bool {
+	l := strings.ToLower(p)
+	return strings.HasSuffix(l, ".safetensors") || strings.HasSuffix(l, ".safetensors.index.json") || strings.HasSuffix(l, ".npy")
+}
+
+// checkpointResult is the JSON of a checkpoint load: the loader's result
+// (the digest of each file covers its data region) and the tensors.
+type checkpointResult struct {
+	*loader.Result
+	Checkpoint string `json:"checkpoint"`
+	Tensors    int    `json:"tensors"`
+}
+
+// runLoadCheckpoint loads one checkpoint: each file's data region into its
+// own allocation on dst, tensors as views.
+func runLoadCheckpoint(cmd *cobra.Command, o *loadOptions, path string, m *vfs.Mux, dst *loader.Landing, mode loader.DirectMode, lopts loader.Options) error {
+	ck, err := checkpoint.Open(cmd.Context(), path, checkpoint.Options{Direct: mode, FS: m})
+	if err != nil {
+		return err
+	}
+	defer ck.Close()
+	bar := startProgress(cmd.ErrOrStderr(), "load", ck.Bytes())
+	lopts.OnProgress, lopts.Reason = bar.Add, dst.Reason()
+	l, err := ck.Load(cmd.Context(), dst.Allocator(len(ck.Files())), lopts)
 	bar.Stop()
 	if err != nil {
 		return err
 	}
+	// GPU destinations hold cuFile handles on the checkpoint's files:
+	// free them before the files close.
+	defer l.Close()
+	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors)}
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}

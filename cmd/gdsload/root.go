@@ -32,6 +32,11 @@ staged, the others were; the failures are listed), 130 interrupted.`,
 		newServeCmd(),
 		newStageCmd(),
 	)
+	for _, c := range root.Commands() {
+		if run := c.RunE; run != nil {
+			c.RunE = func(cmd *cobra.Command, a []string) error { return withHint(cmd.Name(), run(cmd, a)) }
+		}
+	}
 	return root
 }
 

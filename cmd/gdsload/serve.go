@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -118,7 +115,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		return fmt.Errorf("serve: listen on %s: %w", o.listen, err)
 	}
 	if o.metricsListen != "" {
-		stop, err := serveMetrics(o.metricsListen, srv, log)
+		_, stop, err := srv.ServeMetrics(o.metricsListen)
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("serve: metrics listener %s: %w", o.metricsListen, err)
@@ -128,27 +125,4 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("rdmafs serving", "root", o.root, "addr", ln.Addr().String(), "transport", tr.Name(), "auth", !o.insecure)
 	return srv.Serve(ctx, ln)
-}
-
-// serveMetrics exposes /metrics on its own listener; the returned function
-// shuts it down.
-func serveMetrics(addr string, srv *rdmafs.Server, log *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", srv.MetricsHandler())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
-	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics listener failed", "err", err)
-		}
-	}()
-	log.Info("metrics at http://" + ln.Addr().String() + "/metrics")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(ctx)
-	}, nil
 }

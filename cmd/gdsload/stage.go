@@ -1,19 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"path"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gdsload/gdsload/loader"
-	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/stage"
-	"github.com/spf13/cobra"
 )
 
 type stageOptions struct {
@@ -24,7 +20,7 @@ type stageOptions struct {
 	dryRun   bool
 	failFast bool
 	reverify bool
-	remote   remoteOptions
+	remote   remoteFlags
 }
 
 func newStageCmd() *cobra.Command {
@@ -38,7 +34,7 @@ verifies them in GPU memory (DST gpu:N).
 Sources are files, directories (their contents land directly in DST, like
 rsync SRC/ DST), brace patterns ('shard-{000..009}.bin'), sharded checkpoints
 through their *.safetensors.index.json (the index and every file it names),
-and rdmafs://host:port/path URLs.
+local or at rdmafs://host:port/path URLs.
 
 Reads and writes run in parallel with O_DIRECT where the file systems take
 it. Each file is written under a temporary name beginning with a dot beside
@@ -89,55 +85,66 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 		return usageError{err}
 	}
 	ctx := cmd.Context()
-	opener := &cliOpener{mode: mode, remote: &o.remote}
-	defer opener.Close()
+	m, err := o.remote.mux(srcs...)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
 	isGPU := dst == "gpu" || strings.HasPrefix(dst, "gpu:") // a directory so named: ./gpu:0
 	if !isGPU {
 		if err := stage.CheckDestination(srcs, dst); err != nil {
 			return usageError{err}
 		}
 	}
-	entries, err := stage.Expand(ctx, srcs, remoteLister{&o.remote})
+	entries, err := stage.Expand(ctx, m, srcs)
 	if err != nil {
 		return err
 	}
-	if isGPU && o.dryRun {
+	var bar *progress
+	opts := stage.Options{FS: m, ReadDirect: mode, WriteDirect: mode, Workers: o.workers, ChunkSize: chunk,
+		Checksum: sum, Verify: verify, OnProgress: func(n int64) { bar.Add(n) }, FailFast: o.failFast, Reverify: o.reverify}
+	var res *stage.Result
+	var runErr error // a partial stage's: its result is printed first
+	switch {
+	case isGPU && o.dryRun:
 		return usagef("--dry-run applies to directory destinations, not %s", dst)
-	}
-	if isGPU {
-		t, err := parseTarget(dst)
-		if err != nil || t.kind != "gpu" {
+	case isGPU:
+		t, err := loader.ParseTarget(dst)
+		if err != nil || t.Kind != loader.TargetGPU {
 			return usagef("destination %q: want a directory or gpu:N", dst)
 		}
-		return stageToGPU(cmd, o, t, entries, mode, sum, chunk)
-	}
-
-	if o.dryRun {
-		plan, err := stage.Preview(ctx, dst, entries, stage.Options{Opener: opener, ReadDirect: mode, Checksum: sum, Reverify: o.reverify})
+		var total int64
+		for _, e := range entries {
+			total += e.Size
+		}
+		bar = startProgress(cmd.ErrOrStderr(), "stage "+t.String(), total)
+		res, err = stage.ToGPU(ctx, entries, t, opts)
+		bar.Stop()
+		if err != nil {
+			return err
+		}
+	case o.dryRun:
+		plan, err := stage.Preview(ctx, dst, entries, opts)
 		if err != nil {
 			return err
 		}
 		return printPreview(cmd.OutOrStdout(), dst, plan, o.asJSON)
-	}
-	var bar *progress
-	s, err := stage.Open(dst, stage.Options{
-		Opener: opener, ReadDirect: mode, WriteDirect: mode, Workers: o.workers, ChunkSize: chunk,
-		Checksum: sum, Verify: verify, OnProgress: func(n int64) { bar.Add(n) },
-		FailFast: o.failFast, Reverify: o.reverify,
-	})
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	plan, err := s.Plan(ctx, entries)
-	if err != nil {
-		return err
-	}
-	bar = startProgress(cmd.ErrOrStderr(), "stage", plan.CopyBytes)
-	res, err := s.Run(ctx, plan)
-	bar.Stop()
-	if res == nil {
-		return err
+	default:
+		s, err := stage.Open(dst, opts)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		plan, err := s.Plan(ctx, entries)
+		if err != nil {
+			return err
+		}
+		bar = startProgress(cmd.ErrOrStderr(), "stage", plan.CopyBytes)
+		res, runErr = s.Run(ctx, plan)
+		bar.Stop()
+		if res == nil {
+			return runErr
+		}
 	}
 	// A partial stage prints its result, then fails with the list of
 	// what could not be staged (exit 3).
@@ -148,7 +155,7 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	} else if perr := printStage(cmd.OutOrStdout(), res); perr != nil {
 		return perr
 	}
-	return err
+	return runErr
 }
 
 // previewJSON is stage --dry-run --json.
@@ -206,119 +213,4 @@ func printStage(w io.Writer, r *stage.Result) error {
 		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)
 	}
 	return tw.Flush()
-}
-
-// cliOpener opens stage sources with the command line's settings: local
-// files with the --direct mode, rdmafs:// URLs through the remote clients,
-// which Close hangs up.
-type cliOpener struct {
-	mode   loader.DirectMode
-	remote *remoteOptions
-}
-
-func (c *cliOpener) Open(ctx context.Context, name string) (loader.Source, error) {
-	if !isRemote(name) {
-		// Stage reads every local source with O_DIRECT where the file
-		// system takes it, small files too (load's small-file choice does
-		// not apply): staged bytes come from the disk, not a cached copy.
-		return loader.OpenFile(name, c.mode)
-	}
-	u, err := rdmafs.ParseURL(name)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	cl, err := c.remote.client(ctx, u.Addr)
-	if err != nil {
-		return nil, err
-	}
-	f, err := cl.Open(ctx, strings.Trim(u.Path, "/")) // a directory since it was listed is refused
-	if err != nil {
-		return nil, err
-	}
-	return stagedRemote{remoteSource{File: f, url: name}}, nil
-}
-
-func (c *cliOpener) Close() { _ = c.remote.Close() }
-
-// stagedRemote gives a remote file the modification time the stage
-// journal needs to trust it on a rerun.
-type stagedRemote struct{ remoteSource }
-
-func (s stagedRemote) ModTime() time.Time { return s.Stat().ModTime() }
-
-// remoteLister lists rdmafs:// URLs for stage.Expand: a file, or every
-// file below a directory with its path relative to it.
-type remoteLister struct{ r *remoteOptions }
-
-func (l remoteLister) List(ctx context.Context, raw string) ([]stage.Entry, error) {
-	u, _, files, err := listRemote(ctx, raw, l.r)
-	if err != nil {
-		return nil, err
-	}
-	root := strings.Trim(u.Path, "/")
-	out := make([]stage.Entry, 0, len(files))
-	for _, rf := range files {
-		rel := path.Base(rf.name)
-		if rf.name != root {
-			rel = strings.TrimPrefix(rf.name, root+"/")
-		}
-		out = append(out, stage.Entry{Source: rdmafs.URL{Addr: u.Addr, Path: rf.name}.String(), Rel: rel, Size: rf.info.Size(), ModTime: rf.info.ModTime()})
-	}
-	return out, nil
-}
-
-// stageToGPU loads the entries into GPU memory through the same
-// destination code as `load --to gpu:N` and checks their digests against
-// any manifest.
-func stageToGPU(cmd *cobra.Command, o *stageOptions, t target, entries []stage.Entry, mode loader.DirectMode, sum loader.Checksum, chunk int64) error {
-	ctx := cmd.Context()
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Source
-		if e.Expect != "" {
-			sum = loader.ChecksumSHA256 // a manifest's digests are sha256
-		}
-	}
-	srcs, err := openSources(ctx, names, mode, &o.remote)
-	if err != nil {
-		return err
-	}
-	defer srcs.Close()
-	dst, err := openDestination(ctx, t, mode, srcs, chunk, o.workers, o.remote.verbs())
-	if err != nil {
-		return fmt.Errorf("staging into gpu:%d: %w", t.device, err)
-	}
-	defer dst.close()
-	bar := startProgress(cmd.ErrOrStderr(), "stage gpu:"+strconv.Itoa(t.device), srcs.total())
-	start := time.Now()
-	lr, err := loader.Load(ctx, dst.jobs(srcs.sources), loader.Options{
-		Workers: o.workers, ChunkSize: chunk, Checksum: sum,
-		Reason: dst.reason, OnProgress: bar.Add,
-	})
-	bar.Stop()
-	if err != nil {
-		return err
-	}
-	res := &stage.Result{Dest: fmt.Sprintf("gpu:%d", t.device), Files: len(entries), Copied: len(entries),
-		Checksum: sum, Verify: stage.VerifyDigest, Reason: lr.Reason}
-	for i, e := range entries {
-		f := lr.Files[i]
-		d := f.Digest(sum)
-		if e.Expect != "" && d != e.Expect {
-			return fmt.Errorf("%s: the sha256 of the bytes loaded into gpu:%d is %s, but the manifest %s lists %s; the source is corrupt or the manifest stale",
-				e.Source, t.device, d, e.Manifest, e.Expect)
-		}
-		res.Bytes += f.Bytes
-		res.Entries = append(res.Entries, stage.FileResult{Name: e.Rel, Source: e.Source, Bytes: f.Bytes, Status: stage.StatusCopied,
-			Checksum: sum, Digest: d, Manifest: e.Manifest, DirectRead: f.Direct, Reason: f.Reason})
-	}
-	res.CopiedBytes = res.Bytes
-	res.Seconds = time.Since(start).Seconds()
-	if res.Seconds > 0 {
-		res.GiBPerS = float64(res.Bytes) / (1 << 30) / res.Seconds
-	}
-	if o.asJSON {
-		return printJSON(cmd.OutOrStdout(), res)
-	}
-	return printStage(cmd.OutOrStdout(), res)
 }

@@ -6,9 +6,18 @@
 // multiple of the source's direct-I/O alignment) that all workers of the load
 // share, so many small files do not serialize and memory stays bounded
 // whatever the file sizes. Every load returns a Result with its statistics,
-// the path it took (gds, bounce, host, rdma) and the reason for that path.
+// the route it took (gds, bounce, host, rdma: each destination reports its
+// own) and the reason for it; Result.Files follows the order of the jobs.
+// Load reads sources and fills destinations but never opens or closes them:
+// whoever opened them closes them after Load returns.
 //
-// The package knows nothing of file formats (see shards) or of the command
-// line (see cmd/gdsload). GPU destinations are built from the cufile package
-// and plug in through the Destination interface.
+// OpenTarget resolves where a load lands ("host", "gpu:N", "auto") with the
+// auto policy (gds when cuFile can, else bounce, else host for auto, and why
+// the better routes were refused) into a Landing that lays sources out as
+// jobs in one allocation, or allocates per file for a checkpoint.
+//
+// The package knows nothing of file formats (see shards), of URLs (see vfs,
+// which opens them as Sources) or of the command line (see cmd/gdsload). GPU
+// destinations are built from the cufile package and plug in through the
+// Destination interface.
 package loader

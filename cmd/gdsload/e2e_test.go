@@ -22,13 +22,25 @@ var (
 	binErr  error
 )
 
+// testBinDir holds the binaries the tests build, this process's own; the
+// test binary's TestMain removes it.
+func testBinDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("gdsload-test-bin-%d", os.Getpid()))
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	_ = os.RemoveAll(testBinDir())
+	os.Exit(code)
+}
+
 // gdsloadBinary builds the real binary once per test run, so servers run
 // as separate processes as users run them.
 func gdsloadBinary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gdsload-e2e-")
-		if err != nil {
+		dir := testBinDir()
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			binErr = err
 			return
 		}

@@ -232,3 +232,23 @@ func TestHostLandingNeedsNoGPU(t *testing.T) {
 	require.NoError(t, l.Close())
 	require.False(t, errors.Is(err, cufile.ErrUnavailable))
 }
+
+// Probe reports the stack and the route a load would take, as doctor
+// prints it.
+func TestProbeGPU(t *testing.T) {
+	f := withFakeGPU(t, "mode=nvfs")
+	s := OpenGPUStack(f.Config())
+	r := s.Probe(0)
+	require.NoError(t, s.Close())
+	require.Equal(t, 1, r.GPUCount)
+	require.Equal(t, "gds", r.GPULoad.Path)
+	require.Contains(t, r.GPULoad.Reason, "cuFile in nvfs mode")
+	require.NotNil(t, r.CuFileProperties)
+	require.NoError(t, f.Do("devices=0"))
+	s = OpenGPUStack(f.Config())
+	r = s.Probe(0)
+	require.NoError(t, s.Close())
+	require.Equal(t, "none", r.GPULoad.Path)
+	require.Contains(t, r.GPULoad.Reason, "no GPU")
+	require.Zero(t, f.Counter("driver_refs"))
+}

@@ -17,26 +17,12 @@ import (
 // system, locked memory for pinned and registered buffers) and which GPU
 // path a load would take, and why.
 type doctorReport struct {
-	Libraries          []cufile.Library     `json:"libraries"`
-	GPUCount           int                  `json:"gpu_count"`
-	GPUError           string               `json:"gpu_error,omitempty"`
-	CUDADriverVersion  string               `json:"cuda_driver_version,omitempty"`
-	CUDARuntimeVersion string               `json:"cuda_runtime_version,omitempty"`
-	GDSMode            cufile.Mode          `json:"gds_mode"`
-	GDSReason          string               `json:"gds_reason"`
-	CuFileProperties   *cufile.Properties   `json:"cufile_properties,omitempty"`
-	RDMADevices        []devices.RDMA       `json:"rdma_devices"`
-	MemlockLimit       loader.Memlock       `json:"memlock_limit"`
-	DirectIO           loader.DirectIOProbe `json:"direct_io"`
-	GPULoad            gpuLoadReport        `json:"gpu_load"`
-	GDSMessages        string               `json:"gds_messages,omitempty"` // libcufile's own lines at driver open
-	GDSPlatform        cufile.Platform      `json:"gds_platform"`
-}
-
-type gpuLoadReport struct {
-	Device int    `json:"device"`
-	Path   string `json:"path"` // gds, bounce, or none
-	Reason string `json:"reason"`
+	Libraries []cufile.Library `json:"libraries"`
+	loader.GPUProbe
+	RDMADevices  []devices.RDMA       `json:"rdma_devices"`
+	MemlockLimit loader.Memlock       `json:"memlock_limit"`
+	DirectIO     loader.DirectIOProbe `json:"direct_io"`
+	GDSPlatform  cufile.Platform      `json:"gds_platform"`
 }
 
 type doctorOptions struct {
@@ -106,34 +92,8 @@ func runDoctor(o doctorOptions, path string) (doctorReport, *loader.GPUStack) {
 	r.Libraries = append(r.Libraries, cufile.ProbeLibrary("libnvidia-ml.so.1"), cufile.ProbeLibrary("libibverbs.so.1"))
 
 	stack := loader.OpenGPUStack(cfg)
-	if stack.Runtime != nil {
-		n, err := stack.Runtime.DeviceCount()
-		r.GPUCount = n
-		if err != nil {
-			r.GPUError = err.Error()
-		}
-		if v, err := stack.Runtime.DriverVersion(); err == nil && v > 0 {
-			r.CUDADriverVersion = fmt.Sprintf("%d.%d", v/1000, (v%1000)/10)
-		}
-		r.CUDARuntimeVersion = stack.Runtime.Library().Version
-	} else {
-		r.GPUError = stack.RuntimeErr.Error()
-	}
-	r.GDSMode, r.GDSReason = stack.GDSMode()
-	if drv, err := stack.Driver(); err == nil {
-		if p, err := drv.Properties(); err == nil {
-			r.CuFileProperties = &p
-		}
-	}
-	if stack.CuFile != nil {
-		r.GDSMessages = stack.CuFile.Driver().Messages()
-	}
+	r.GPUProbe = stack.Probe(o.device)
 	r.GDSPlatform = cufile.ProbePlatform(cfg)
-	p, why, _ := loader.SelectGPURoute(stack, o.device, "auto")
-	r.GPULoad = gpuLoadReport{Device: o.device, Path: string(p), Reason: why}
-	if p == "" {
-		r.GPULoad.Path = "none"
-	}
 	return r, stack
 }
 

@@ -350,6 +350,15 @@ func (files Files) Sources() []loader.Source {
 	return out
 }
 
+// Names returns the files' names (their URLs or paths), in order.
+func (files Files) Names() []string {
+	out := make([]string, len(files))
+	for i, f := range files {
+		out[i] = f.Name()
+	}
+	return out
+}
+
 // Size is the files' total size.
 func (files Files) Size() int64 {
 	var n int64

@@ -132,6 +132,7 @@ func TestWalkOpenAcrossSchemes(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, files, 3)
 			require.EqualValues(t, 4097+1<<20, files.Size())
+			require.Equal(t, []string{Join(base, "a/b.bin"), Join(base, "a/c/d.bin"), Join(base, "z.bin")}, files.Names())
 			res, err := loader.Load(ctx, []loader.Job{loader.WholeFile(files[2], loader.NewHostBuffer(make([]byte, 1<<20)))}, loader.Options{Checksum: loader.ChecksumSHA256})
 			require.NoError(t, err)
 			require.Equal(t, files[2].Name(), res.Files[0].Name)

@@ -143,11 +143,7 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	defer files.Close()
 	var checks webdataset.Checks
 	if o.verify {
-		names := make([]string, len(files))
-		for i, f := range files {
-			names[i] = f.Name()
-		}
-		if checks, err = webdataset.NewManifests(m).Checks(ctx, names); err != nil {
+		if checks, err = webdataset.NewManifests(m).Checks(ctx, files.Names()); err != nil {
 			return err
 		}
 		if len(checks) > 0 && sum == loader.ChecksumNone {

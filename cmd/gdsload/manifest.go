@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -43,25 +42,11 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		if m, err = webdataset.ReadManifest(dir); err != nil {
 			return err
 		}
-		var total int64
-		for _, e := range m.Shards {
-			total += e.Bytes
-		}
-		bar := startProgress(cmd.ErrOrStderr(), "verify", total)
-		var errs []error
-		for _, e := range m.Shards {
-			if err := ctx.Err(); err != nil {
-				bar.Stop()
-				return err
-			}
-			if err := webdataset.VerifyShard(filepath.Join(dir, filepath.FromSlash(e.Name)), e); err != nil {
-				errs = append(errs, err)
-			}
-			bar.Add(e.Bytes)
-		}
+		bar := startProgress(cmd.ErrOrStderr(), "verify", m.Bytes())
+		err = webdataset.VerifyShards(ctx, dir, m, bar.Add)
 		bar.Stop()
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("%d of %d shards in %s differ from the manifest:\n%w", len(errs), len(m.Shards), dir, err)
+		if err != nil {
+			return err
 		}
 	} else {
 		names, total, err := webdataset.ShardFiles(dir)

@@ -182,14 +182,20 @@ func TestStageSurvivesKill(t *testing.T) {
 	present := checkFinal()
 	t.Logf("%d of 8 rounds killed; %d of 40 files staged before the last run", killed, len(present))
 	require.GreaterOrEqual(t, killed, 4, "too few runs were killed to test anything")
-	require.Less(t, len(present), 40, "every file was staged before the last run")
+	// On a loaded machine a round may finish before its kill lands; two
+	// files no round has seen keep the last run's copy-what-is-missing
+	// check meaningful whatever the rounds left.
+	for i := 40; i < 42; i++ {
+		name := fmt.Sprintf("shard-%02d.bin", i)
+		_, sums[name] = writeFile(t, src, name, 1<<20+rng.IntN(2<<20))
+	}
 
 	out, err := exec.Command(bin, "stage", "--json", src, dst).Output()
 	require.NoError(t, err)
 	var res stageJSON
 	require.NoError(t, json.Unmarshal(out, &res))
-	require.Equal(t, 40, res.Files)
-	require.Equal(t, 40-len(present), res.Copied, "the rerun copies only what was missing")
+	require.Equal(t, 42, res.Files)
+	require.Equal(t, 42-len(present), res.Copied, "the rerun copies only what was missing")
 	require.Equal(t, len(present), res.Skipped)
 	for _, e := range res.Entries {
 		if id, ok := present[e.Name]; ok {
@@ -197,7 +203,7 @@ func TestStageSurvivesKill(t *testing.T) {
 			require.Equal(t, id, identify(t, filepath.Join(dst, e.Name)), "%s was rewritten", e.Name)
 		}
 	}
-	require.Len(t, checkFinal(), 40)
+	require.Len(t, checkFinal(), 42)
 	require.NoError(t, filepath.Walk(dst, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && loader.IsTempName(fi.Name()) {
 			t.Errorf("temporary file %s left after the final run", p)

@@ -31,7 +31,14 @@ func dialConn(ctx context.Context, cfg *clientConfig, addr string) (*clientConn,
 	}
 	// Let ctx cancellation interrupt a stuck handshake.
 	stop := context.AfterFunc(hctx, func() { _ = c.SetDeadline(time.Now()) })
-	w, err := clientHandshake(c, cfg.token)
+	w, nonces, err := clientHandshake(c, cfg.token)
+	if err == nil {
+		// Transports with a queue pair (verbs) connect it now, proving the
+		// session with the handshake's nonces.
+		if err = connectQueuePair(hctx, c, cfg.token, &nonces[0], &nonces[1]); err != nil {
+			err = &Error{Op: "handshake", Msg: fmt.Sprintf("%s %s: %v", cfg.transport.Name(), addr, err), Err: queuePairErr(err)}
+		}
+	}
 	stop()
 	if err != nil {
 		c.Close()
@@ -62,14 +69,22 @@ func dialConn(ctx context.Context, cfg *clientConfig, addr string) (*clientConn,
 	return cc, nil
 }
 
-// clientHandshake runs HELLO → CHALLENGE → AUTH → WELCOME. The client
 // clientHandshakeTimeout bounds the handshake on the client, as the
 // server's default HandshakeTimeout bounds it there.
 const clientHandshakeTimeout = 10 * time.Second
 
-// checks the server's proof before revealing its own.
-func clientHandshake(c net.Conn, token []byte) (wire.Welcome, error) {
+// clientHandshake runs HELLO → CHALLENGE → AUTH → WELCOME. The client
+// checks the server's proof before revealing its own. It returns the
+// client's and the server's nonces too.
+func clientHandshake(c net.Conn, token []byte) (wire.Welcome, [2][wire.NonceSize]byte, error) {
+	var nonces [2][wire.NonceSize]byte
+	w, err := clientHandshakeNonces(c, token, &nonces)
+	return w, nonces, err
+}
+
+func clientHandshakeNonces(c net.Conn, token []byte, nonces *[2][wire.NonceSize]byte) (wire.Welcome, error) {
 	hello := wire.Hello{Nonce: newNonce()}
+	nonces[0] = hello.Nonce
 	if _, err := c.Write(wire.AppendFrame(nil, wire.TypeHello, 0, hello.Append(nil))); err != nil {
 		return wire.Welcome{}, err
 	}
@@ -88,6 +103,7 @@ func clientHandshake(c net.Conn, token []byte) (wire.Welcome, error) {
 	if err != nil {
 		return wire.Welcome{}, &Error{Op: "handshake", Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
 	}
+	nonces[1] = ch.Nonce
 	var auth wire.Auth
 	switch {
 	case ch.Mode == wire.AuthNone && len(token) > 0:

@@ -39,11 +39,18 @@ func (g *fakeGPU) liveRegions() int {
 	return g.live
 }
 
-// gpuLoopback is the loopback transport with connections that register
-// fakeGPU memory the way verbs registers real GPU memory.
+// gpuLoopback is the loopback transport with its device resolving
+// fakeGPU memory, and connections that count how they register it.
 type gpuLoopback struct {
 	*Loopback
 	gpu *fakeGPU
+}
+
+func newGPULoopback(gpu *fakeGPU) gpuLoopback {
+	lb := NewLoopback()
+	d := lb.fab.devs[0]
+	d.gpu, d.dmaBuf = gpu, !gpu.refuseDmaBuf
+	return gpuLoopback{Loopback: lb, gpu: gpu}
 }
 
 func (gpuLoopback) registersDeviceMemory() {}
@@ -53,49 +60,43 @@ func (g gpuLoopback) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gpuLoopConn{loopClientConn: c.(*loopClientConn), gpu: g.gpu}, nil
+	return &gpuLoopConn{verbsClientConn: c.(*verbsClientConn), gpu: g.gpu}, nil
 }
 
 type gpuLoopConn struct {
-	*loopClientConn
+	*verbsClientConn
 	gpu *fakeGPU
 }
 
 var _ deviceRegistrar = (*gpuLoopConn)(nil)
 
 func (c *gpuLoopConn) RegisterDmaBuf(fd int, offset uint64, n int64, iova uint64) (Region, error) {
-	if c.gpu.refuseDmaBuf {
-		return Region{}, errors.New("ibv_reg_dmabuf_mr: operation not supported")
-	}
 	// The exported buffer starts at the allocation (see fakeDeviceMemory):
 	// offset and iova must name the same GPU byte.
 	if iova-offset != uint64(c.gpu.base) {
 		return Region{}, fmt.Errorf("dma-buf offset %d does not match iova 0x%x", offset, iova)
 	}
-	return c.register(iova, n, &c.gpu.dmaBufRegs)
+	return c.count(c.verbsClientConn.RegisterDmaBuf(fd, offset, n, iova))(&c.gpu.dmaBufRegs)
 }
 
 func (c *gpuLoopConn) RegisterDevicePeer(ptr uintptr, n int64) (Region, error) {
-	return c.register(uint64(ptr), n, &c.gpu.peerRegs)
+	return c.count(c.verbsClientConn.RegisterDevicePeer(ptr, n))(&c.gpu.peerRegs)
 }
 
-func (c *gpuLoopConn) register(addr uint64, n int64, count *int) (Region, error) {
-	p, err := c.gpu.slice(addr, n)
-	if err != nil {
-		return Region{}, err
+func (c *gpuLoopConn) count(r Region, err error) func(*int) (Region, error) {
+	return func(n *int) (Region, error) {
+		if err == nil {
+			c.gpu.mu.Lock()
+			c.gpu.live++
+			*n++
+			c.gpu.mu.Unlock()
+		}
+		return r, err
 	}
-	r, err := c.table.register(p)
-	if err == nil {
-		c.gpu.mu.Lock()
-		c.gpu.live++
-		*count++
-		c.gpu.mu.Unlock()
-	}
-	return r, err
 }
 
 func (c *gpuLoopConn) Deregister(r Region) error {
-	err := c.loopClientConn.Deregister(r)
+	err := c.verbsClientConn.Deregister(r)
 	if err == nil {
 		c.gpu.mu.Lock()
 		c.gpu.live--
@@ -121,12 +122,12 @@ func TestReadAtDeviceOverRegions(t *testing.T) {
 		{name: "export refused", dmaErr: errors.New("CUDA_ERROR_NOT_SUPPORTED"), method: RegPeermem,
 			reason: "export failed: CUDA_ERROR_NOT_SUPPORTED"},
 		{name: "NIC refuses dma-buf", refuseDmaBuf: true, method: RegPeermem,
-			reason: "refused it: ibv_reg_dmabuf_mr: operation not supported"},
+			reason: "refused it: ibv_reg_dmabuf_mr of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const size = 1<<20 + 12345
 			gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 2<<20), refuseDmaBuf: tc.refuseDmaBuf}
-			tr := gpuLoopback{Loopback: NewLoopback(), gpu: gpu}
+			tr := newGPULoopback(gpu)
 			ts := startServer(t, ServerConfig{}, tr)
 			data := writeFile(t, ts.root, "weights.bin", size, 11)
 			dm := &fakeDeviceMemory{base: gpu.base, dmaErr: tc.dmaErr}
@@ -198,7 +199,7 @@ func TestReadAtDeviceOverRegions(t *testing.T) {
 // flushed, and the error and the diagnostics name both causes.
 func TestReadAtDeviceNoRegistration(t *testing.T) {
 	gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
-	tr := gpuLoopback{Loopback: NewLoopback(), gpu: gpu}
+	tr := newGPULoopback(gpu)
 	ts := startServer(t, ServerConfig{}, tr)
 	writeFile(t, ts.root, "a.bin", 300000, 3)
 	dm := &fakeDeviceMemory{base: gpu.base, dmaErr: errors.New("CUDA_ERROR_NOT_SUPPORTED"), syncErr: errors.New("CUDA_ERROR_INVALID_VALUE")}
@@ -228,7 +229,7 @@ func TestReadAtDeviceNoRegistration(t *testing.T) {
 // A failed flush fails the read: the data may not be visible to the GPU.
 func TestReadAtDeviceFlushFails(t *testing.T) {
 	gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
-	tr := gpuLoopback{Loopback: NewLoopback(), gpu: gpu}
+	tr := newGPULoopback(gpu)
 	ts := startServer(t, ServerConfig{}, tr)
 	writeFile(t, ts.root, "a.bin", 8192, 3)
 	dm := &fakeDeviceMemory{base: gpu.base, flushErr: errors.New("cudaErrorIllegalAddress")}
@@ -272,7 +273,7 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 		})
 	}
 	t.Run("no DeviceMemory", func(t *testing.T) {
-		tr := gpuLoopback{Loopback: NewLoopback(), gpu: &fakeGPU{}}
+		tr := newGPULoopback(&fakeGPU{})
 		ts := startServer(t, ServerConfig{}, tr)
 		writeFile(t, ts.root, "a.bin", 4096, 1)
 		f, err := dialTest(t, ts, tr).Open(context.Background(), "a.bin")
@@ -301,7 +302,7 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 // client dialled without one, and says whether its transport can at all.
 func TestFileWithDeviceMemory(t *testing.T) {
 	gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
-	tr := gpuLoopback{Loopback: NewLoopback(), gpu: gpu}
+	tr := newGPULoopback(gpu)
 	ts := startServer(t, ServerConfig{}, tr)
 	data := writeFile(t, ts.root, "w.bin", 300000, 5)
 	f, err := dialTest(t, ts, tr, WithChunkSize(64<<10)).Open(context.Background(), "w.bin")

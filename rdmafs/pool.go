@@ -8,6 +8,7 @@ import "context"
 type bufPool struct {
 	free chan []byte
 	size int
+	all  [][]byte
 }
 
 func newBufPool(n, size int) *bufPool {
@@ -20,9 +21,14 @@ func newBufPool(n, size int) *bufPool {
 			b[i] = 0
 		}
 		p.free <- b
+		p.all = append(p.all, b)
 	}
 	return p
 }
+
+// buffers lists every buffer of the pool (for registration with RDMA
+// devices).
+func (p *bufPool) buffers() [][]byte { return p.all }
 
 // get waits for a free buffer or for ctx.
 func (p *bufPool) get(ctx context.Context) ([]byte, error) {

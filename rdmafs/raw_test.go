@@ -16,6 +16,8 @@ import (
 type raw struct {
 	t testing.TB
 	c net.Conn
+	// nonces are the client's and the server's from the last handshake.
+	nonces [2][wire.NonceSize]byte
 }
 
 func rawDial(t testing.TB, addr string) *raw {
@@ -75,6 +77,7 @@ func (r *raw) handshake(token []byte) (wire.Header, []byte) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	r.nonces = [2][wire.NonceSize]byte{hello.Nonce, ch.Nonce}
 	var a wire.Auth
 	if token != nil {
 		a.Proof = clientProof(token, &hello.Nonce, &ch.Nonce)

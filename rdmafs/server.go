@@ -152,10 +152,18 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // Serve accepts connections on ln until ctx is cancelled, then drains:
 // it stops accepting, tells each client GOODBYE, lets in-flight requests
 // finish (up to DrainTimeout), closes every connection and returns nil.
-// It returns an error only when accepting fails for another reason. Serve
-// closes ln and the export root, so a Server serves once.
+// It returns an error only when accepting fails for another reason, or
+// when a verbs listener cannot register the buffer pool with its RDMA
+// devices (the locked-memory limit, usually). Serve closes ln and the
+// export root, so a Server serves once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.root.Close()
+	if br, ok := ln.(bufferRegistrar); ok {
+		if err := br.prepare(s.pool.buffers(), s.log); err != nil {
+			ln.Close()
+			return fmt.Errorf("rdmafs server: %w", err)
+		}
+	}
 	acceptErr := make(chan error, 1)
 	go func() { acceptErr <- s.acceptLoop(ln) }()
 	var err error

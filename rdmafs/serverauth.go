@@ -15,7 +15,8 @@ import (
 // No request is read before it succeeds.
 func (sc *serverConn) handshake() error {
 	cfg := &sc.s.cfg
-	_ = sc.c.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	deadline := time.Now().Add(cfg.HandshakeTimeout)
+	_ = sc.c.SetDeadline(deadline)
 	defer sc.c.SetDeadline(time.Time{})
 	// Handshake frames are tiny: a 256-byte cap refuses anything else early.
 	buf := make([]byte, 256)
@@ -64,7 +65,18 @@ func (sc *serverConn) handshake() error {
 		MaxRead:    uint32(cfg.MaxRead),
 		Chunk:      uint32(cfg.BufferSize),
 	}
-	return sc.sendMsg(wire.TypeWelcome, 0, w.Append(nil))
+	// A transport with a queue pair (verbs) learns of the session before
+	// WELCOME, so the client's queue pair cannot arrive first, and no
+	// request is read before the queue pair is up.
+	waitQP, cancelQP, err := sc.expectQueuePair(&hello.Nonce, &ch.Nonce)
+	if err != nil {
+		return sc.fail(0, wire.CodeBusy, err)
+	}
+	if err := sc.sendMsg(wire.TypeWelcome, 0, w.Append(nil)); err != nil {
+		cancelQP()
+		return err
+	}
+	return waitQP(deadline)
 }
 
 func (sc *serverConn) handshakeFail(code wire.Code, err error) error {

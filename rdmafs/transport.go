@@ -16,7 +16,9 @@ import (
 //   - a region transport (verbs, loopback) returns connections that
 //     implement RegionWriter on the server side and RegionRegistrar on the
 //     client side: the client registers its destination buffer, the server
-//     writes into it, then sends READ_DONE on the stream.
+//     writes into it, then sends READ_DONE, which the connection delivers
+//     behind the data (verbs: every server frame travels on the queue
+//     pair, after the RDMA WRITEs).
 //
 // Implementations must be safe for concurrent use.
 type Transport interface {
@@ -32,11 +34,14 @@ type Transport interface {
 // transports.
 type RegionWriter interface {
 	// WriteRegion writes p into the client region r at byte offset off
-	// (RDMA WRITE). It returns only when the data is placed in the
-	// client's memory, so a completion sent afterwards on the stream is
-	// ordered after the data. A wrong key, a range outside the region or a
-	// region the client has already deregistered yields an error wrapping
-	// ErrRegion and writes nothing.
+	// (RDMA WRITE) and returns once the write completed; whatever it
+	// returns, the device is done with p, which the caller may reuse. The
+	// data is placed in the client's memory before any frame the server
+	// writes on the connection afterwards reaches the client. A range
+	// outside the region yields an error wrapping ErrRegion and writes
+	// nothing; a key the client's device refuses (wrong, deregistered)
+	// yields ErrRegion too, and the connection is dropped (the queue pair
+	// has failed).
 	WriteRegion(r Region, off uint64, p []byte) error
 }
 
@@ -51,8 +56,9 @@ type RegionRegistrar interface {
 	Deregister(r Region) error
 }
 
-// TransportByName returns the transport for a --transport flag value:
-// "tcp" always, "verbs" when built with -tags rdma.
+// TransportByName returns the transport named name: "tcp" always;
+// "verbs" (or "rdma") where rdma-core loads and an RDMA device exists,
+// else an error wrapping ErrNoRDMA.
 func TransportByName(name string) (Transport, error) {
 	switch name {
 	case "", "tcp":

@@ -20,7 +20,7 @@ type remoteFlags struct {
 func (r *remoteFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&r.tokenFile, "token-file", "", "file holding the rdmafs shared secret (default: $GDSLOAD_TOKEN)")
 	f.IntVar(&r.connections, "connections", rdmafs.DefaultConnections, "TCP connections per rdmafs server")
-	f.StringVar(&r.transport, "transport", "tcp", "rdmafs transport: tcp, or verbs (RDMA into registered host or GPU memory; needs a build with -tags rdma and an RDMA NIC)")
+	f.StringVar(&r.transport, "transport", "tcp", "rdmafs transport: tcp, or verbs (RDMA into registered host or GPU memory; needs rdma-core and an RDMA device)")
 	f.BoolVar(&r.crc, "crc", true, "have the rdmafs server send a CRC32C of each read and check it (off: the server may use sendfile)")
 }
 

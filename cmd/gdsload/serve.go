@@ -58,7 +58,7 @@ stops accepting, lets in-flight reads finish and exits 0.`,
 	f.StringVar(&o.listen, "listen", fmt.Sprintf(":%d", rdmafs.DefaultPort), "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the shared secret (mode 600; trailing newline ignored; default: $GDSLOAD_TOKEN)")
 	f.BoolVar(&o.insecure, "insecure-no-token", false, "run without authentication: anyone who reaches the port can read the export")
-	f.StringVar(&o.transport, "transport", "tcp", "transport: tcp, or verbs (RDMA; needs a build with -tags rdma)")
+	f.StringVar(&o.transport, "transport", "tcp", "transport: tcp, or verbs (RDMA: needs rdma-core and an RDMA device)")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (off when empty)")
 	f.IntVar(&o.credits, "credits", 16, "outstanding requests allowed per client connection")
 	f.IntVar(&o.poolBuffers, "pool-buffers", 64, "number of server data buffers (bounds memory with --buffer-size)")
@@ -103,6 +103,9 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		log.Warn("serving WITHOUT authentication (--insecure-no-token): anyone who can reach the port can read the export")
 	}
 	tr, err := rdmafs.TransportByName(o.transport)
+	if errors.Is(err, rdmafs.ErrNoRDMA) {
+		return fmt.Errorf("serve: %w (use --transport tcp)", err)
+	}
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

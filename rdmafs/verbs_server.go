@@ -162,7 +162,6 @@ func (c *verbsServerConn) WriteRegion(r Region, off uint64, p []byte) error {
 	}
 	mr, err := c.l.poolMR(ep.dev, p)
 	if err != nil {
-		c.Conn.Close()
 		return err
 	}
 	err = ep.run(workRequest{op: wrWrite, addr: addrOf(p), n: uint32(len(p)), lkey: mr.lkey(),
@@ -170,13 +169,14 @@ func (c *verbsServerConn) WriteRegion(r Region, off uint64, p []byte) error {
 	if err == nil {
 		return nil
 	}
-	c.Conn.Close()
+	// A failed WRITE has failed the queue pair, which closes the
+	// connection (attach's onBreak).
 	var wce *wcError
 	if errors.As(err, &wce) && wce.status == wcRemAccessErr {
 		return fmt.Errorf("%w: the client's device refused the write (key 0x%08x, [0x%x, +%d)): %v; queue pair failed, connection dropped",
 			ErrRegion, r.Key, r.Addr+off, len(p), err)
 	}
-	return fmt.Errorf("%v; connection dropped", err)
+	return err
 }
 
 func addrOf(p []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&p[0]))) }

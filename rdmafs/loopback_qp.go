@@ -16,7 +16,12 @@ import (
 // (the only ordering RC promises), when the target region is deregistered,
 // or when the responder's queue pair fails or goes away. A SEND finding no
 // receive posted waits (RNR retry for ever). Moving a queue pair to the
-// error state completes everything outstanding with a flush error.
+// error state completes everything outstanding with a flush error at the
+// device's pace: when its completion queue is next polled; until then a
+// send in progress may still read its buffer. A stalled queue pair (a
+// stuck link, a wedged device) neither transmits nor flushes until it
+// recovers; destroying it is the only way to end its work requests at
+// once.
 
 type simQPState int
 
@@ -140,7 +145,8 @@ type simQP struct {
 	inbound            []simInbound
 	sendCap, recvCap   int
 	responderResources uint8
-	// stalled: the link to the peer is stuck; nothing is transmitted.
+	// stalled: the link or the device is stuck: nothing is transmitted
+	// or flushed.
 	stalled bool
 	tapped  []byte
 }
@@ -156,7 +162,8 @@ func (qp *simQP) post(wr workRequest) error {
 	case qp.state == qpsInit:
 		return syscall.EINVAL
 	case qp.state == qpsErr:
-		qp.cq.push(workCompletion{id: wr.id, status: wcFlushErr, op: int(wr.op)})
+		qp.sq = append(qp.sq, wr)
+		qp.cq.signal()
 		return nil
 	case len(qp.sq) >= qp.sendCap:
 		return syscall.ENOMEM
@@ -183,7 +190,8 @@ func (qp *simQP) postRecv(id uint64, addr uint64, n uint32, lkey uint32) error {
 		f.violate("ibv_post_recv on a destroyed queue pair")
 		return syscall.EINVAL
 	case qp.state == qpsErr:
-		qp.cq.push(workCompletion{id: id, status: wcFlushErr, op: wcOpRecv})
+		qp.rq = append(qp.rq, simRecv{id: id, addr: addr, n: n, lkey: lkey})
+		qp.cq.signal()
 		return nil
 	case len(qp.rq) >= qp.recvCap:
 		return syscall.ENOMEM
@@ -207,15 +215,29 @@ func (qp *simQP) toError() error {
 	return nil
 }
 
-// qpError fails qp: accepted writes land, everything outstanding is
-// flushed. The caller holds f.mu.
+// qpError fails qp: accepted writes land; everything outstanding will be
+// flushed, by the device, later (see flush). The caller holds f.mu.
 func (f *simFabric) qpError(qp *simQP) {
 	if qp.state == qpsErr {
 		return
 	}
 	f.place(qp)
 	qp.state = qpsErr
+	if !qp.stalled {
+		qp.cq.signal()
+	}
+}
+
+// flush completes qp's outstanding work requests with a flush error. Until
+// then the device may still be working on them: a send in progress reads
+// its buffer up to its flush completion. The caller holds f.mu.
+func (f *simFabric) flush(qp *simQP) {
 	for _, wr := range qp.sq {
+		if f.tap && wr.op != wrRead && wr.n > 0 {
+			if m := qp.pd.mr(wr.lkey); m != nil && m.contains(wr.addr, uint64(wr.n)) {
+				qp.tapped = append(qp.tapped, m.slice(wr.addr, uint64(wr.n))...)
+			}
+		}
 		qp.cq.push(workCompletion{id: wr.id, status: wcFlushErr, op: int(wr.op)})
 	}
 	qp.sq = nil
@@ -253,10 +275,18 @@ func (f *simFabric) placeInbound(match func(*simInbound) bool) {
 
 const simBlocked = -1
 
-// kick transmits qp's send queue in order until it is empty or blocked.
-// The caller holds f.mu.
+// kick transmits qp's send queue in order until it is empty or blocked,
+// or flushes a failed queue pair. A stalled queue pair does neither. The
+// caller holds f.mu.
 func (f *simFabric) kick(qp *simQP) {
-	for len(qp.sq) > 0 && !qp.stalled && qp.state == qpsRTS {
+	if qp.stalled || qp.dead {
+		return
+	}
+	if qp.state == qpsErr {
+		f.flush(qp)
+		return
+	}
+	for len(qp.sq) > 0 && qp.state == qpsRTS {
 		wr := qp.sq[0]
 		status := f.transmit(qp, wr)
 		if status == simBlocked {
@@ -266,6 +296,7 @@ func (f *simFabric) kick(qp *simQP) {
 		if status != wcSuccess {
 			qp.cq.push(workCompletion{id: wr.id, status: status, op: int(wr.op)})
 			f.qpError(qp)
+			f.flush(qp)
 			return
 		}
 		if wr.signaled {

@@ -140,13 +140,15 @@ func TestVerbsServerMemoryNotRemotelyAccessible(t *testing.T) {
 }
 
 // A WRITE that times out is flushed, by moving the queue pair to the
-// error state, before its buffer returns to the pool: when the stuck link
-// recovers, nothing of what the buffer held since (another client's file)
-// goes out on it. The fabric lets A's link recover at the worst moment:
-// when B's WRITE from the reused buffer is posted.
+// error state and waiting for the flush (or, when even that does not come,
+// destroying the queue pair), before its buffer returns to the pool: when
+// the stuck link recovers, nothing of what the buffer held since (another
+// client's file) goes out on it. The fabric lets A's link recover at the
+// worst moment: when B's WRITE from the reused buffer is posted.
 func TestVerbsTimedOutWriteFlushedBeforeReuse(t *testing.T) {
 	env := newLoopEnv(t, ServerConfig{PoolBuffers: 1, BufferSize: 64 << 10}, func(o *verbsOptions) {
 		o.writeTimeout = 200 * time.Millisecond
+		o.flushTimeout = 200 * time.Millisecond
 	})
 	env.fab.tap = true
 	a := bytes.Repeat([]byte{0xaa}, 64<<10)
@@ -441,7 +443,9 @@ func TestVerbsPoolRegisteredOnce(t *testing.T) {
 // completion channel wakes the poller (no busy polling while a write is
 // stuck), and a drain ends a stuck write instead of waiting it out.
 func TestVerbsWritesInFlightAndDrain(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{ConnBuffers: 4, BufferSize: 64 << 10, DrainTimeout: 300 * time.Millisecond}, nil)
+	env := newLoopEnv(t, ServerConfig{ConnBuffers: 4, BufferSize: 64 << 10, DrainTimeout: 300 * time.Millisecond}, func(o *verbsOptions) {
+		o.flushTimeout = 300 * time.Millisecond
+	})
 	data := writeFile(t, env.ts.root, "f", 256<<10, 6)
 	cl := dialTest(t, env.ts, env.tr, WithConnections(1), WithRequestsPerConn(4), WithChunkSize(64<<10), WithRetryDeadline(0))
 	f, _ := cl.Open(context.Background(), "f")

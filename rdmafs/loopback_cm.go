@@ -23,7 +23,29 @@ type simChannel struct {
 }
 
 func (f *simFabric) newEventChannel() (cmChannel, error) {
-	return &simChannel{f: f, ev: make(chan struct{}, 1), intr: make(chan struct{}), ids: map[*simID]bool{}}, nil
+	c := &simChannel{f: f, ev: make(chan struct{}, 1), intr: make(chan struct{}), ids: map[*simID]bool{}}
+	f.mu.Lock()
+	f.chans[c] = true
+	f.mu.Unlock()
+	return c, nil
+}
+
+// setCMErr makes every event channel fail with err (nil: work again),
+// waking those that wait.
+func (f *simFabric) setCMErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cmErr = err
+	for c := range f.chans {
+		c.wake()
+	}
+}
+
+func (c *simChannel) wake() {
+	select {
+	case c.ev <- struct{}{}:
+	default:
+	}
 }
 
 func (c *simChannel) push(ev cmEvent) {
@@ -31,10 +53,7 @@ func (c *simChannel) push(ev cmEvent) {
 		return
 	}
 	c.q = append(c.q, ev)
-	select {
-	case c.ev <- struct{}{}:
-	default:
-	}
+	c.wake()
 }
 
 func (c *simChannel) createID() (cmID, error) {
@@ -101,6 +120,7 @@ func (c *simChannel) destroy() {
 		f.violate("rdma_destroy_event_channel with %d identifiers still on it", len(c.ids))
 	}
 	c.dead = true
+	delete(f.chans, c)
 }
 
 type simID struct {

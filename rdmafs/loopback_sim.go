@@ -25,6 +25,7 @@ type simFabric struct {
 	listeners map[netip.AddrPort]*simID
 	ids       map[*simID]bool
 	qps       map[*simQP]bool
+	chans     map[*simChannel]bool
 	nextObj   uintptr
 
 	// memlock is the locked-memory budget in bytes registrations count
@@ -35,7 +36,8 @@ type simFabric struct {
 	// failDereg makes that many coming deregistrations fail (EBUSY),
 	// leaving the region registered.
 	failDereg int
-	// cmErr, when set, is what every event channel's next returns.
+	// cmErr, when set (setCMErr), is what every event channel's next
+	// returns.
 	cmErr error
 	// tap records the payload of every WRITE and SEND transmitted, per
 	// queue pair.
@@ -73,6 +75,7 @@ type simReg struct {
 
 func newSimFabric() *simFabric {
 	f := &simFabric{listeners: map[netip.AddrPort]*simID{}, ids: map[*simID]bool{}, qps: map[*simQP]bool{},
+		chans:       map[*simChannel]bool{},
 		unreachable: map[netip.Addr]bool{}}
 	f.devs = append(f.devs, f.newDevice("sim0"))
 	return f

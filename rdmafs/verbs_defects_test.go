@@ -602,6 +602,13 @@ func TestVerbsGPURegionsRelaxedOrdering(t *testing.T) {
 			if n, err := f.ReadAtDevice(context.Background(), gpu.base, int64(len(data)), 0); n != len(data) || err != nil {
 				t.Fatalf("ReadAtDevice = %d, %v", n, err)
 			}
+			want := RegDmaBuf
+			if tc.dmaErr != nil {
+				want = RegPeermem
+			}
+			if got := cl.DeviceRegistration(); got.Method != want {
+				t.Fatalf("registered by %q (%s), want %q", got.Method, got.Reason, want)
+			}
 			if !bytes.Equal(gpu.mem[:len(data)], data) {
 				t.Fatal("GPU memory differs")
 			}
@@ -630,16 +637,14 @@ func TestVerbsCMLoopBackoffAndDeviceRemoval(t *testing.T) {
 	cl := dialTest(t, env.ts, env.tr, WithConnections(2), WithRetryDeadline(0))
 	f, _ := cl.Open(context.Background(), "f")
 
-	env.fab.mu.Lock()
-	env.fab.cmErr = syscall.EIO
-	calls := env.fab.stats.cmNext
-	env.fab.mu.Unlock()
-	time.Sleep(300 * time.Millisecond) // count the event loop's attempts meanwhile
-	env.fab.mu.Lock()
-	calls = env.fab.stats.cmNext - calls
-	env.fab.cmErr = nil
-	env.fab.mu.Unlock()
-	if calls > 15 {
+	calls := env.fab.statsNow().cmNext
+	env.fab.setCMErr(syscall.EIO)
+	time.Sleep(300 * time.Millisecond) // count the event loops' attempts meanwhile
+	calls = env.fab.statsNow().cmNext - calls
+	env.fab.setCMErr(nil)
+	// Three loops (the server's, the client's two connections') back off
+	// from 10 ms, doubling: about 5 attempts each in 300 ms.
+	if calls > 30 {
 		t.Errorf("%d attempts on a failing event channel in 300 ms: spinning", calls)
 	}
 	if _, err := f.ReadAt(make([]byte, 4096), 0); err != nil {

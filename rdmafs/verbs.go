@@ -28,11 +28,14 @@ func Verbs() (Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v; use the tcp transport", ErrNoRDMA, err)
 	}
-	st := newIBVStack(l)
-	if _, err := st.devices(); err != nil {
-		return nil, fmt.Errorf("%w: %v (rdma-core %s found); use the tcp transport", ErrNoRDMA, err, orUnknown(l.Version()))
+	devs, err := l.Devices()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: rdma-core %s is installed, but %v; use the tcp transport", ErrNoRDMA, orUnknown(l.Version()), err)
+	case len(devs) == 0:
+		return nil, fmt.Errorf("%w: rdma-core %s is installed, but this machine has no RDMA device; use the tcp transport", ErrNoRDMA, orUnknown(l.Version()))
 	}
-	return newVerbsTransport("verbs", st), nil
+	return newVerbsTransport("verbs", newIBVStack(l)), nil
 }
 
 func orUnknown(s string) string {

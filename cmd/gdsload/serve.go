@@ -103,11 +103,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		log.Warn("serving WITHOUT authentication (--insecure-no-token): anyone who can reach the port can read the export")
 	}
 	tr, err := rdmafs.TransportByName(o.transport)
-	if errors.Is(err, rdmafs.ErrNoRDMA) {
-		return fmt.Errorf("serve: %w (use --transport tcp)", err)
-	}
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("serve: --transport %s: %w", o.transport, err)
 	}
 	srv, err := rdmafs.NewServer(cfg)
 	if err != nil {

@@ -84,7 +84,7 @@ func TestServeCmdRefusals(t *testing.T) {
 	}{
 		{"no token", []string{"--root", root, "--listen", "127.0.0.1:0"}, "--insecure-no-token"},
 		{"loose token file", []string{"--root", root, "--listen", "127.0.0.1:0", "--token-file", loose}, "chmod 600"},
-		{"verbs without rdma", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--transport", "verbs"}, "use --transport tcp"},
+		{"verbs without rdma", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--transport", "verbs"}, "use the tcp transport"},
 		{"missing root", []string{"--root", filepath.Join(root, "nope"), "--listen", "127.0.0.1:0", "--insecure-no-token"}, "export root"},
 		{"buffer size not a size", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--buffer-size", "lots"}, "--buffer-size"},
 		{"buffer size too small", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--buffer-size", "1KiB"}, "--buffer-size"},

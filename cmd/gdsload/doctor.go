@@ -9,6 +9,7 @@ import (
 	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/devices"
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/spf13/cobra"
 )
 
@@ -20,6 +21,7 @@ type doctorReport struct {
 	Libraries []cufile.Library `json:"libraries"`
 	loader.GPUProbe
 	RDMADevices  []devices.RDMA       `json:"rdma_devices"`
+	RDMA         rdmafs.RDMAReport    `json:"rdma"`
 	MemlockLimit loader.Memlock       `json:"memlock_limit"`
 	DirectIO     loader.DirectIOProbe `json:"direct_io"`
 	GDSPlatform  cufile.Platform      `json:"gds_platform"`
@@ -86,6 +88,7 @@ func runDoctor(o doctorOptions, path string) (doctorReport, *loader.GPUStack) {
 	r := doctorReport{
 		Libraries:    cufile.ProbeLibraries(cfg),
 		RDMADevices:  devices.RDMADevices(o.sysRoot),
+		RDMA:         rdmafs.ProbeRDMA(),
 		MemlockLimit: loader.MemlockLimit(),
 		DirectIO:     loader.ProbeDirectIO(path),
 	}
@@ -144,6 +147,10 @@ func printDoctor(w io.Writer, r doctorReport) error {
 			states = append(states, fmt.Sprintf("port %d %s %s", p.Port, p.LinkLayer, p.State))
 		}
 		fmt.Fprintf(tw, "  %s\tNUMA %s\t%s\n", d.Name, numaString(d.NUMANode), strings.Join(states, "; "))
+	}
+	fmt.Fprintln(tw, "RDMA (rdma-core, as the verbs transport loads it)")
+	for _, l := range r.RDMA.Lines() {
+		fmt.Fprintf(tw, "  %s\n", l)
 	}
 	fmt.Fprintln(tw, "Limits")
 	fmt.Fprintf(tw, "  memlock\tsoft %s, hard %s\t%s\n", r.MemlockLimit.Soft, r.MemlockLimit.Hard, r.MemlockLimit.Note)

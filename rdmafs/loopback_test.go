@@ -1,0 +1,197 @@
+package rdmafs
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tests of the loopback fabric's model itself: what the verbs tests rely
+// on it to do.
+
+// simPair is two connected queue pairs on a fresh fabric, each with its
+// own domain and completion queue.
+type simPair struct {
+	f      *simFabric
+	a, b   *simQP
+	pa, pb rdmaPD
+}
+
+func newSimPair(t *testing.T) *simPair {
+	t.Helper()
+	f := newSimFabric()
+	ch, _ := f.newEventChannel()
+	lid, _ := ch.createID()
+	if err := lid.bind(netip.MustParseAddrPort("127.0.0.1:7000")); err != nil {
+		t.Fatal(err)
+	}
+	lid.listen(1)
+	cch, _ := f.newEventChannel()
+	cid, _ := cch.createID()
+	cid.resolveAddr(netip.MustParseAddrPort("127.0.0.1:0"), netip.MustParseAddrPort("127.0.0.1:7000"), time.Second)
+	cch.next()
+	dev := cid.device()
+	pa, _ := dev.allocPD()
+	cqa, _ := dev.createCQ(16)
+	qa, err := cid.createQP(pa, cqa, 8, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid.connect([]byte("hi"), connParams{})
+	ev, _ := ch.next()
+	if ev.kind != evConnectRequest || string(ev.priv) != "hi" {
+		t.Fatalf("server got %s %q", ev.kind, ev.priv)
+	}
+	pb, _ := dev.allocPD()
+	cqb, _ := dev.createCQ(16)
+	qb, err := ev.id.createQP(pb, cqb, 8, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.id.accept(connParams{}); err != nil {
+		t.Fatal(err)
+	}
+	return &simPair{f: f, a: qa.(*simQP), b: qb.(*simQP), pa: pa, pb: pb}
+}
+
+func pollAll(t *testing.T, cq *simCQ) []workCompletion {
+	t.Helper()
+	out := make([]workCompletion, 16)
+	n, err := cq.poll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[:n]
+}
+
+func TestSimKeysFollowTheHardwarePattern(t *testing.T) {
+	f := newSimFabric()
+	pd, _ := f.devs[0].allocPD()
+	var prev uint32
+	for i := range 5 {
+		m, err := pd.regMR(make([]byte, 4096), accessLocalWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.lkey() != m.rkey() {
+			t.Errorf("lkey %x != rkey %x", m.lkey(), m.rkey())
+		}
+		if i > 0 && (m.rkey()>>8 != prev>>8+1 || uint8(m.rkey()) != uint8(prev)+1) {
+			t.Errorf("key %x after %x: want index and key byte counting up", m.rkey(), prev)
+		}
+		prev = m.rkey()
+	}
+}
+
+func TestSimMemlockBudget(t *testing.T) {
+	f := newSimFabric()
+	f.memlock = 3 * 4096
+	pd, _ := f.devs[0].allocPD()
+	a, err := pd.regMR(make([]byte, 5000), 0) // two pages
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pd.regMR(make([]byte, 8192), 0); !errors.Is(err, syscall.ENOMEM) {
+		t.Fatalf("over the budget: %v, want ENOMEM", err)
+	}
+	if err := a.dereg(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pd.regMR(make([]byte, 8192), 0); err != nil {
+		t.Fatalf("after deregistering: %v", err)
+	}
+}
+
+// A WRITE completes at the requester while its data is not yet visible
+// at the responder; the SEND after it forces it out, in order.
+func TestSimWriteVisibleOnlyAfterALaterMessage(t *testing.T) {
+	p := newSimPair(t)
+	src := bytes.Repeat([]byte{7}, 4096)
+	dst := make([]byte, 4096)
+	inbox := make([]byte, 64)
+	msrc, _ := p.pa.regMR(src, 0)
+	mdst, _ := p.pb.regMR(dst, accessLocalWrite|accessRemoteWrite)
+	minbox, _ := p.pb.regMR(inbox, accessLocalWrite)
+	if err := p.a.post(workRequest{id: 1, op: wrWrite, signaled: true, addr: addrOf(src), n: 4096, lkey: msrc.lkey(),
+		raddr: addrOf(dst), rkey: mdst.rkey()}); err != nil {
+		t.Fatal(err)
+	}
+	if wcs := pollAll(t, p.a.cq); len(wcs) != 1 || wcs[0].status != wcSuccess {
+		t.Fatalf("WRITE completion: %+v", wcs)
+	}
+	if dst[0] != 0 {
+		t.Fatal("WRITE data visible before any later message")
+	}
+	p.b.postRecv(recvBit|1, addrOf(inbox), 64, minbox.lkey())
+	p.a.post(workRequest{id: 2, op: wrSend, signaled: true, addr: addrOf(src), n: 8, lkey: msrc.lkey()})
+	pollAll(t, p.a.cq)
+	if wcs := pollAll(t, p.b.cq); len(wcs) != 1 || wcs[0].op != wcOpRecv || wcs[0].byteLen != 8 {
+		t.Fatalf("receive: %+v", wcs)
+	}
+	if !bytes.Equal(dst, src) {
+		t.Fatal("WRITE data not visible at the SEND's receive completion")
+	}
+}
+
+// A SEND without a receive waits; a bad key fails both queue pairs and
+// flushes what is outstanding; buffers are read when transmitted.
+func TestSimFailuresAndFlush(t *testing.T) {
+	p := newSimPair(t)
+	src := bytes.Repeat([]byte{1}, 4096)
+	inbox := make([]byte, 4096)
+	msrc, _ := p.pa.regMR(src, 0)
+	minbox, _ := p.pb.regMR(inbox, accessLocalWrite)
+	p.f.tap = true
+	p.a.post(workRequest{id: 1, op: wrSend, signaled: true, addr: addrOf(src), n: 16, lkey: msrc.lkey()})
+	if wcs := pollAll(t, p.a.cq); len(wcs) != 0 {
+		t.Fatalf("SEND completed with no receive posted: %+v", wcs)
+	}
+	src[0] = 9 // the device has not read it yet
+	p.b.postRecv(recvBit|1, addrOf(inbox), 4096, minbox.lkey())
+	if wcs := pollAll(t, p.a.cq); len(wcs) != 1 || wcs[0].status != wcSuccess || inbox[0] != 9 {
+		t.Fatalf("SEND after the receive: %+v, byte %d", wcs, inbox[0])
+	}
+	pollAll(t, p.b.cq)
+	p.a.post(workRequest{id: 2, op: wrWrite, signaled: true, addr: addrOf(src), n: 16, lkey: msrc.lkey(), raddr: addrOf(inbox), rkey: minbox.rkey()})
+	p.a.post(workRequest{id: 3, op: wrSend, signaled: true, addr: addrOf(src), n: 16, lkey: msrc.lkey()})
+	wcs := pollAll(t, p.a.cq)
+	if len(wcs) != 2 || wcs[0].id != 2 || wcs[0].status != wcRemAccessErr || wcs[1].id != 3 || wcs[1].status != wcFlushErr {
+		t.Fatalf("WRITE to a region without remote access, then a SEND: %+v; want a remote access error, then a flush", wcs)
+	}
+	if p.b.state != qpsErr {
+		t.Error("the responder's queue pair did not fail")
+	}
+	if err := p.a.post(workRequest{id: 4, op: wrSend, n: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if wcs := pollAll(t, p.a.cq); len(wcs) != 1 || wcs[0].status != wcFlushErr {
+		t.Fatalf("posting on a failed queue pair: %+v", wcs)
+	}
+}
+
+// Misuse that real verbs punish is recorded.
+func TestSimRecordsMisuse(t *testing.T) {
+	f := newSimFabric()
+	pd, _ := f.devs[0].allocPD()
+	m, _ := pd.regMR(make([]byte, 4096), 0)
+	if err := pd.dealloc(); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("dealloc with a region: %v", err)
+	}
+	m.dereg()
+	m.dereg()
+	ch, _ := f.newEventChannel()
+	id, _ := ch.createID()
+	ch.destroy()
+	id.disconnect()
+	v := strings.Join(f.Violations(), "\n")
+	for _, want := range []string{"ibv_dealloc_pd with 1 regions", "already deregistered", "rdma_destroy_event_channel with 1 identifiers",
+		"rdma_disconnect on an identifier whose event channel was destroyed"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("violations lack %q:\n%s", want, v)
+		}
+	}
+}

@@ -274,7 +274,7 @@ func (c *verbsClientConn) tryConnect(ctx context.Context, src, dst netip.AddrPor
 	}
 	// Receives first: the server may send as soon as it is connected.
 	for i := range o.recvSlots {
-		if err := ep.qp.postRecv(recvBit|uint64(i), addrOf(slab[i*slotSize:]), slotSize, mr.lkey()); err != nil {
+		if err := ep.postRecv(recvBit|uint64(i), addrOf(slab[i*slotSize:]), slotSize, mr.lkey()); err != nil {
 			return err
 		}
 	}
@@ -285,13 +285,13 @@ func (c *verbsClientConn) tryConnect(ctx context.Context, src, dst netip.AddrPor
 	if err := c.await(ctx, id, evEstablished); err != nil {
 		return err
 	}
-	ep.onBreak = func(err error) {
+	ep.setOnBreak(func(err error) {
 		c.mu.Lock()
 		if c.broken == nil {
 			c.broken = err
 		}
 		c.mu.Unlock()
-	}
+	})
 	c.mu.Lock()
 	c.id, c.pd, c.ep, c.slab, c.slabMR, c.pins = id, pd, ep, slab, mr, pins
 	closed := c.closed
@@ -392,7 +392,7 @@ func (c *verbsClientConn) readErr(ep *qpEndpoint) error {
 
 func (c *verbsClientConn) repost(ep *qpEndpoint, slot int) error {
 	buf := c.slab[slot*slotSize:]
-	if err := ep.qp.postRecv(recvBit|uint64(slot), addrOf(buf), slotSize, c.slabMR.lkey()); err != nil {
+	if err := ep.postRecv(recvBit|uint64(slot), addrOf(buf), slotSize, c.slabMR.lkey()); err != nil {
 		ep.fail(err)
 		return err
 	}

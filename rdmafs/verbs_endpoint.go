@@ -23,8 +23,6 @@ type qpEndpoint struct {
 	id cmID
 	cq rdmaCQ
 	qp rdmaQP
-	// onBreak runs once when the endpoint breaks.
-	onBreak func(error)
 
 	sendSlots chan struct{}
 	recvs     chan workCompletion
@@ -37,8 +35,11 @@ type qpEndpoint struct {
 	qpGone    chan struct{}
 	destroyed bool
 	idle      chan struct{} // closed when broken and no work request is left
+	started   bool
 	pollDone  chan struct{}
 	closeOnce sync.Once
+	// onBreak runs once when the endpoint breaks (setOnBreak).
+	onBreak func(error)
 }
 
 // recvBit marks receive work-request ids: a failed completion's opcode is
@@ -71,7 +72,14 @@ func newEndpoint(t *verbsTransport, id cmID, dev rdmaDevice, pd rdmaPD, sendWR, 
 }
 
 // start starts the poller.
-func (e *qpEndpoint) start() { go e.pollLoop() }
+func (e *qpEndpoint) start() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.started {
+		e.started = true
+		go e.pollLoop()
+	}
+}
 
 func (e *qpEndpoint) pollLoop() {
 	defer close(e.pollDone)
@@ -143,13 +151,25 @@ func (e *qpEndpoint) fail(err error) {
 	e.broken = err
 	close(e.brokenCh)
 	e.maybeIdle()
-	destroyed := e.destroyed
-	e.mu.Unlock()
-	if !destroyed {
+	if !e.destroyed {
 		_ = e.qp.toError()
 	}
-	if e.onBreak != nil {
-		e.onBreak(err)
+	onBreak := e.onBreak
+	e.mu.Unlock()
+	if onBreak != nil {
+		onBreak(err)
+	}
+}
+
+// setOnBreak sets what runs when the endpoint breaks; at once if it
+// already has.
+func (e *qpEndpoint) setOnBreak(f func(error)) {
+	e.mu.Lock()
+	e.onBreak = f
+	broken := e.broken
+	e.mu.Unlock()
+	if broken != nil {
+		f(broken)
 	}
 }
 
@@ -157,6 +177,16 @@ func (e *qpEndpoint) err() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.broken
+}
+
+// postRecv posts a receive unless the queue pair is gone.
+func (e *qpEndpoint) postRecv(id, addr uint64, n, lkey uint32) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.destroyed {
+		return errEndpointClosed
+	}
+	return e.qp.postRecv(id, addr, n, lkey)
 }
 
 // destroyQP destroys the queue pair: afterwards the device no longer
@@ -236,7 +266,13 @@ func (e *qpEndpoint) close() {
 		}
 		e.destroyQP()
 		e.cq.interrupt()
-		<-e.pollDone
+		e.mu.Lock()
+		started := e.started
+		e.started = true // no poller from now on
+		e.mu.Unlock()
+		if started {
+			<-e.pollDone
+		}
 		_ = e.cq.destroy()
 	})
 }

@@ -162,7 +162,7 @@ func (l *verbsListener) deviceLocked(d rdmaDevice) (*serverDevice, error) {
 	}
 	sd := &serverDevice{dev: d, pd: pd, mrs: map[uintptr]rdmaMR{}, slots: make(chan int, l.t.opts.ctrlSlots)}
 	fail := func(err error) (*serverDevice, error) {
-		sd.release()
+		sd.release(l.t)
 		return nil, err
 	}
 	total := 0
@@ -201,7 +201,7 @@ func (sd *serverDevice) register(b []byte) (rdmaMR, error) {
 
 // release deregisters everything and frees the protection domain. A
 // registration that cannot be undone keeps its memory pinned for ever.
-func (sd *serverDevice) release() error {
+func (sd *serverDevice) release(t *verbsTransport) error {
 	var errs []error
 	keep := false
 	for k, mr := range sd.mrs {
@@ -217,11 +217,13 @@ func (sd *serverDevice) release() error {
 			keep = true
 		}
 	}
-	if !keep {
-		sd.pins.Unpin()
-		if err := sd.pd.dealloc(); err != nil {
-			errs = append(errs, err)
-		}
+	if keep {
+		t.leak(&sd.pins)
+		return errors.Join(errs...)
+	}
+	sd.pins.Unpin()
+	if err := sd.pd.dealloc(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -379,7 +381,7 @@ func (l *verbsListener) shutdown() {
 	l.devs = map[uintptr]*serverDevice{}
 	l.mu.Unlock()
 	for _, sd := range devs {
-		if err := sd.release(); err != nil {
+		if err := sd.release(l.t); err != nil {
 			l.log.Error("rdma: releasing the server's registrations failed; their memory stays pinned", "device", sd.dev.name(), "err", err)
 		}
 	}

@@ -77,10 +77,7 @@ func (c *verbsServerConn) attach(ep *serverEndpoint) error {
 	}
 	// A broken queue pair ends the connection: the client sees the TCP
 	// stream close and retries on a new one.
-	ep.onBreak = func(error) { c.Conn.Close() }
-	if ep.err() != nil {
-		c.Conn.Close()
-	}
+	ep.setOnBreak(func(error) { c.Conn.Close() })
 	return nil
 }
 

@@ -28,6 +28,12 @@ type testServer struct {
 // cfg.Root (a fresh temp dir when empty), and stops it at cleanup.
 func startServer(t *testing.T, cfg ServerConfig, tr Transport) *testServer {
 	t.Helper()
+	return startServerOn(t, cfg, tr, "127.0.0.1:0")
+}
+
+// startServerOn is startServer listening on addr.
+func startServerOn(t *testing.T, cfg ServerConfig, tr Transport, addr string) *testServer {
+	t.Helper()
 	if cfg.Root == "" {
 		cfg.Root = t.TempDir()
 	}
@@ -50,7 +56,7 @@ func startServer(t *testing.T, cfg ServerConfig, tr Transport) *testServer {
 	if tr == nil {
 		tr = TCP()
 	}
-	ln, err := tr.Listen(context.Background(), "127.0.0.1:0")
+	ln, err := tr.Listen(context.Background(), addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func (c *verbsClientConn) startEvents() error {
 			c.mu.Unlock()
 			if bound {
 				if ev.kind == evDisconnected || ev.kind == evDeviceRemoval {
-					ep.fail(fmt.Errorf("%w: queue pair: %s", ErrServerGone, ev.kind))
+					ep.fail(fmt.Errorf("queue pair: %s", ev.kind))
 				}
 				continue
 			}
@@ -315,9 +315,9 @@ func (c *verbsClientConn) watchTCP() {
 	case n > 0:
 		ep.fail(fmt.Errorf("%w: the server sent on TCP after pairing the queue pair", ErrProtocol))
 	case errors.Is(err, io.EOF):
-		ep.fail(fmt.Errorf("%w: server closed the connection", ErrServerGone))
+		ep.fail(errors.New("the server closed the TCP connection"))
 	default:
-		ep.fail(fmt.Errorf("%w: connection: %v", ErrServerGone, err))
+		ep.fail(fmt.Errorf("TCP connection: %w", err))
 	}
 }
 
@@ -387,7 +387,7 @@ func (c *verbsClientConn) readErr(ep *qpEndpoint) error {
 	if err := ep.err(); err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: queue pair failed", ErrServerGone)
+	return errors.New("queue pair failed: the server ended it (receives flushed)")
 }
 
 func (c *verbsClientConn) repost(ep *qpEndpoint, slot int) error {

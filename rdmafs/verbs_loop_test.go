@@ -118,18 +118,24 @@ func (f *simFabric) tapped(qp *simQP) []byte {
 // rawQueuePair connects a queue pair to the server's RDMA port with priv
 // as private data, as any host on the fabric could, and returns the event
 // that ended the attempt.
-func rawQueuePair(t *testing.T, fab *simFabric, serverAddr string, priv []byte) cmEvent {
+func rawQueuePair(t *testing.T, st rdmaStack, serverAddr string, priv []byte) cmEvent {
 	t.Helper()
 	ap := netip.MustParseAddrPort(serverAddr)
 	dst, err := rdmaAddr(ap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, _ := fab.newEventChannel()
+	ch, err := st.newEventChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer ch.destroy()
-	id, _ := ch.createID()
+	id, err := ch.createID()
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer id.destroy()
-	if err := id.resolveAddr(netip.MustParseAddrPort("127.0.0.1:0"), dst, time.Second); err != nil {
+	if err := id.resolveAddr(netip.AddrPortFrom(dst.Addr(), 0), dst, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if ev, _ := ch.next(); ev.kind != evAddrResolved {

@@ -37,9 +37,12 @@ type verbsClientConn struct {
 	slabMR   rdmaMR
 	pins     *runtime.Pinner
 	regs     map[uint32]*clientRegion
-	broken   error
-	closed   bool
-	once     sync.Once
+	// live maps the identifier of a queue pair connecting or connected to
+	// its endpoint, so that a disconnect is never missed.
+	live   map[uintptr]*qpEndpoint
+	broken error
+	closed bool
+	once   sync.Once
 	// Read's state: the unread part of the current message and its slot.
 	cur      []byte
 	curSlot  int
@@ -57,7 +60,7 @@ type clientRegion struct {
 }
 
 func newVerbsClientConn(t *verbsTransport, c net.Conn, addr string) *verbsClientConn {
-	return &verbsClientConn{Conn: c, t: t, addr: addr, regs: map[uint32]*clientRegion{}, curSlot: -1}
+	return &verbsClientConn{Conn: c, t: t, addr: addr, regs: map[uint32]*clientRegion{}, live: map[uintptr]*qpEndpoint{}, curSlot: -1}
 }
 
 // connectQueuePair connects the queue pair of session s to the server:
@@ -152,14 +155,10 @@ func (c *verbsClientConn) startEvents() error {
 			}
 			delay = 0
 			c.mu.Lock()
-			bound := c.ep != nil && c.id != nil && ev.id != nil && ev.id.key() == c.id.key()
-			ep := c.ep
+			ep := c.live[idKey(ev.id)]
 			c.mu.Unlock()
-			if bound {
-				if ev.kind == evDisconnected || ev.kind == evDeviceRemoval {
-					ep.fail(fmt.Errorf("queue pair: %s", ev.kind))
-				}
-				continue
+			if ep != nil && (ev.kind == evDisconnected || ev.kind == evDeviceRemoval) {
+				ep.fail(fmt.Errorf("queue pair: %s", ev.kind))
 			}
 			select {
 			case c.events <- ev:
@@ -168,6 +167,13 @@ func (c *verbsClientConn) startEvents() error {
 		}
 	}()
 	return nil
+}
+
+func idKey(id cmID) uintptr {
+	if id == nil {
+		return 0
+	}
+	return id.key()
 }
 
 // rejectError is a queue pair the server refused.
@@ -279,6 +285,16 @@ func (c *verbsClientConn) tryConnect(ctx context.Context, src, dst netip.AddrPor
 		}
 	}
 	ep.start()
+	c.mu.Lock()
+	c.live[id.key()] = ep
+	c.mu.Unlock()
+	defer func() {
+		if err != nil {
+			c.mu.Lock()
+			delete(c.live, id.key())
+			c.mu.Unlock()
+		}
+	}()
 	if err := id.connect(priv, connParams{}); err != nil {
 		return err
 	}

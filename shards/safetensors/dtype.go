@@ -36,3 +36,15 @@ func Dtypes() []string {
 	slices.Sort(d)
 	return d
 }
+
+// dtypeRanks is the reference implementation's Dtype enumeration order,
+// which it declares "in increasing alignment order" and which its writer
+// sorts by (descending) before the tensor name. Dtypes of equal size are
+// therefore not in name order: U64 comes before I64, F64 and C64. The
+// FNUZ float8 types, which the reference lacks, follow its float8 types.
+var dtypeRanks = map[string]int{
+	"BOOL": 0, "F4": 1, "F6_E2M3": 2, "F6_E3M2": 3, "U8": 4, "I8": 5,
+	"F8_E5M2": 6, "F8_E4M3": 7, "F8_E8M0": 8, "F8_E4M3FNUZ": 9, "F8_E5M2FNUZ": 10,
+	"I16": 11, "U16": 12, "F16": 13, "BF16": 14,
+	"I32": 15, "U32": 16, "F32": 17, "C64": 18, "F64": 19, "I64": 20, "U64": 21,
+}

@@ -74,9 +74,10 @@ type Writer struct {
 }
 
 // NewWriter validates tensors, chooses their layout and writes the header to
-// w. Like the reference serializer it lays the data out by decreasing dtype
-// size then by name (so every tensor is aligned to its element size),
-// writes the header as compact JSON with metadata (if not nil) first and
+// w. Like the reference serializer it lays the data out in its dtype order,
+// descending (dtypeRanks: by size, so every tensor is aligned to its
+// element size, and among dtypes of one size in the reference's order),
+// then by name; writes the header as compact JSON with metadata (if not nil) first and
 // keys sorted, and pads it with spaces to a multiple of 8 bytes. Output is
 // deterministic. It writes nothing if a tensor is invalid.
 func NewWriter(w io.Writer, tensors []TensorSpec, metadata map[string]string) (*Writer, error) {
@@ -140,12 +141,12 @@ func EncodeHeader(tensors []TensorSpec, metadata map[string]string) ([]TensorInf
 // JSON header.
 func encodeHeader(tensors []TensorSpec, metadata map[string]string) ([]TensorInfo, []byte, error) {
 	layout := make([]TensorInfo, len(tensors))
-	bits := make(map[string]int64, len(tensors))
+	rank := make(map[string]int, len(tensors))
 	for i, t := range tensors {
 		fail := func(kind error, detail string) error {
 			return &Error{Tensor: t.Name, Offset: -1, Kind: kind, Detail: detail}
 		}
-		if _, dup := bits[t.Name]; dup {
+		if _, dup := rank[t.Name]; dup {
 			return nil, nil, fail(ErrDuplicateTensor, "the name is given twice")
 		}
 		if t.Name == metadataKey || !utf8.ValidString(t.Name) {
@@ -156,7 +157,7 @@ func encodeHeader(tensors []TensorSpec, metadata map[string]string) ([]TensorInf
 			e.Tensor, e.Offset = t.Name, -1
 			return nil, nil, e
 		}
-		bits[t.Name], _ = DtypeBits(t.Dtype)
+		rank[t.Name] = dtypeRanks[t.Dtype]
 		layout[i] = TensorInfo{Name: t.Name, Dtype: t.Dtype, Shape: slices.Clone(t.Shape), End: size}
 	}
 	for k, v := range metadata {
@@ -165,7 +166,7 @@ func encodeHeader(tensors []TensorSpec, metadata map[string]string) ([]TensorInf
 		}
 	}
 	slices.SortFunc(layout, func(a, b TensorInfo) int {
-		return cmp.Or(cmp.Compare(bits[b.Name], bits[a.Name]), cmp.Compare(a.Name, b.Name))
+		return cmp.Or(cmp.Compare(rank[b.Name], rank[a.Name]), cmp.Compare(a.Name, b.Name))
 	})
 
 	var b bytes.Buffer

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -87,9 +88,12 @@ func TestEncodeRoundTripAllDtypes(t *testing.T) {
 			t.Errorf("%q: data differs (err %v)", want.Name, err)
 		}
 	}
-	// Layout: decreasing element size, so every tensor is aligned to it.
+	// Layout: decreasing element size in whole bytes, so every tensor is
+	// aligned to it (sub-byte tensors fill whole bytes; the reference puts
+	// BOOL after them).
 	for _, ti := range h.Tensors {
 		bits, _ := DtypeBits(ti.Dtype)
+		bits = (bits + 7) / 8 * 8
 		if bits > prevBits {
 			t.Errorf("%q (%d bits) follows a %d-bit tensor", ti.Name, bits, prevBits)
 		}
@@ -155,5 +159,42 @@ func TestDtypeBits(t *testing.T) {
 		if _, ok := DtypeBits(d); ok {
 			t.Errorf("DtypeBits(%q) accepted", d)
 		}
+	}
+}
+
+// The writer orders tensors as the reference does: its dtype enumeration,
+// descending, then names. Among 64-bit dtypes that is U64, I64, F64, C64,
+// whatever the names say.
+func TestEncodeOrderFollowsTheReference(t *testing.T) {
+	for _, d := range Dtypes() {
+		if _, ok := dtypeRanks[d]; !ok {
+			t.Errorf("dtype %s has no place in the reference order", d)
+		}
+	}
+	bytesOf := func(d string) int64 { b, _ := DtypeBits(d); return (b + 7) / 8 }
+	for a, ra := range dtypeRanks {
+		for b, rb := range dtypeRanks {
+			if ra < rb && bytesOf(a) > bytesOf(b) {
+				t.Errorf("%s (%d bytes) ranks below %s (%d bytes): alignment would break", a, bytesOf(a), b, bytesOf(b))
+			}
+		}
+	}
+	specs := []TensorSpec{
+		{Name: "a", Dtype: "C64", Shape: []int64{1}}, {Name: "b", Dtype: "F64", Shape: []int64{1}},
+		{Name: "c", Dtype: "I64", Shape: []int64{1}}, {Name: "d", Dtype: "U64", Shape: []int64{1}},
+		{Name: "e", Dtype: "BOOL", Shape: []int64{1}}, {Name: "f", Dtype: "U8", Shape: []int64{1}},
+		{Name: "g", Dtype: "BF16", Shape: []int64{1}}, {Name: "h", Dtype: "F16", Shape: []int64{1}},
+		{Name: "i", Dtype: "F32", Shape: []int64{1}}, {Name: "j", Dtype: "I32", Shape: []int64{1}},
+	}
+	layout, _, err := EncodeHeader(specs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ti := range layout {
+		got = append(got, ti.Name)
+	}
+	if want := []string{"d", "c", "b", "a", "i", "j", "g", "h", "f", "e"}; !slices.Equal(got, want) {
+		t.Fatalf("layout order %v, the reference writes %v", got, want)
 	}
 }

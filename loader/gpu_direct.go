@@ -275,20 +275,35 @@ func (g *GPUDirect) ReadBack(ctx context.Context, off int64, p []byte) error {
 	return g.mem.readBack(ctx, off, p)
 }
 
-// Close deregisters the file handles and the buffer, frees the memory and
-// drops the driver reference. Sources must stay open until Close.
-func (g *GPUDirect) Close() error {
+// Settle deregisters the file handles and frees the pinned buffers,
+// keeping the device memory and its cuFile registration
+// (GPUDestination.Settle).
+func (g *GPUDirect) Settle() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var errs []error
+	return g.settleLocked()
+}
+
+func (g *GPUDirect) settleLocked() error {
 	for fd, c := range g.handles {
 		c.h.Close()
 		delete(g.handles, fd)
 	}
-	if g.ring != nil {
-		errs = append(errs, g.ring.close())
-		g.ring = nil
+	if g.ring == nil {
+		return nil
 	}
+	err := g.ring.close()
+	g.ring = nil
+	return err
+}
+
+// Close deregisters the file handles and the buffer, frees the memory and
+// drops the driver reference. Sources must stay open until Close or
+// Settle.
+func (g *GPUDirect) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	errs := []error{g.settleLocked()}
 	if g.registered {
 		// cuFile deregisters in the context the buffer belongs to.
 		errs = append(errs, g.mem.dev.Do(func() error { return g.cfg.Driver.DeregisterBuffer(g.mem.base) }))

@@ -15,6 +15,15 @@ type GPUDestination interface {
 	Sized
 	ReadBacker
 	DeviceDestination
+	// DevicePtr is the device address of destination offset 0.
+	DevicePtr() cufile.DevicePtr
+	// Settle frees what only transfers need (the pinned buffers, cuFile's
+	// file handles) once the loads into the destination are over, keeping
+	// the device memory and its bytes, so memory that outlives the load,
+	// such as tensors handed to a framework, holds nothing else. A later
+	// transfer sets them up again. The files it read may be closed after
+	// Settle. It must not run while a transfer does.
+	Settle() error
 	Close() error
 }
 

@@ -17,6 +17,16 @@ type Options struct {
 	// Rank and WorldSize place this process among the ranks of a job
 	// (0 <= Rank < WorldSize; WorldSize 0 means 1). See FromEnv.
 	Rank, WorldSize int
+	// Consumer and Consumers split this rank's share between Consumers
+	// readers, such as the worker processes of a PyTorch DataLoader
+	// (0 <= Consumer < Consumers; Consumers 0 means 1). Consumer c yields
+	// the rank's positions c, c+Consumers, c+2·Consumers, ... of each
+	// epoch: together the consumers yield the rank's share of every epoch
+	// exactly, each position once, and within an epoch, taking one sample
+	// from each consumer in turn gives the rank's order. Each consumer
+	// reads only the shards its positions need. A split iterator's State is that consumer's own:
+	// restore it into the same Consumer of the same Consumers.
+	Consumer, Consumers int
 	// Partitions is the number of canonical partitions P fixed for the
 	// whole run (default WorldSize). The order depends on it, never on the
 	// world size; choose a multiple of the world sizes the run may use so
@@ -175,6 +185,10 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 	switch {
 	case opts.WorldSize < 0 || opts.Rank < 0 || opts.Rank >= opts.WorldSize:
 		return nil, fmt.Errorf("iterator: rank %d outside world size %d", opts.Rank, opts.WorldSize)
+	case opts.Consumers < 0 || opts.Consumer < 0 || opts.Consumer >= max(opts.Consumers, 1):
+		return nil, fmt.Errorf("iterator: consumer %d outside %d consumers", opts.Consumer, opts.Consumers)
+	case opts.Consumers > MaxPartitions || int64(opts.WorldSize)*int64(max(opts.Consumers, 1)) > MaxPartitions:
+		return nil, fmt.Errorf("iterator: %d consumers of world size %d: at most %d readers in all", opts.Consumers, opts.WorldSize, MaxPartitions)
 	case opts.Partitions < 0 || opts.Workers < 0 || opts.Prefetch < 0 || opts.ShuffleBytes < 0 || opts.Epochs < 0:
 		return nil, fmt.Errorf("iterator: negative option in %+v", opts)
 	case opts.Partitions > MaxPartitions || opts.WorldSize > MaxPartitions:
@@ -224,7 +238,7 @@ func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 				return nil, io.EOF
 			}
 			it.lay = newLayout(it.ds, it.ord, it.epoch)
-			sch := newSchedule(it.lay.n, it.start, it.opts.Rank, it.opts.WorldSize, it.opts.DropRemainder)
+			sch := it.schedule(it.lay.n)
 			it.walk = newWalker(it.lay, sch)
 			it.pipe = it.startPipeline(it.lay, sch)
 		}
@@ -246,6 +260,37 @@ func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 		}
 		return it.emit(part, i, v), nil
 	}
+}
+
+// schedule is this reader's share of the epoch's n positions from it.start:
+// the rank's, split for its consumer.
+func (it *Iterator) schedule(n int64) schedule {
+	return newSchedule(n, it.start, it.opts.Rank, it.opts.WorldSize, it.opts.DropRemainder).split(it.opts.Consumer, it.opts.Consumers)
+}
+
+// Skip moves a fresh iterator (no Next call yet; after Restore if any)
+// past the next n positions it would yield, crossing epochs as Next would,
+// without reading anything. A consumer of a split rank resumes this way
+// from a state taken where all consumers stood together plus the number
+// of samples it yielded since.
+func (it *Iterator) Skip(n int64) error {
+	if it.started {
+		return errors.New("iterator: Skip after Next; skip on a fresh iterator")
+	}
+	if n < 0 {
+		return fmt.Errorf("iterator: skip %d samples: want a count >= 0", n)
+	}
+	total := it.ds.Samples()
+	for n > 0 && it.epoch < it.opts.Epochs {
+		sch := it.schedule(total)
+		if n < sch.count {
+			it.start = sch.global(n) - sch.rank
+			return nil
+		}
+		n -= sch.count
+		it.epoch, it.start = it.epoch+1, 0
+	}
+	return nil
 }
 
 // receive takes the pipeline's copy of visit v, waits for its samples and

@@ -28,6 +28,23 @@ func newSchedule(n, start int64, rank, world int, drop bool) schedule {
 
 func (s schedule) global(k int64) int64 { return s.start + s.rank + k*s.world }
 
+// split gives consumer c of consumers its share of the schedule: the
+// positions k ≡ c (mod consumers). That is itself a schedule, of rank
+// rank + c·world in a world of world·consumers, whose count comes from the
+// rank's (so padding and dropping stay the rank's, not those of the larger
+// world).
+func (s schedule) split(c, consumers int) schedule {
+	if consumers <= 1 {
+		return s
+	}
+	cs, k := int64(consumers), int64(c)
+	out := schedule{n: s.n, start: s.start, rank: s.rank + k*s.world, world: s.world * cs}
+	if s.count > k {
+		out.count = (s.count - k + cs - 1) / cs
+	}
+	return out
+}
+
 // visit is one stay of a rank in one window of one partition: the indices
 // iStart, iStart+step, ... < iEnd of partition part that the rank takes,
 // all in window win, within one lap over the epoch order.

@@ -72,7 +72,7 @@ func (it *Iterator) State() State {
 		if it.walk.k >= it.walk.sch.count {
 			st.Epoch, st.Consumed = it.epoch+1, 0
 		} else {
-			st.Consumed = it.walk.sch.global(it.walk.k) - int64(it.opts.Rank)
+			st.Consumed = it.walk.sch.global(it.walk.k) - it.walk.sch.rank
 		}
 	}
 	return st

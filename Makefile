@@ -7,7 +7,7 @@ PKGS    := ./...
 FUZZTIME ?= 10s
 DEMO_DIR ?= demo-data
 
-.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun
+.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun python wheel python-test
 
 all: build
 
@@ -19,8 +19,25 @@ setup:
 build: setup
 	CGO_ENABLED=1 $(GO) build -o $(BIN) ./cmd/gdsload
 
-test: setup lint
+test: setup lint build python
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	GDSLOAD_BIN=$(BIN) scripts/python-test.sh
+
+# The Python package's shared library (capi/, a c-shared build) beside its
+# modules: then `pip install ./python` works, or PYTHONPATH=python.
+PYLIB := python/gdsload/libgdsload.so
+python: setup
+	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -ldflags='-s -w' -o $(PYLIB) ./capi
+	rm -f $(PYLIB:.so=.h)
+
+# A wheel with the library inside, tagged manylinux_2_34 after objdump -T
+# showed no newer glibc symbol.
+wheel: python
+	python3 python/_build/gdsload_build.py dist
+
+# The Python tests alone (Debian's python3-torch and python3-numpy).
+python-test: build python
+	GDSLOAD_BIN=$(BIN) scripts/python-test.sh
 
 race:
 	$(GO) test -race -count=1 $(PKGS)
@@ -51,13 +68,15 @@ demo: build
 
 # Binaries for the GPU machine (no Go there): carried in .gpu/. The build
 # records the git revision, which gpu-check.sh prints. The device tool
-# carries at most 64 MiB: the two binaries must stay under GPU_CARRY_MIB.
+# carries at most 64 MiB: the binaries and the Python package (library
+# included, in .gpu/python) must stay under GPU_CARRY_MIB.
 GPU_CARRY_MIB ?= 32
-gpu-binaries:
+gpu-binaries: python
 	mkdir -p .gpu
 	CGO_ENABLED=1 $(GO) build -buildvcs=auto -ldflags='-s -w' -o .gpu/gdsload ./cmd/gdsload
 	CGO_ENABLED=1 $(GO) test -c -ldflags='-s -w' -o .gpu/checkpoint.test ./shards/checkpoint
-	@kib=$$(du -ck .gpu/gdsload .gpu/checkpoint.test | tail -1 | cut -f1); \
+	rm -rf .gpu/python && mkdir -p .gpu/python && cp -r python/gdsload .gpu/python/ && rm -rf .gpu/python/gdsload/__pycache__
+	@kib=$$(du -ck .gpu/gdsload .gpu/checkpoint.test .gpu/python | tail -1 | cut -f1); \
 	 echo "gpu-binaries: $$((kib / 1024)) MiB (limit $(GPU_CARRY_MIB) MiB)"; \
 	 if [ "$$kib" -gt $$(($(GPU_CARRY_MIB) * 1024)) ]; then echo "gpu-binaries: over $(GPU_CARRY_MIB) MiB" >&2; exit 1; fi
 
@@ -68,4 +87,4 @@ gpu-check-dryrun: gpu-binaries
 	scripts/gpu-check-dryrun.sh
 
 clean:
-	rm -rf bin .gpu $(DEMO_DIR)
+	rm -rf bin .gpu $(DEMO_DIR) dist $(PYLIB)

@@ -1,0 +1,361 @@
+"""ShardDataset: a torch IterableDataset over WebDataset shards, read by
+gdsload's deterministic, rank-partitioned, resumable iterator; and
+ShardLoader, a DataLoader that knows how far each worker got, so its
+state_dict resumes exactly.
+
+Fork safety: a ShardDataset holds only its configuration, so it pickles
+to spawned workers, and it opens gdsload's iterator in whatever process
+iterates it. A DataLoader may therefore fork its workers, as long as the
+parent has not started gdsload's runtime itself (by load_file, say): Go does
+not survive fork(), and a forked child of a started parent is refused with
+an error that says to use multiprocessing_context="spawn" or "forkserver".
+"""
+
+import ctypes
+import io
+import os
+import struct
+
+from . import _native
+
+try:
+    import torch
+    from torch.utils.data import IterableDataset, get_worker_info
+except ImportError:  # the dataset needs torch; importing gdsload does not
+    torch = None
+    IterableDataset = object
+
+    def get_worker_info():
+        return None
+
+
+STATE_VERSION = 1
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def parse_size(v):
+    """Bytes from an int or a string like "256MiB"."""
+    if isinstance(v, int):
+        return v
+    s = str(v).strip().lower()
+    num = s.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = s[len(num):].strip()
+    if unit not in _UNITS or not num.strip():
+        raise ValueError(f"gdsload: size {v!r}: want bytes, or a number with KiB, MiB or GiB")
+    return int(float(num) * _UNITS[unit])
+
+
+def placement(rank=None, world_size=None):
+    """(rank, world size): the arguments, else torch.distributed's when it is
+    initialised, else RANK and WORLD_SIZE as torchrun sets them, else (0, 1)."""
+    if rank is not None and world_size is not None:
+        return int(rank), int(world_size)
+    r = w = None
+    if torch is not None:
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            r, w = dist.get_rank(), dist.get_world_size()
+    if r is None:
+        r, w = int(os.environ.get("RANK", "0") or 0), int(os.environ.get("WORLD_SIZE", "1") or 1)
+    return (int(rank) if rank is not None else r), (int(world_size) if world_size is not None else w)
+
+
+def _decode_field(ext, data):
+    """WebDataset's decoding for the extensions gdsload knows: .npy to a
+    torch tensor (a numpy array without torch), .cls to an int."""
+    last = ext.rsplit(".", 1)[-1]
+    if last == "npy":
+        import numpy as np
+
+        a = np.load(io.BytesIO(data), allow_pickle=False)
+        return torch.from_numpy(a) if torch is not None else a
+    if last == "cls":
+        return int(data.decode("utf-8").strip())
+    return data
+
+
+def _parse_sample(buf):
+    """The fields of one sample record (capi/gdsload.h's layout)."""
+    version, epoch, position, index, padding = struct.unpack_from("<IqqqB", buf, 0)
+    if version != 1:
+        raise RuntimeError(f"gdsload: sample record layout {version}, this package reads 1; rebuild the library")
+    off = 29
+
+    def string(off):
+        (n,) = struct.unpack_from("<I", buf, off)
+        return bytes(buf[off + 4:off + 4 + n]), off + 4 + n
+
+    key, off = string(off)
+    shard, off = string(off)
+    (nfields,) = struct.unpack_from("<I", buf, off)
+    off += 4
+    fields = []
+    for _ in range(nfields):
+        ext, off = string(off)
+        (n,) = struct.unpack_from("<Q", buf, off)
+        off += 8
+        fields.append((ext.decode("utf-8", "replace"), bytes(buf[off:off + n])))
+        off += n
+    meta = {"epoch": epoch, "position": position, "index": index, "padding": bool(padding),
+            "shard": shard.decode("utf-8", "replace")}
+    return key.decode("utf-8", "replace"), fields, meta
+
+
+class _Iterator:
+    """An open iterator of the library's, closed by close() or when this
+    object dies."""
+
+    def __init__(self, doc):
+        self.doc, self.id = doc, doc["iterator"]
+
+    def close(self):
+        i, self.id = self.id, 0
+        if i:
+            _native.lib().gdsload_iterator_close(i)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # a forked child, or interpreter shutdown
+            pass
+
+
+class ShardDataset(IterableDataset):
+    """An IterableDataset over WebDataset shards (.tar, .tar.gz, .tar.zst):
+    a directory with or without index.json, a manifest, a brace pattern such
+    as "shards/train-{000000..000099}.tar", or one shard.
+
+    Each sample is a dict, as WebDataset yields it: "__key__", and one entry
+    per member extension holding its bytes, or with decode (the default) a
+    tensor for .npy members and an int for .cls members. decode may also be
+    a function (extension, bytes) -> value.
+
+    The order is gdsload's iterator's: a function of the dataset, seed,
+    epoch and partitions only. shuffle_buffer (bytes, or "256MiB") shuffles
+    samples within windows of that many bytes, and shards are permuted, when
+    shuffle is true (the default when a buffer is given). Ranks split every
+    epoch evenly (rank and world size from torch.distributed when it is
+    initialised, else RANK and WORLD_SIZE), padding the last positions by
+    wrapping around unless drop_remainder. Within a rank, the DataLoader's
+    workers split the rank's samples between them: each sample exactly once
+    per epoch.
+
+    epochs: epochs per pass (iter); set_epoch(e) makes the next pass start
+    at epoch e, for training loops that iterate once per epoch.
+
+    state_dict() / load_state_dict(): the position after the samples this
+    process yielded (num_workers=0, or inside a worker, as torchdata's
+    StatefulDataLoader asks); ShardLoader's state_dict for a DataLoader with
+    workers. A resumed pass yields exactly what the uninterrupted one would
+    have yielded after that point.
+    """
+
+    def __init__(self, url, *, seed=0, shuffle=None, shuffle_buffer=0, epochs=1, decode=True,
+                 partitions=None, drop_remainder=False, rank=None, world_size=None,
+                 workers=2, prefetch=None, verify=True, token=None, direct="auto"):
+        super().__init__()
+        self.url = os.fspath(url)
+        self.seed = int(seed)
+        self.shuffle_bytes = parse_size(shuffle_buffer)
+        self.shuffle = bool(self.shuffle_bytes) if shuffle is None else bool(shuffle)
+        self.epochs = int(epochs)
+        if self.epochs < 1:
+            raise ValueError(f"gdsload: epochs {epochs}: want at least 1")
+        self.decode = decode
+        self.partitions = partitions
+        self.drop_remainder = bool(drop_remainder)
+        self.rank, self.world_size = rank, world_size
+        if torch is not None and rank is None and world_size is None:
+            dist = torch.distributed
+            if dist.is_available() and dist.is_initialized():
+                # Spawned workers do not inherit an initialised process group.
+                self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+        self.workers = int(workers)
+        self.prefetch = prefetch
+        self.verify = bool(verify)
+        self.token = token
+        self.direct = direct
+        self._first_epoch = 0
+        self._resume = None  # a state to start from (load_state_dict)
+        self._counts = None  # samples yielded per consumer in this pass
+
+    def set_epoch(self, epoch):
+        """The next pass starts at epoch `epoch` (its first sample), for loops
+        that iterate the dataset once per epoch. A state loaded for that same
+        epoch is kept, so a resumed loop can call set_epoch as usual."""
+        self._first_epoch = int(epoch)
+        if self._resume is not None and self._resume["first_epoch"] != self._first_epoch:
+            self._resume = None
+
+    def _request(self, consumer, consumers, state, skip):
+        rank, world = placement(self.rank, self.world_size)
+        req = {
+            "source": self.url, "rank": rank, "world_size": world,
+            "consumer": consumer, "consumers": consumers, "seed": self.seed,
+            "shuffle": self.shuffle, "shuffle_bytes": self.shuffle_bytes,
+            "first_epoch": state["first_epoch"] if state else self._first_epoch,
+            "epochs": self.epochs, "drop_remainder": self.drop_remainder,
+            "workers": self.workers, "verify": self.verify, "direct": self.direct,
+            "state": state["base"] if state else None, "skip": skip,
+        }
+        if self.partitions is not None:
+            req["partitions"] = int(self.partitions)
+        if self.prefetch is not None:
+            req["prefetch"] = int(self.prefetch)
+        token = self.token or os.environ.get("GDSLOAD_TOKEN")
+        if token and self.url.startswith("rdmafs://"):
+            req["token"] = token
+        return req, (rank, world)
+
+    def __iter__(self):
+        info = get_worker_info()
+        consumer, consumers = (info.id, info.num_workers) if info is not None else (0, 1)
+        state = self._resume
+        skip = 0
+        if state is not None:
+            # A DataLoader takes its workers' batches in turn from worker 0:
+            # so that the resumed pass continues with the consumer that was
+            # next, worker w plays consumer w + next_consumer.
+            consumer = (consumer + int(state.get("next_consumer", 0))) % consumers
+            rank, world = placement(self.rank, self.world_size)
+            if (state["rank"], state["world_size"]) != (rank, world):
+                raise ValueError(f"gdsload: the state was saved by rank {state['rank']} of {state['world_size']}, "
+                                 f"this is rank {rank} of {world}; resume with the same placement")
+            counts = state["counts"]
+            if len(counts) != consumers:
+                raise ValueError(f"gdsload: the state was saved with {len(counts)} DataLoader workers, "
+                                 f"this pass has {consumers}; resume with num_workers={len(counts) if len(counts) > 1 else 0}")
+            skip = counts[consumer]
+            if skip is None:
+                raise ValueError(f"gdsload: the state does not say how far worker {consumer} got")
+        L = _native.lib()
+        req, (rank, world) = self._request(consumer, consumers, state, skip)
+        handle = _native.run_job(L.gdsload_dataset_open, req, finish=_Iterator,
+                                 on_abandoned=lambda d: L.gdsload_iterator_close(d["iterator"]), filename=self.url)
+        doc, it = handle.doc, handle.id
+        self._consumer = consumer
+        base = state["base"] if state else doc["state"]
+        first = req["first_epoch"]
+        counts = [None] * consumers
+        counts[consumer] = skip
+        self._counts = counts
+        self._pass = {"base": base, "first_epoch": first, "rank": rank, "world_size": world}
+        sample = ctypes.c_void_p()
+        size = ctypes.c_uint64()
+        err = ctypes.c_void_p()
+        try:
+            while True:
+                st = L.gdsload_next(it, _native._POLL_MS, ctypes.byref(sample), ctypes.byref(size), ctypes.byref(err))
+                if st == _native.PENDING:
+                    continue
+                if st == _native.END:
+                    return
+                if st != _native.OK:
+                    raise _native.error_for(st, _native.take_string(err.value), self.url)
+                try:
+                    buf = (ctypes.c_char * size.value).from_address(sample.value)
+                    key, fields, _ = _parse_sample(memoryview(buf).cast("B"))
+                finally:
+                    L.gdsload_free(sample.value)
+                out = {"__key__": key}
+                for ext, data in fields:
+                    if self.decode is True:
+                        out[ext] = _decode_field(ext, data)
+                    elif callable(self.decode):
+                        out[ext] = self.decode(ext, data)
+                    else:
+                        out[ext] = data
+                counts[consumer] += 1
+                yield out
+        finally:
+            handle.close()
+
+    def state_dict(self, counts=None):
+        """The position after the samples yielded so far in this process (or,
+        with counts, after counts[c] samples of each DataLoader worker c of
+        this pass): a small dict of plain values, for torch.save."""
+        p = getattr(self, "_pass", None)
+        if p is None:
+            rank, world = placement(self.rank, self.world_size)
+            if self._resume is not None:
+                return dict(self._resume)
+            return {"version": STATE_VERSION, "base": None, "first_epoch": self._first_epoch, "counts": [0],
+                    "next_consumer": 0, "rank": rank, "world_size": world}
+        counts = list(self._counts if counts is None else counts)
+        return {"version": STATE_VERSION, "base": p["base"], "first_epoch": p["first_epoch"], "counts": counts,
+                "next_consumer": 0, "rank": p["rank"], "world_size": p["world_size"]}
+
+    def load_state_dict(self, state):
+        """Makes the next pass resume from state (from state_dict)."""
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            raise ValueError(f"gdsload: not a ShardDataset state of version {STATE_VERSION}: {state!r}")
+        self._resume = {k: state[k] for k in ("version", "base", "first_epoch", "counts", "rank", "world_size")}
+        self._resume["next_consumer"] = int(state.get("next_consumer", 0))
+        if self._resume["base"] is None:
+            # A state saved before the first pass: start where it says.
+            self._first_epoch = int(self._resume["first_epoch"])
+
+
+class _Tagged:
+    """Wraps a DataLoader's collate_fn so each batch says which consumer (the
+    worker's share of the rank) made it and how many samples it holds
+    (picklable, for spawned workers)."""
+
+    def __init__(self, collate, batched):
+        self.collate, self.batched = collate, batched
+
+    def __call__(self, data):
+        info = get_worker_info()
+        consumer = getattr(info.dataset, "_consumer", info.id) if info is not None else 0
+        n = len(data) if self.batched else 1
+        return (consumer, n, self.collate(data))
+
+
+if torch is not None:
+    from torch.utils.data import DataLoader
+    from torch.utils.data._utils.collate import default_collate, default_convert
+
+    class ShardLoader(DataLoader):
+        """A DataLoader over a ShardDataset whose state_dict() records how many
+        samples each worker yielded, so load_state_dict() resumes exactly,
+        whatever the batch size and number of workers (use the same
+        num_workers to resume). Takes DataLoader's arguments."""
+
+        def __init__(self, dataset, *args, collate_fn=None, **kwargs):
+            if not isinstance(dataset, ShardDataset):
+                raise TypeError("gdsload: ShardLoader wraps a ShardDataset")
+            batched = kwargs.get("batch_size", 1 if not args else args[0]) is not None
+            user = collate_fn or (default_collate if batched else default_convert)
+            super().__init__(dataset, *args, collate_fn=_Tagged(user, batched), **kwargs)
+            self._counts = None
+
+        def __iter__(self):
+            consumers = max(1, self.num_workers)
+            state = self.dataset._resume
+            counts = list(state["counts"]) if state is not None else [0] * consumers
+            if len(counts) != consumers:
+                raise ValueError(f"gdsload: the state was saved with {len(counts)} workers; resume with "
+                                 f"num_workers={len(counts) if len(counts) > 1 else 0}")
+            self._counts = counts
+            self._next = int(state.get("next_consumer", 0)) if state is not None else 0
+            for consumer, n, batch in super().__iter__():
+                counts[consumer] += n
+                self._next = (consumer + 1) % consumers
+                yield batch
+
+        def state_dict(self):
+            """The position after the batches this loader yielded."""
+            ds = self.dataset
+            rank, world = placement(ds.rank, ds.world_size)
+            r = ds._resume
+            return {"version": STATE_VERSION, "base": r["base"] if r else None,
+                    "first_epoch": r["first_epoch"] if r else ds._first_epoch,
+                    "counts": list(self._counts or [0] * max(1, self.num_workers)),
+                    "next_consumer": getattr(self, "_next", 0), "rank": rank, "world_size": world}
+
+        def load_state_dict(self, state):
+            self.dataset.load_state_dict(state)
+else:
+    ShardLoader = None

@@ -458,5 +458,7 @@ else
 	fail "no checkpoint test binary at $TESTBIN (make gpu-binaries)"
 fi
 
+section "python: gdsload.load_file(device=cuda:0) vs safetensors.torch.load_file, cold and warm; save_file from CUDA tensors (scripts/gpu-check-python.py)"; if [ -s "$ST" ]; then run_step 240 env PYTHONPATH=".gpu/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" scripts/gpu-check-python.py "$ST" "$CHECK_DIR"; else fail "no safetensors file: python check skipped"; fi
+
 section "done in $(($(date +%s) - START)) s, $FAILS failure(s)"
 [ "$FAILS" -eq 0 ]

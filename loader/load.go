@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gdsload/gdsload/internal/humanize"
 )
 
 // DefaultChunkSize is the chunk size of a load unless Options say otherwise.
@@ -398,7 +400,7 @@ func CountedReasons(counts map[string]int, files int) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s (%d of %d files)", k, counts[k], files)
+		parts[i] = fmt.Sprintf("%s (%d of %s)", k, counts[k], humanize.Count(files, "file"))
 	}
 	return strings.Join(parts, "; ")
 }

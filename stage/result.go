@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -74,7 +75,7 @@ type PartialError struct {
 
 func (e *PartialError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d files could not be staged; the others were:", len(e.Failed), e.Files)
+	fmt.Fprintf(&b, "%d of %s could not be staged; the others were:", len(e.Failed), humanize.Count(e.Files, "file"))
 	for _, f := range e.Failed {
 		fmt.Fprintf(&b, "\n  %s", f.Error)
 	}

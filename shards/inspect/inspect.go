@@ -26,6 +26,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/checkpoint"
 	"github.com/gdsload/gdsload/shards/npy"
@@ -134,7 +135,7 @@ func tensorsOf(ctx context.Context, m *vfs.Mux, url string) (*Safetensors, error
 
 func (r *Safetensors) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: safetensors, %d tensors, %d data bytes at offset %d\n", r.Path, len(r.Tensors), r.Bytes, r.DataOffset)
+	fmt.Fprintf(&b, "%s: safetensors, %s, %s at offset %d\n", r.Path, humanize.Count(len(r.Tensors), "tensor"), humanize.Count(r.Bytes, "data byte"), r.DataOffset)
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tDTYPE\tSHAPE\tBYTES\tDATA_OFFSETS")
 	for _, t := range r.Tensors {
@@ -254,8 +255,8 @@ func relative(dir, p string) string {
 
 func (r *Index) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: safetensors index, %d shards, %d tensors, %d bytes (%s)\n",
-		r.Path, len(r.Files), r.Tensors, r.Bytes, formatBytes(r.Bytes))
+	fmt.Fprintf(&b, "%s: safetensors index, %s, %s, %s (%s)\n",
+		r.Path, humanize.Count(len(r.Files), "shard"), humanize.Count(r.Tensors, "tensor"), humanize.Count(r.Bytes, "byte"), humanize.Bytes(r.Bytes))
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SHARD\tTENSORS\tBYTES")
 	for _, f := range r.Files {
@@ -326,10 +327,10 @@ func (r *Shard) String() string {
 	if r.Compression == "none" {
 		comp = "uncompressed"
 	}
-	fmt.Fprintf(&b, "%s: WebDataset shard, %s, %d bytes on disk\n", r.Path, comp, r.FileBytes)
+	fmt.Fprintf(&b, "%s: WebDataset shard, %s, %s on disk\n", r.Path, comp, humanize.Count(r.FileBytes, "byte"))
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "samples\t%d\n", r.Samples)
-	fmt.Fprintf(tw, "bytes\t%d (%s)\n", r.Bytes, formatBytes(r.Bytes))
+	fmt.Fprintf(tw, "bytes\t%d (%s)\n", r.Bytes, humanize.Bytes(r.Bytes))
 	fmt.Fprintf(tw, "sample bytes\tmin %d, max %d\n", r.MinSampleBytes, r.MaxSampleBytes)
 	tw.Flush()
 	if len(r.Extensions) > 0 {
@@ -349,19 +350,4 @@ func jsonShape(s []int64) []int64 {
 		return []int64{}
 	}
 	return s
-}
-
-// formatBytes prints a byte count with a binary unit ("1.5 MiB"), as the
-// command line does.
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+
+	"github.com/gdsload/gdsload/internal/humanize"
 )
 
 // VerifyShards checks every shard m lists, beside it in dir, for size and
@@ -25,7 +27,7 @@ func VerifyShards(ctx context.Context, dir string, m *Manifest, onProgress func(
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%d of %d shards in %s differ from the manifest:\n%w", len(errs), len(m.Shards), dir, err)
+		return fmt.Errorf("%d of %s in %s differ from the manifest:\n%w", len(errs), humanize.Count(len(m.Shards), "shard"), dir, err)
 	}
 	return nil
 }

@@ -1,0 +1,56 @@
+package humanize
+
+import (
+	"strconv"
+	"testing"
+)
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "4096": 4096, "4K": 4096, "4M": 4 << 20, "4MiB": 4 << 20, "1g": 1 << 30, "2GB": 2 << 30} {
+		got, err := ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-1", "4X", "M", "99999999999T", "1 MiB"} {
+		if n, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) = %d, want an error", bad, n)
+		}
+	}
+}
+
+func TestBytesAndCount(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 3 << 19: "1.5 MiB", 5 << 40: "5.0 TiB"} {
+		if got := Bytes(n); got != want {
+			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for n, want := range map[int]string{0: "0 files", 1: "1 file", 2: "2 files"} {
+		if got := Count(n, "file"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if got := Count(int64(1), "sample"); got != "1 sample" {
+		t.Errorf("Count(int64(1)) = %q", got)
+	}
+}
+
+// FuzzParseBytes: whatever the input, a count it accepts is within
+// [0, 2^62], and every such count written in decimal reads back.
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"0", "4MiB", "1g", "2GB", "-1", "99999999999T", "4 K"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseBytes(s)
+		if err != nil {
+			return
+		}
+		if n < 0 || n > 1<<62 {
+			t.Fatalf("ParseBytes(%q) = %d, outside [0, 2^62]", s, n)
+		}
+		if back, err := ParseBytes(strconv.FormatInt(n, 10)); err != nil || back != n {
+			t.Fatalf("ParseBytes(%d) = %d, %v", n, back, err)
+		}
+	})
+}

@@ -97,6 +97,15 @@ func (s *Sample) Get(ext string) ([]byte, bool) {
 	return nil, false
 }
 
+// Bytes is the size of the sample: its fields' bytes together.
+func (s *Sample) Bytes() int64 {
+	var n int64
+	for _, f := range s.Fields {
+		n += int64(len(f.Data))
+	}
+	return n
+}
+
 // All returns the rest of the iteration as a sequence for a range loop:
 // each sample with a nil error, then, if iteration fails, one final
 // (nil, err) — io.EOF, the normal end, is not reported. A sample's bytes

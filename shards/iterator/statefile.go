@@ -32,6 +32,17 @@ func ReadStateFile(path string) (State, error) {
 	return st, nil
 }
 
+// CheckStateFile reports whether WriteStateFile could write path
+// (loader.CheckSavePath: its directory exists and takes a new file),
+// without writing it, so that a run saving its state at the end refuses a
+// bad path before it reads anything.
+func CheckStateFile(path string) error {
+	if err := loader.CheckSavePath(path); err != nil {
+		return fmt.Errorf("iterator state: %w", err)
+	}
+	return nil
+}
+
 // WriteStateFile writes st as JSON atomically (loader.SaveFile: a
 // temporary file in the same directory, fsync, rename, directory fsync),
 // so a crash never leaves a torn state.

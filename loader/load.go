@@ -309,7 +309,8 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 	var buf []byte
 	for i := range e.plans {
 		p := &e.plans[i]
-		f := FileResult{Name: p.Source.Name(), Bytes: p.Length, Route: routeOfDest(p.Dest)}
+		f := FileResult{Name: p.Source.Name(), Bytes: p.Length, Route: routeOfDest(p.Dest), Offset: p.Offset,
+			Partial: p.Offset != 0 || p.Length != p.Source.Size()}
 		if d, ok := p.Source.(DirectInfo); ok {
 			f.Direct, f.Reason = d.Direct(), d.DirectReason()
 		}

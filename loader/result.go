@@ -29,11 +29,17 @@ type Result struct {
 
 // FileResult is one job of a load.
 type FileResult struct {
-	Name   string `json:"name"`
-	Bytes  int64  `json:"bytes"`
-	Route  Route  `json:"path"`
-	Direct bool   `json:"direct"`
-	Reason string `json:"reason"`
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+	// Offset is the file offset of the job's first byte; Partial is set
+	// when the job covered less than the whole file (a checkpoint's data
+	// region), so that its digest covers Bytes bytes from Offset, not the
+	// file that sha256sum hashes.
+	Offset  int64  `json:"offset,omitempty"`
+	Partial bool   `json:"partial,omitempty"`
+	Route   Route  `json:"path"`
+	Direct  bool   `json:"direct"`
+	Reason  string `json:"reason"`
 	// GDSMode is cuFile's mode when the file took the gds path.
 	GDSMode cufile.Mode `json:"gds_mode,omitempty"`
 	SHA256  string      `json:"sha256,omitempty"`

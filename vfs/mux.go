@@ -114,7 +114,7 @@ func (m *Mux) resolve(ctx context.Context, raw string, o openOptions) (FS, Locat
 		return nil, loc, err
 	}
 	if loc.IsLocal() {
-		return localFS(o), loc, nil
+		return o.local(), loc, nil
 	}
 	s, ok := m.schemes[loc.Scheme]
 	if !ok {
@@ -268,12 +268,14 @@ func walkList(ctx context.Context, fsys FS, loc Location, rel string, add func(s
 	return nil
 }
 
-// OpenOption says how a local file opens; other schemes ignore it.
+// OpenOption says how a local file opens (other schemes ignore that), or
+// which files OpenAll leaves out.
 type OpenOption func(*openOptions) error
 
 type openOptions struct {
 	direct      loader.DirectMode
 	bufferSmall bool
+	skipDirs    []string
 }
 
 // WithDirect opens local files with O_DIRECT as mode says (default
@@ -293,6 +295,28 @@ func WithDirect(mode loader.DirectMode) OpenOption {
 // load of many small files wants.
 func WithSmallFilesBuffered() OpenOption {
 	return func(o *openOptions) error { o.bufferSmall = true; return nil }
+}
+
+// WithoutDirs has OpenAll leave out, below each directory it walks, the
+// files inside a directory bearing one of these names, at any depth: the
+// sidecar folder in which stage keeps its journal, for one. A directory
+// that OpenAll is given opens whatever its own name.
+func WithoutDirs(names ...string) OpenOption {
+	return func(o *openOptions) error { o.skipDirs = append(o.skipDirs, names...); return nil }
+}
+
+// local is the local FS opening files as o says.
+func (o openOptions) local() localFS { return localFS{direct: o.direct, bufferSmall: o.bufferSmall} }
+
+// skipped reports whether rel, a walked file's path, lies in a directory
+// WithoutDirs names.
+func (o openOptions) skipped(rel string) bool {
+	for dir := path.Dir(rel); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if slices.Contains(o.skipDirs, path.Base(dir)) {
+			return true
+		}
+	}
+	return false
 }
 
 func newOpenOptions(opts []OpenOption) (openOptions, error) {
@@ -330,7 +354,7 @@ func (m *Mux) OpenEntry(ctx context.Context, e Entry, opts ...OpenOption) (File,
 		return nil, err
 	}
 	if _, local := e.fsys.(localFS); local {
-		return localFS(o).Open(ctx, e.name)
+		return o.local().Open(ctx, e.name)
 	}
 	if op, ok := e.fsys.(InfoOpener); ok && e.Info != nil && e.Info.Mode().IsRegular() {
 		return op.OpenInfo(ctx, e.name, e.Info)
@@ -383,6 +407,10 @@ func (files Files) Close() error {
 // loader.Landing.Jobs, load them, then Close the Files. Finding no file at
 // all is an error; on any error nothing stays open.
 func (m *Mux) OpenAll(ctx context.Context, urls []string, opts ...OpenOption) (Files, error) {
+	o, err := newOpenOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	var out Files
 	fail := func(err error) (Files, error) {
 		_ = out.Close()
@@ -394,6 +422,9 @@ func (m *Mux) OpenAll(ctx context.Context, urls []string, opts ...OpenOption) (F
 			return fail(err)
 		}
 		for _, e := range entries {
+			if len(o.skipDirs) > 0 && o.skipped(e.Rel) {
+				continue
+			}
 			f, err := m.OpenEntry(ctx, e, opts...)
 			if err != nil {
 				return fail(err)

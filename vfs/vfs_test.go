@@ -436,3 +436,36 @@ func TestOpenOptions(t *testing.T) {
 	require.True(t, IsURL("s3://x/y"))
 	require.False(t, IsURL("/x"))
 }
+
+// WithoutDirs leaves out the files inside directories of the names given,
+// at any depth below a walked directory, while a directory named itself
+// still opens.
+func TestOpenAllWithoutDirs(t *testing.T) {
+	m := newMux(t)
+	root := t.TempDir()
+	for _, name := range []string{"a.bin", ".side/journal", "sub/b.bin", "sub/.side/lock", "sub/.side/x/y", "side/c.bin", ".sidecar/d.bin"} {
+		writeFile(t, root, name, 3)
+	}
+	ctx := context.Background()
+	rels := func(files Files, base string) []string {
+		var out []string
+		for _, f := range files {
+			rel, err := filepath.Rel(base, f.Name())
+			require.NoError(t, err)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		require.NoError(t, files.Close())
+		return out
+	}
+	files, err := m.OpenAll(ctx, []string{root}, WithoutDirs(".side"))
+	require.NoError(t, err)
+	require.Equal(t, []string{".sidecar/d.bin", "a.bin", "side/c.bin", "sub/b.bin"}, rels(files, root))
+
+	files, err = m.OpenAll(ctx, []string{root})
+	require.NoError(t, err)
+	require.Len(t, rels(files, root), 7, "nothing is left out by default")
+
+	files, err = m.OpenAll(ctx, []string{filepath.Join(root, "sub", ".side")}, WithoutDirs(".side"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"lock", "x/y"}, rels(files, filepath.Join(root, "sub", ".side")), "a directory given opens whatever its name")
+}

@@ -98,6 +98,14 @@ func Open(ctx context.Context, path string, opts Options) (_ *Checkpoint, err er
 	return c, nil
 }
 
+// IsCheckpointName reports whether path's name is that of a checkpoint
+// file: a .safetensors file, a sharded checkpoint's
+// *.safetensors.index.json, or a .npy file (letters of any case).
+func IsCheckpointName(path string) bool {
+	l := strings.ToLower(path)
+	return strings.HasSuffix(l, ".safetensors") || strings.HasSuffix(l, ".safetensors.index.json") || strings.HasSuffix(l, ".npy")
+}
+
 // format returns the extension that decides how path is read.
 func format(path string) string {
 	base := vfs.Base(path)

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gdsload/gdsload/bench"
+	"github.com/gdsload/gdsload/internal/humanize"
+	"github.com/gdsload/gdsload/internal/progress"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/vfs"
 )
@@ -87,7 +89,7 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 			names = append(names, strings.TrimSpace(n))
 		}
 	}
-	m, err := o.remote.mux(path)
+	m, err := o.remote.mux(logger(cmd), path)
 	if err != nil {
 		return err
 	}
@@ -100,17 +102,17 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 		return err
 	}
 	defer sel.Close()
-	stderr := cmd.ErrOrStderr()
-	progress := isTerminal(stderr)
+	stderr := infoOut(cmd)
+	live := progress.IsTerminal(stderr)
 	res, err := bench.Run(cmd.Context(), path, sel.Modes, bench.Config{Workers: o.workers, ChunkSize: chunk}, bench.Options{
 		Runs: o.runs, Cold: o.cold,
 		OnRun: func(mode string, run int, s bench.Sample) {
-			if progress {
+			if live {
 				fmt.Fprintf(stderr, "\r\033[K%s run %d: %.2f GiB/s", mode, run+1, float64(s.Bytes)/(1<<30)/s.Wall.Seconds())
 			}
 		},
 	})
-	if progress {
+	if live {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
@@ -131,7 +133,7 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 }
 
 func printBench(w io.Writer, r benchReport) error {
-	fmt.Fprintf(w, "%s: %s, %s, %d runs per mode\n\n", r.File, formatBytes(r.Bytes), r.Cache, r.Runs)
+	fmt.Fprintf(w, "%s: %s, %s, %s per mode\n\n", r.File, humanize.Bytes(r.Bytes), r.Cache, humanize.Count(r.Runs, "run"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\tGiB/s\tmin\tmax\tCPU s/GiB\tp50 ms\tp99 ms\t")
 	for _, res := range r.Results {
@@ -150,15 +152,8 @@ func printBench(w io.Writer, r benchReport) error {
 	for name, why := range r.Skipped {
 		byReason[why] = append(byReason[why], name)
 	}
-	reasons := make([]string, 0, len(byReason))
-	for why := range byReason {
-		reasons = append(reasons, why)
-	}
-	sort.Strings(reasons)
-	for _, why := range reasons {
-		names := byReason[why]
-		sort.Strings(names)
-		fmt.Fprintf(w, "skipped %s: %s\n", strings.Join(names, ", "), why)
+	for _, why := range slices.Sorted(maps.Keys(byReason)) {
+		fmt.Fprintf(w, "skipped %s: %s\n", strings.Join(slices.Sorted(slices.Values(byReason[why])), ", "), why)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/shards/webdataset"
@@ -140,12 +141,12 @@ func intFlagIn(flag string, v, lo, hi int) error {
 // chunkFlag parses a --chunk-size value: a positive multiple of 4 KiB (the
 // direct-I/O alignment), at most maxChunkSize.
 func chunkFlag(s string) (int64, error) {
-	n, err := parseSize(s)
+	n, err := humanize.ParseBytes(s)
 	if err != nil || n <= 0 || n > maxChunkSize {
 		return 0, usagef("--chunk-size %q: want a size from 4 KiB to 1 GiB, such as 4MiB", s)
 	}
 	if n%loader.DefaultAlignment != 0 {
-		return 0, usagef("--chunk-size %q: want a multiple of 4 KiB (the direct-I/O alignment), such as %s", s, formatBytes((n+loader.DefaultAlignment-1)/loader.DefaultAlignment*loader.DefaultAlignment))
+		return 0, usagef("--chunk-size %q: want a multiple of 4 KiB (the direct-I/O alignment), such as %s", s, humanize.Bytes((n+loader.DefaultAlignment-1)/loader.DefaultAlignment*loader.DefaultAlignment))
 	}
 	return n, nil
 }

@@ -35,7 +35,7 @@ FILE may be an rdmafs://host:port/path URL. An invalid file exits with status
 1 and says what is wrong and where.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			m, err := o.remote.mux(a[0])
+			m, err := o.remote.mux(logger(cmd), a[0])
 			if err != nil {
 				return err
 			}

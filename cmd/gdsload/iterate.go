@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/iterator"
 	"github.com/spf13/cobra"
@@ -43,7 +45,11 @@ manifest file, a brace pattern such as 'shards/train-{000000..000099}.tar', or
 one shard) the way a training job's rank would: deterministic order from
 --seed and the epoch, split between --world-size ranks (defaults from RANK and
 WORLD_SIZE), equal sample counts on every rank, resumable with --resume from a
-state written by --state-out, also at another world size.
+state written by --state-out, also at another world size. A resumed run keeps
+the order it started with: --seed, --partitions, --shuffle, --shuffle-buffer or
+--drop-remainder given with values other than the state's are refused (exit
+2), as is a state at the end of the run (raise --epochs to go on); the
+directory of --state-out is checked before any shard is read.
 
 SOURCE may also be rdmafs://HOST:PORT/PATH on a 'gdsload serve' server, with
 PATH any of the above relative to its export root ('rdmafs://HOST:PORT/' for
@@ -60,7 +66,7 @@ and a final summary line on stdout.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.rank, "rank", 0, "this process's rank (default $RANK or 0)")
-	f.IntVar(&o.worldSize, "world-size", 1, "number of ranks (default $WORLD_SIZE or 1)")
+	f.IntVar(&o.worldSize, "world-size", 0, "number of ranks (default $WORLD_SIZE or 1)")
 	f.IntVar(&o.partitions, "partitions", 0, "canonical partitions fixed for the run (default: the world size)")
 	f.Uint64Var(&o.seed, "seed", 0, "shuffle seed")
 	f.BoolVar(&o.shuffle, "shuffle", true, "permute shards each epoch and shuffle samples within --shuffle-buffer")
@@ -79,22 +85,17 @@ and a final summary line on stdout.`,
 	return cmd
 }
 
-func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
+func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error) {
 	ctx := cmd.Context()
-	window, err := parseSize(o.shuffleBuffer)
+	window, err := humanize.ParseBytes(o.shuffleBuffer)
 	if err != nil {
 		return usagef("--shuffle-buffer: %v", err)
 	}
 	if o.limit < 0 || o.epochs < 1 {
 		return usagef("--epochs must be at least 1; --limit not negative")
 	}
-	if err := intFlagIn("--partitions", o.partitions, 0, iterator.MaxPartitions); err != nil {
-		return err
-	}
-	if err := intFlagIn("--workers", o.workers, 1, maxWorkers); err != nil {
-		return err
-	}
-	if err := intFlagIn("--prefetch", o.prefetch, 0, maxPrefetch); err != nil {
+	if err := errors.Join(intFlagIn("--partitions", o.partitions, 0, iterator.MaxPartitions), intFlagIn("--workers", o.workers, 1, maxWorkers),
+		intFlagIn("--prefetch", o.prefetch, 0, maxPrefetch)); err != nil {
 		return err
 	}
 	place, err := iterator.FromEnv()
@@ -111,7 +112,33 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	m, err := o.remote.mux(source)
+	opts := iterator.Options{
+		Rank: place.Rank, WorldSize: place.WorldSize, Partitions: o.partitions,
+		Seed: o.seed, Shuffle: o.shuffle, ShuffleBytes: window, Epochs: o.epochs,
+		DropRemainder: o.dropRemainder, Workers: o.workers, Prefetch: o.prefetch, SkipChecksum: !o.verify,
+		Direct: direct,
+	}
+	// Both files are checked before any shard is read: a state that
+	// cannot be saved, or a resume that cannot yield what was asked, is
+	// found now rather than at the end of the run.
+	if o.stateOut != "" {
+		if err := iterator.CheckStateFile(o.stateOut); err != nil {
+			return fmt.Errorf("--state-out: %w", err)
+		}
+	}
+	var resume *iterator.State
+	if o.resume != "" {
+		st, err := iterator.ReadStateFile(o.resume)
+		if err != nil {
+			return err
+		}
+		if err := checkResume(cmd, o.resume, st, opts); err != nil {
+			return err
+		}
+		resume = &st
+	}
+	log := logger(cmd)
+	m, err := o.remote.mux(log, source)
 	if err != nil {
 		return err
 	}
@@ -120,12 +147,8 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 	if err != nil {
 		return fmt.Errorf("opening dataset %s: %w", source, err)
 	}
-	it, err := iterator.New(ds, iterator.Options{
-		Rank: place.Rank, WorldSize: place.WorldSize, Partitions: o.partitions,
-		Seed: o.seed, Shuffle: o.shuffle, ShuffleBytes: window, Epochs: o.epochs,
-		DropRemainder: o.dropRemainder, Workers: o.workers, Prefetch: o.prefetch, SkipChecksum: !o.verify,
-		Direct: direct,
-	})
+	log.Debug("dataset", "source", source, "shards", len(ds.Shards), "samples", ds.Samples())
+	it, err := iterator.New(ds, opts)
 	if errors.Is(err, iterator.ErrImpossibleShard) {
 		return err // the data, not the command line
 	}
@@ -133,16 +156,18 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 		return usageError{err}
 	}
 	defer it.Close()
-	if o.resume != "" {
-		st, err := iterator.ReadStateFile(o.resume)
-		if err != nil {
-			return err
-		}
-		if err := it.Restore(st); err != nil {
+	if resume != nil {
+		if err := it.Restore(*resume); err != nil {
 			return fmt.Errorf("resuming from %s: %w", o.resume, err)
 		}
 	}
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 256<<10)
+	// Every way out flushes the lines written so far, each one whole.
+	defer func() {
+		if ferr := out.Flush(); ferr != nil && !errors.Is(err, ferr) {
+			err = errors.Join(err, fmt.Errorf("writing output: %w", ferr))
+		}
+	}()
 	enc := json.NewEncoder(out)
 	var samples, bytes int64
 	start := time.Now()
@@ -156,10 +181,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 			iterErr = fmt.Errorf("iterating %s: %w", source, err)
 			break
 		}
-		var n int64
-		for _, f := range s.Fields {
-			n += int64(len(f.Data))
-		}
+		n := s.Bytes()
 		samples++
 		bytes += n
 		if o.asJSON {
@@ -176,14 +198,37 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) error {
 			return errors.Join(iterErr, err)
 		}
 	}
-	fmt.Fprintln(cmd.ErrOrStderr(), sum)
+	fmt.Fprintln(infoOut(cmd), sum)
 	if o.asJSON && iterErr == nil {
 		if err := enc.Encode(sum); err != nil {
 			return fmt.Errorf("writing output: %w", err)
 		}
 	}
-	if err := out.Flush(); err != nil {
-		return errors.Join(iterErr, fmt.Errorf("writing output: %w", err))
-	}
 	return iterErr
+}
+
+// resumeFlags name the flags of the options a state fixes.
+var resumeFlags = map[string]string{"Seed": "seed", "Partitions": "partitions", "Shuffle": "shuffle", "ShuffleBytes": "shuffle-buffer", "DropRemainder": "drop-remainder"}
+
+// checkResume refuses, as usage errors, a state at the end of the run
+// (it would yield nothing) and flags that contradict the order the state
+// fixes; options not given take the state's values, as -v says.
+func checkResume(cmd *cobra.Command, path string, st iterator.State, opts iterator.Options) error {
+	mismatches, err := iterator.CheckResume(st, opts)
+	if err != nil {
+		return usagef("--resume %s: %w: raise --epochs above %d", path, err, st.Epoch)
+	}
+	var given []string
+	for _, m := range mismatches {
+		flag := resumeFlags[m.Option]
+		if cmd.Flags().Changed(flag) {
+			given = append(given, fmt.Sprintf("--%s %s differs from the state's %s", flag, m.Options, m.State))
+		} else {
+			logger(cmd).Debug("resuming in the state's order", "flag", "--"+flag, "state", m.State, "default", m.Options)
+		}
+	}
+	if len(given) > 0 {
+		return usagef("--resume %s: %s; a resumed run keeps the order it started with: drop the flag, or start afresh without --resume", path, strings.Join(given, "; "))
+	}
+	return nil
 }

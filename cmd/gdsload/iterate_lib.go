@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/shards/iterator"
 )
 
@@ -40,6 +41,6 @@ func newSummary(samples, bytes int64, elapsed time.Duration) iterateSummary {
 
 // String is the human line printed to stderr.
 func (s iterateSummary) String() string {
-	return fmt.Sprintf("iterate: rank %d/%d: %d samples, %s in %.2fs: %.0f samples/s, %.1f MB/s; state epoch %d, consumed %d",
-		s.Rank, s.WorldSize, s.Samples, formatBytes(s.Bytes), s.Seconds, s.SamplesPerS, s.MBPerS, s.State.Epoch, s.State.Consumed)
+	return fmt.Sprintf("iterate: rank %d/%d: %s, %s in %.2fs: %.0f samples/s, %.1f MB/s; state epoch %d, consumed %d",
+		s.Rank, s.WorldSize, humanize.Count(s.Samples, "sample"), humanize.Bytes(s.Bytes), s.Seconds, s.SamplesPerS, s.MBPerS, s.State.Epoch, s.State.Consumed)
 }

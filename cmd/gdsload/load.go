@@ -1,19 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdsload/gdsload/internal/humanize"
+	"github.com/gdsload/gdsload/internal/progress"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/checkpoint"
 	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
 )
 
@@ -33,8 +34,8 @@ func newLoadCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "load [flags] PATH...",
 		Short: "Load files or directories into host or GPU memory and report the path taken",
-		Long: `Load reads every file (directories recursively; rdmafs://host:port/path URLs
-too) into the destination and reports bytes, time, bandwidth, CPU cost, chunk
+		Long: `Load reads every file (directories recursively, but for the ` + stage.SidecarName + `
+folders in which stage keeps its journal; rdmafs://host:port/path URLs too) into the destination and reports bytes, time, bandwidth, CPU cost, chunk
 latency, and the path taken with the reason for it.
 
 --to host streams into a bounded ring of reused host buffers (gdsio CPUONLY);
@@ -43,8 +44,10 @@ latency, and the path taken with the reason for it.
 says why not otherwise.
 
 One .safetensors file, *.safetensors.index.json or .npy file loads as a
-checkpoint (--format auto): each file's data region into one allocation,
-checksums over the tensor data. Files that a shard manifest (index.json
+checkpoint (--format auto): each file's data region into one allocation.
+--checksum prints the digests of whole files as sha256sum does (names
+escaped as it escapes them), for 'sha256sum -c'; a checkpoint's digests
+cover its data regions only and are labelled with their byte ranges. Files that a shard manifest (index.json
 beside them) lists are checked against it for size and SHA-256.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, paths []string) error {
@@ -73,30 +76,21 @@ beside them) lists are checked against it for size and SHA-256.`,
 	return cmd
 }
 
-// readFileList reads paths one per line from the file name ("-": in);
-// blank lines are skipped, and a trailing CR is dropped.
+// readFileList reads the --files-from list name ("-": in).
 func readFileList(in io.Reader, name string) ([]string, error) {
-	r := in
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
 			return nil, fmt.Errorf("--files-from: %w", err)
 		}
 		defer f.Close()
-		r = f
+		in = f
 	}
-	var out []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if p := strings.TrimSuffix(sc.Text(), "\r"); strings.TrimSpace(p) != "" {
-			out = append(out, p)
-		}
-	}
-	if err := sc.Err(); err != nil {
+	list, err := vfs.ReadList(in)
+	if err != nil {
 		return nil, fmt.Errorf("--files-from %s: %w", name, err)
 	}
-	return out, nil
+	return list, nil
 }
 
 func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
@@ -116,13 +110,13 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	switch {
 	case o.format == "checkpoint" && len(paths) != 1:
 		return usagef("--format checkpoint takes one PATH (a .safetensors file, an index or a .npy file), got %d", len(paths))
-	case o.format == "checkpoint" || (o.format == "auto" && len(paths) == 1 && isCheckpointPath(paths[0])):
+	case o.format == "checkpoint" || (o.format == "auto" && len(paths) == 1 && checkpoint.IsCheckpointName(paths[0])):
 		isCkpt = true
 	case o.format != "auto" && o.format != "raw":
 		return usagef("--format %q: want auto, raw or checkpoint", o.format)
 	}
 	ctx := cmd.Context()
-	m, err := o.remote.mux(paths...)
+	m, err := o.remote.mux(logger(cmd), paths...)
 	if err != nil {
 		return err
 	}
@@ -136,7 +130,7 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	if isCkpt {
 		return runLoadCheckpoint(cmd, o, paths[0], m, dst, mode, lopts)
 	}
-	files, err := m.OpenAll(ctx, paths, vfs.WithDirect(mode), vfs.WithSmallFilesBuffered())
+	files, err := m.OpenAll(ctx, paths, vfs.WithDirect(mode), vfs.WithSmallFilesBuffered(), vfs.WithoutDirs(stage.SidecarName))
 	if err != nil {
 		return err
 	}
@@ -153,7 +147,7 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	if err := checks.CheckSizes(files.Sources()); err != nil {
 		return err
 	}
-	bar := startProgress(cmd.ErrOrStderr(), "load", files.Size())
+	bar := progress.Start(infoOut(cmd), "load", files.Size())
 	lopts.OnProgress = bar.Add
 	res, err := dst.Load(ctx, files.Sources(), lopts)
 	bar.Stop()
@@ -163,18 +157,11 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	if err := checks.CheckDigests(res.Files); err != nil {
 		return err
 	}
+	logFiles(cmd, res)
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}
 	return printLoad(cmd.OutOrStdout(), res, lopts.Checksum)
-}
-
-// isCheckpointPath reports whether p names a file `load` treats as a
-// checkpoint in --format auto: a safetensors file, a sharded checkpoint's
-// index, or a .npy tensor.
-func isCheckpointPath(p string) bool {
-	l := strings.ToLower(p)
-	return strings.HasSuffix(l, ".safetensors") || strings.HasSuffix(l, ".safetensors.index.json") || strings.HasSuffix(l, ".npy")
 }
 
 // checkpointResult is the JSON of a checkpoint load: the loader's result
@@ -193,7 +180,7 @@ func runLoadCheckpoint(cmd *cobra.Command, o *loadOptions, path string, m *vfs.M
 		return err
 	}
 	defer ck.Close()
-	bar := startProgress(cmd.ErrOrStderr(), "load", ck.Bytes())
+	bar := progress.Start(infoOut(cmd), "load", ck.Bytes())
 	lopts.OnProgress, lopts.Reason = bar.Add, dst.Reason()
 	l, err := ck.Load(cmd.Context(), dst.Allocator(len(ck.Files())), lopts)
 	bar.Stop()
@@ -203,11 +190,12 @@ func runLoadCheckpoint(cmd *cobra.Command, o *loadOptions, path string, m *vfs.M
 	// GPU destinations hold cuFile handles on the checkpoint's files:
 	// free them before the files close.
 	defer l.Close()
+	logFiles(cmd, l.Result)
 	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors)}
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "checkpoint     %s: %d tensors\n", res.Checkpoint, res.Tensors)
+	fmt.Fprintf(cmd.OutOrStdout(), "checkpoint     %s: %s\n", res.Checkpoint, humanize.Count(res.Tensors, "tensor"))
 	return printLoad(cmd.OutOrStdout(), res.Result, lopts.Checksum)
 }
 
@@ -219,7 +207,7 @@ func printJSON(w io.Writer, v any) error {
 
 func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "loaded\t%s in %d files\n", formatBytes(r.Bytes), len(r.Files))
+	fmt.Fprintf(tw, "loaded\t%s in %s\n", humanize.Bytes(r.Bytes), humanize.Count(len(r.Files), "file"))
 	fmt.Fprintf(tw, "time\t%.3f s\n", r.Seconds)
 	fmt.Fprintf(tw, "bandwidth\t%.2f GiB/s\n", r.GiBPerS)
 	if r.Bytes >= 64<<20 {
@@ -228,7 +216,7 @@ func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {
 		// Per GiB of a few bytes is start-up cost blown up: say the total.
 		fmt.Fprintf(tw, "cpu\t%.3f s\n", r.CPUSeconds)
 	}
-	fmt.Fprintf(tw, "chunk latency\tp50 %.2f ms, p99 %.2f ms (%d chunks)\n", r.P50Ms, r.P99Ms, r.Chunks)
+	fmt.Fprintf(tw, "chunk latency\tp50 %.2f ms, p99 %.2f ms (%s)\n", r.P50Ms, r.P99Ms, humanize.Count(r.Chunks, "chunk"))
 	fmt.Fprintf(tw, "path\t%s\n", r.RouteLabel())
 	if r.Reason != "" {
 		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)
@@ -240,8 +228,13 @@ func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {
 		return nil
 	}
 	fmt.Fprintln(w)
+	return loader.WriteSums(w, r.Files, sum)
+}
+
+// logFiles says, with -v, how each file landed and why.
+func logFiles(cmd *cobra.Command, r *loader.Result) {
+	log := logger(cmd)
 	for _, f := range r.Files {
-		fmt.Fprintf(w, "%s  %s\n", f.Digest(sum), f.Name)
+		log.Debug("loaded", "file", f.Name, "bytes", f.Bytes, "path", f.Route, "direct", f.Direct, "reason", f.Reason)
 	}
-	return nil
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/gdsload/gdsload/internal/humanize"
 )
 
 // run executes the CLI in-process and returns stdout, stderr and the exit
@@ -171,12 +173,12 @@ func TestVersion(t *testing.T) {
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "4096": 4096, "4K": 4096, "4M": 4 << 20, "4MiB": 4 << 20, "1g": 1 << 30, "2GB": 2 << 30} {
-		got, err := parseSize(in)
+		got, err := humanize.ParseBytes(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
 	for _, bad := range []string{"", "-1", "4X", "M", "99999999999T"} {
-		_, err := parseSize(bad)
+		_, err := humanize.ParseBytes(bad)
 		require.Error(t, err, bad)
 	}
 }
@@ -214,7 +216,7 @@ func TestBenchHumanOutput(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Contains(t, lines[0], p)
-	require.Contains(t, lines[0], "1 runs per mode")
+	require.Contains(t, lines[0], "1 run per mode", "one run, in the singular (issue 16)")
 	var header, posix, loaderRow bool
 	for _, l := range lines {
 		f := strings.Fields(l)

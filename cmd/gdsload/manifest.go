@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/gdsload/gdsload/internal/humanize"
+	"github.com/gdsload/gdsload/internal/progress"
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/spf13/cobra"
 )
@@ -42,7 +44,7 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		if m, err = webdataset.ReadManifest(dir); err != nil {
 			return err
 		}
-		bar := startProgress(cmd.ErrOrStderr(), "verify", m.Bytes())
+		bar := progress.Start(infoOut(cmd), "verify", m.Bytes())
 		err = webdataset.VerifyShards(ctx, dir, m, bar.Add)
 		bar.Stop()
 		if err != nil {
@@ -55,7 +57,7 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		}
 		// BuildManifest's own steps, on the listing already made for the
 		// progress total.
-		bar := startProgress(cmd.ErrOrStderr(), "manifest", total)
+		bar := progress.Start(infoOut(cmd), "manifest", total)
 		m, err = webdataset.BuildManifestFrom(ctx, names, runtime.GOMAXPROCS(0), func(ctx context.Context, name string) (webdataset.ShardEntry, error) {
 			return webdataset.ScanShard(ctx, filepath.Join(dir, name), webdataset.WithProgress(bar.Add))
 		})
@@ -79,7 +81,7 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 	if o.verify {
 		verb = "verified"
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "manifest: %s %s: %d shards, %d samples, %s\n", verb, filepath.Join(dir, webdataset.ManifestName), len(m.Shards), samples, formatBytes(bytes))
+	fmt.Fprintf(infoOut(cmd), "manifest: %s %s: %s, %s, %s\n", verb, filepath.Join(dir, webdataset.ManifestName), humanize.Count(len(m.Shards), "shard"), humanize.Count(samples, "sample"), humanize.Bytes(bytes))
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), m)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/pflag"
 
@@ -25,8 +26,8 @@ func (r *remoteFlags) addFlags(f *pflag.FlagSet) {
 }
 
 // mux is what the command opens its paths and URLs through; rdmafs
-// settings are read only when a URL needs them.
-func (r *remoteFlags) mux(paths ...string) (*vfs.Mux, error) {
+// settings are read only when a URL needs them, and its clients log to log.
+func (r *remoteFlags) mux(log *slog.Logger, paths ...string) (*vfs.Mux, error) {
 	remote := false
 	for _, p := range paths {
 		remote = remote || vfs.IsURL(p)
@@ -45,7 +46,7 @@ func (r *remoteFlags) mux(paths ...string) (*vfs.Mux, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--transport %s: %w", r.transport, err)
 	}
-	opts := []rdmafs.Option{rdmafs.WithConnections(r.connections), rdmafs.WithCRC(r.crc), rdmafs.WithTransport(tr)}
+	opts := []rdmafs.Option{rdmafs.WithConnections(r.connections), rdmafs.WithCRC(r.crc), rdmafs.WithTransport(tr), rdmafs.WithLogger(log)}
 	if token != nil {
 		opts = append(opts, rdmafs.WithToken(token))
 	}

@@ -20,6 +20,7 @@ staged, the others were; the failures are listed), 130 interrupted.`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	addProfileFlag(root)
+	addVerbosityFlags(root)
 	root.AddCommand(
 		newLoadCmd(),
 		newBenchCmd(),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/rdmafs"
 )
 
@@ -23,6 +24,7 @@ type serveOptions struct {
 	credits       int
 	poolBuffers   int
 	bufferSize    string
+	logLevel      slog.Level
 }
 
 func newServeCmd() *cobra.Command {
@@ -50,6 +52,7 @@ stops accepting, lets in-flight reads finish and exits 0.`,
 		Args:         args(cobra.NoArgs),
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.logLevel = level(cmd)
 			return runServe(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
@@ -68,7 +71,7 @@ stops accepting, lets in-flight reads finish and exits 0.`,
 }
 
 func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) error {
-	bufferSize, err := parseSize(o.bufferSize)
+	bufferSize, err := humanize.ParseBytes(o.bufferSize)
 	if err != nil {
 		return usageError{fmt.Errorf("--buffer-size: %w", err)}
 	}
@@ -76,7 +79,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		intFlagIn("--buffer-size", int(min(bufferSize, 1<<31)), 4096, 1<<30)); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
 	cfg := rdmafs.ServerConfig{
 		Root:            o.root,
 		InsecureNoToken: o.insecure,

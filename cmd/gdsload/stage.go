@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gdsload/gdsload/internal/humanize"
+	"github.com/gdsload/gdsload/internal/progress"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/stage"
 )
@@ -85,7 +87,7 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 		return usageError{err}
 	}
 	ctx := cmd.Context()
-	m, err := o.remote.mux(srcs...)
+	m, err := o.remote.mux(logger(cmd), srcs...)
 	if err != nil {
 		return err
 	}
@@ -100,7 +102,7 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	if err != nil {
 		return err
 	}
-	var bar *progress
+	var bar *progress.Bar
 	opts := stage.Options{FS: m, ReadDirect: mode, WriteDirect: mode, Workers: o.workers, ChunkSize: chunk,
 		Checksum: sum, Verify: verify, OnProgress: func(n int64) { bar.Add(n) }, FailFast: o.failFast, Reverify: o.reverify}
 	var res *stage.Result
@@ -117,7 +119,7 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 		for _, e := range entries {
 			total += e.Size
 		}
-		bar = startProgress(cmd.ErrOrStderr(), "stage "+t.String(), total)
+		bar = progress.Start(infoOut(cmd), "stage "+t.String(), total)
 		res, err = stage.ToGPU(ctx, entries, t, opts)
 		bar.Stop()
 		if err != nil {
@@ -139,12 +141,16 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 		if err != nil {
 			return err
 		}
-		bar = startProgress(cmd.ErrOrStderr(), "stage", plan.CopyBytes)
+		bar = progress.Start(infoOut(cmd), "stage", plan.CopyBytes)
 		res, runErr = s.Run(ctx, plan)
 		bar.Stop()
 		if res == nil {
 			return runErr
 		}
+	}
+	log := logger(cmd)
+	for _, e := range res.Entries {
+		log.Debug(e.Status, "file", e.Name, "source", e.Source, "manifest", e.Manifest, "direct_read", e.DirectRead, "direct_write", e.DirectWrite, "reason", e.Reason)
 	}
 	// A partial stage prints its result, then fails with the list of
 	// what could not be staged (exit 3).
@@ -176,38 +182,30 @@ func printPreview(w io.Writer, dst string, p *stage.Plan, asJSON bool) error {
 	}
 	for _, e := range entries {
 		if e.Action == "copy" {
-			fmt.Fprintf(w, "copy  %s  (%s)\n", e.Name, formatBytes(e.Bytes))
+			fmt.Fprintf(w, "copy  %s  (%s)\n", e.Name, humanize.Bytes(e.Bytes))
 		}
 	}
 	_, err := fmt.Fprintf(w, "dry run: would copy %s (%s) to %s; %s already staged and verified; nothing changed\n",
-		files(p.CopyFiles), formatBytes(p.CopyBytes), dst, files(len(entries)-p.CopyFiles))
+		humanize.Count(p.CopyFiles, "file"), humanize.Bytes(p.CopyBytes), dst, humanize.Count(len(entries)-p.CopyFiles, "file"))
 	return err
-}
-
-// files counts files in words: "1 file", "2 files".
-func files(n int) string {
-	if n == 1 {
-		return "1 file"
-	}
-	return fmt.Sprintf("%d files", n)
 }
 
 func printStage(w io.Writer, r *stage.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "staged\t%s in %s to %s\n", formatBytes(r.Bytes), files(r.Files), r.Dest)
-	fmt.Fprintf(tw, "copied\t%s, %s\n", files(r.Copied), formatBytes(r.CopiedBytes))
-	fmt.Fprintf(tw, "skipped\t%s already staged and verified\n", files(r.Skipped))
+	fmt.Fprintf(tw, "staged\t%s in %s to %s\n", humanize.Bytes(r.Bytes), humanize.Count(r.Files, "file"), r.Dest)
+	fmt.Fprintf(tw, "copied\t%s, %s\n", humanize.Count(r.Copied, "file"), humanize.Bytes(r.CopiedBytes))
+	fmt.Fprintf(tw, "skipped\t%s already staged and verified\n", humanize.Count(r.Skipped, "file"))
 	if r.Damaged > 0 {
-		fmt.Fprintf(tw, "damaged\t%s changed in place since staged (re-verify): staged again\n", files(r.Damaged))
+		fmt.Fprintf(tw, "damaged\t%s changed in place since staged (re-verify): staged again\n", humanize.Count(r.Damaged, "file"))
 	}
 	if r.Failed > 0 {
-		fmt.Fprintf(tw, "failed\t%s could not be staged (listed below)\n", files(r.Failed))
+		fmt.Fprintf(tw, "failed\t%s could not be staged (listed below)\n", humanize.Count(r.Failed, "file"))
 	}
 	fmt.Fprintf(tw, "time\t%.3f s\n", r.Seconds)
 	fmt.Fprintf(tw, "bandwidth\t%.2f GiB/s\n", r.GiBPerS)
 	fmt.Fprintf(tw, "verify\t%s, %s\n", r.Checksum, r.Verify)
 	if r.RemovedTemps > 0 {
-		fmt.Fprintf(tw, "cleaned\t%d temporary files of interrupted runs\n", r.RemovedTemps)
+		fmt.Fprintf(tw, "cleaned\t%s of interrupted runs\n", humanize.Count(r.RemovedTemps, "temporary file"))
 	}
 	if r.Reason != "" {
 		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)

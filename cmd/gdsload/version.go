@@ -3,41 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gdsload/gdsload/internal/buildinfo"
 )
 
-type versionInfo struct {
-	Version  string `json:"version"`
-	Revision string `json:"revision,omitempty"`
-	Time     string `json:"time,omitempty"`
-	Modified bool   `json:"modified,omitempty"`
-	Go       string `json:"go"`
-}
-
-func buildVersion() versionInfo {
-	v := versionInfo{Version: "(devel)", Go: runtime.Version()}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
-	}
-	if bi.Main.Version != "" {
-		v.Version = bi.Main.Version
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Revision = s.Value
-		case "vcs.time":
-			v.Time = s.Value
-		case "vcs.modified":
-			v.Modified = s.Value == "true"
-		}
-	}
-	return v
-}
+type versionInfo = buildinfo.Info
 
 func newVersionCmd() *cobra.Command {
 	var asJSON bool
@@ -46,18 +18,11 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the module version and VCS revision",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := buildVersion()
+			v := buildinfo.Read()
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(v)
 			}
-			rev := v.Revision
-			if rev == "" {
-				rev = "unknown revision"
-			}
-			if v.Modified {
-				rev += " (modified)"
-			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "gdsload %s %s %s\n", v.Version, rev, v.Go)
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), v)
 			return err
 		},
 	}

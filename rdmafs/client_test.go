@@ -20,7 +20,7 @@ func TestReadSizesByteExact(t *testing.T) {
 		crc  bool
 	}
 	configs := []config{
-		{"tcp/crc", TCP, true},       // pool buffers + CRC32C
+		{"tcp/crc", TCP, true},       // sendfile, CRC32C from the digest cache or a mapping
 		{"tcp/sendfile", TCP, false}, // no CRC: the server uses sendfile
 		{"loopback/crc", func() Transport { return NewLoopback() }, true}, // region writes
 		{"loopback", func() Transport { return NewLoopback() }, false},

@@ -43,6 +43,11 @@ type ServerConfig struct {
 	// MaxConns is the most open connections; more are refused with BUSY
 	// (default 1024).
 	MaxConns int
+	// DigestBlocks bounds the CRC32Cs of 1 MiB file blocks the server
+	// keeps so that READs asking for a CRC of bytes it has already
+	// summed go out with sendfile (default 1,048,576 blocks: 4 MiB of
+	// CRCs for 1 TiB of files; negative: keep none, sum every READ).
+	DigestBlocks int
 	// HandshakeTimeout bounds the handshake (default 10 s); ReadTimeout
 	// bounds reading one frame once its first byte arrived (default 30 s);
 	// WriteTimeout bounds writing one frame or data piece (default 30 s);
@@ -91,6 +96,7 @@ type Server struct {
 	cfg     ServerConfig
 	root    *os.Root
 	pool    *bufPool
+	digests *digestCache // nil: off
 	metrics *metrics
 	log     *slog.Logger
 	// authLog rate-limits the failed-login lines: 10 a minute.
@@ -142,6 +148,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg:     cfg,
 		root:    root,
 		pool:    newBufPool(cfg.PoolBuffers, cfg.BufferSize),
+		digests: newDigestCache(cfg.DigestBlocks),
 		metrics: newMetrics(),
 		log:     cfg.Logger,
 		authLog: logLimiter{interval: time.Minute, burst: 10},

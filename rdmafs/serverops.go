@@ -98,27 +98,27 @@ func (sc *serverConn) open(op, name string) (*os.File, *requestError) {
 	return f, nil
 }
 
-// openRegular opens a regular file for reading and returns its size at
-// open; anything else is refused.
-func (sc *serverConn) openRegular(name string) (*os.File, int64, *requestError) {
+// openRegular opens a regular file for reading and returns what fstat
+// said of it at open; anything else is refused.
+func (sc *serverConn) openRegular(name string) (*os.File, os.FileInfo, *requestError) {
 	f, rerr := sc.open("read", name)
 	if rerr != nil {
-		return nil, 0, rerr
+		return nil, nil, rerr
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, fsError("read", name, err)
+		return nil, nil, fsError("read", name, err)
 	}
 	if fi.IsDir() {
 		f.Close()
-		return nil, 0, refuse(wire.CodeIsDir, "read %s: is a directory", name)
+		return nil, nil, refuse(wire.CodeIsDir, "read %s: is a directory", name)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, 0, refuse(wire.CodeNotRegular, "read %s: not a regular file (%s)", name, fi.Mode().Type())
+		return nil, nil, refuse(wire.CodeNotRegular, "read %s: not a regular file (%s)", name, fi.Mode().Type())
 	}
-	return f, fi.Size(), nil
+	return f, fi, nil
 }
 
 func (sc *serverConn) handleRead(id uint32, m wire.Read) {
@@ -145,7 +145,7 @@ func (sc *serverConn) handleRead(id uint32, m wire.Read) {
 		sc.reply(id, refuse(wire.CodeRegion, "read %s: region of %d bytes is smaller than the %d asked", name, m.Region.Len, m.Length))
 		return
 	}
-	f, size, rerr := sc.openRegular(name)
+	f, fi, rerr := sc.openRegular(name)
 	if rerr != nil {
 		sc.reply(id, rerr)
 		return
@@ -154,7 +154,7 @@ func (sc *serverConn) handleRead(id uint32, m wire.Read) {
 	var sent, crc uint32
 	var eof bool
 	if sc.canSendfile(m, region) {
-		sent, eof, rerr = sc.sendfilePieces(id, f, size, name, m)
+		sent, eof, crc, rerr = sc.sendfilePieces(id, f, fi, name, m)
 	} else {
 		sent, eof, crc, rerr = sc.readPieces(id, f, name, m, region)
 	}

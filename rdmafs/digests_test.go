@@ -1,0 +1,223 @@
+package rdmafs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCRC32CCombine(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	data := make([]byte, 4<<20)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	for _, tc := range []struct{ lenA, lenB int }{
+		{0, 0}, {0, 1}, {1, 0}, {1, 1}, {3, 5}, {4096, 1}, {1, 4096},
+		{digestBlock, digestBlock}, {12345, digestBlock}, {digestBlock + 7, 2*digestBlock - 3},
+	} {
+		a, b := data[:tc.lenA], data[tc.lenA:tc.lenA+tc.lenB]
+		want := crc32c(0, data[:tc.lenA+tc.lenB])
+		if got := crc32cCombine(crc32c(0, a), crc32c(0, b), int64(len(b))); got != want {
+			t.Errorf("combine(%d, %d) = %08x, want %08x", tc.lenA, tc.lenB, got, want)
+		}
+	}
+}
+
+// FuzzCRC32CCombine cross-checks the combination of two CRCs against the
+// CRC of the concatenation.
+func FuzzCRC32CCombine(f *testing.F) {
+	f.Add([]byte("hello, "), []byte("world"))
+	f.Add([]byte{}, []byte{0})
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		want := crc32c(0, append(append([]byte(nil), a...), b...))
+		if got := crc32cCombine(crc32c(0, a), crc32c(0, b), int64(len(b))); got != want {
+			t.Fatalf("combine = %08x, want %08x", got, want)
+		}
+	})
+}
+
+// openDigestFile writes size random bytes to a file and opens it.
+func openDigestFile(t *testing.T, size int) (*os.File, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	data := writeFile(t, dir, "f", size, uint64(size))
+	f, err := os.Open(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, data
+}
+
+func TestDigestCacheRanges(t *testing.T) {
+	f, data := openDigestFile(t, 5*digestBlock+17)
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newDigestCache(0)
+	var computed int64
+	compute := func(crc uint32, off, n int64) (uint32, error) {
+		computed += n
+		return mappedCRC(f, crc, off, n)
+	}
+	ranges := []struct{ off, n int64 }{
+		{0, int64(len(data))}, {0, 1}, {1, digestBlock}, {digestBlock, digestBlock},
+		{digestBlock - 5, 3*digestBlock + 10}, {4 * digestBlock, digestBlock + 17}, {5 * digestBlock, 17},
+	}
+	for pass := range 2 {
+		for _, r := range ranges {
+			fd := c.lookup(fi)
+			if fd == nil {
+				t.Fatal("lookup of a 5 MiB file = nil")
+			}
+			computed = 0
+			got, err := fd.crcRange(0, r.off, r.n, compute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := crc32c(0, data[r.off:r.off+r.n]); got != want {
+				t.Errorf("pass %d: crc of [%d, +%d) = %08x, want %08x", pass, r.off, r.n, got, want)
+			}
+			// After the first whole-file pass every whole block is
+			// cached: only parts of blocks are read again.
+			if whole := wholeBlocks(r.off, r.n); pass == 1 && computed != r.n-whole*digestBlock {
+				t.Errorf("pass 2: [%d, +%d) read %d bytes, want %d (only parts of blocks)", r.off, r.n, computed, r.n-whole*digestBlock)
+			}
+		}
+	}
+}
+
+// wholeBlocks counts the aligned digest blocks inside [off, off+n).
+func wholeBlocks(off, n int64) int64 {
+	first := alignUp(off, digestBlock)
+	last := (off + n) / digestBlock * digestBlock
+	return max(0, (last-first)/digestBlock)
+}
+
+func TestDigestCacheChangedFile(t *testing.T) {
+	f, _ := openDigestFile(t, 2*digestBlock)
+	fi, _ := f.Stat()
+	c := newDigestCache(0)
+	fd := c.lookup(fi)
+	if _, err := fd.crcRange(0, 0, 2*digestBlock, func(crc uint32, off, n int64) (uint32, error) { return mappedCRC(f, crc, off, n) }); err != nil {
+		t.Fatal(err)
+	}
+	if c.lookup(fi) != fd {
+		t.Fatal("the same file, unchanged, got a new entry")
+	}
+	// New bytes; the modification time is set apart explicitly so that a
+	// file system with coarse timestamps cannot hide the change here.
+	newData := bytes.Repeat([]byte{7}, 2*digestBlock)
+	if err := os.WriteFile(f.Name(), newData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(f.Name(), time.Time{}, fi.ModTime().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	fi2, _ := f.Stat()
+	fd2 := c.lookup(fi2)
+	if fd2 == fd {
+		t.Fatal("a changed file kept its cached CRCs")
+	}
+	got, err := fd2.crcRange(0, 0, 2*digestBlock, func(crc uint32, off, n int64) (uint32, error) { return mappedCRC(f, crc, off, n) })
+	if err != nil || got != crc32c(0, newData) {
+		t.Fatalf("crc after the change = %08x, %v; want %08x", got, err, crc32c(0, newData))
+	}
+	if c.blocks != 2 || len(c.files) != 1 {
+		t.Errorf("cache holds %d blocks of %d files, want 2 of 1", c.blocks, len(c.files))
+	}
+}
+
+func TestDigestCacheBound(t *testing.T) {
+	c := newDigestCache(4)
+	var fds []*fileDigests
+	for range 3 {
+		f, _ := openDigestFile(t, 2*digestBlock)
+		fi, _ := f.Stat()
+		fds = append(fds, c.lookup(fi))
+		if c.blocks > 4 {
+			t.Fatalf("cache holds %d blocks, bound 4", c.blocks)
+		}
+	}
+	if len(c.files) != 2 {
+		t.Errorf("cache holds %d files, want the 2 most recent", len(c.files))
+	}
+	if _, ok := c.files[fds[0].key]; ok {
+		t.Error("the least recently read file was kept")
+	}
+	big, _ := openDigestFile(t, 5*digestBlock)
+	fi, _ := big.Stat()
+	if c.lookup(fi) != nil {
+		t.Error("a file larger than the whole cache was cached")
+	}
+	small, _ := openDigestFile(t, digestBlock-1)
+	fi, _ = small.Stat()
+	if c.lookup(fi) != nil {
+		t.Error("a file without a whole block was cached")
+	}
+	if newDigestCache(-1).lookup(fi) != nil {
+		t.Error("a cache turned off returned an entry")
+	}
+}
+
+func TestMappedCRCTruncated(t *testing.T) {
+	f, _ := openDigestFile(t, 2*digestBlock)
+	if err := os.Truncate(f.Name(), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := mappedCRC(f, 0, digestBlock, digestBlock)
+	if err == nil || !strings.Contains(err.Error(), "shrank") {
+		t.Fatalf("CRC of a truncated file: err = %v, want one saying it shrank", err)
+	}
+}
+
+// TestReadCRCAfterChange reads a file with CRCs (sendfile, digests cached),
+// changes it and reads it again: the new bytes arrive with a CRC that
+// matches. A cached CRC that no longer matches the file (a change the
+// stamp missed) fails the read with ErrChecksum instead of passing it.
+func TestReadCRCAfterChange(t *testing.T) {
+	ts := startServer(t, ServerConfig{}, nil)
+	data := writeFile(t, ts.root, "f", 3*digestBlock+5, 1)
+	cl := dialTest(t, ts, nil, WithCRC(true), WithChunkSize(2*digestBlock))
+	ctx := context.Background()
+	read := func() ([]byte, error) {
+		f, err := cl.Open(ctx, "f")
+		if err != nil {
+			return nil, err
+		}
+		got := make([]byte, f.Size())
+		_, err = f.ReadAt(got, 0)
+		return got, err
+	}
+	for range 2 {
+		if got, err := read(); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read: %v (equal %v)", err, bytes.Equal(got, data))
+		}
+	}
+	p := filepath.Join(ts.root, "f")
+	st, _ := os.Stat(p)
+	data = writeFile(t, ts.root, "f", 3*digestBlock+5, 2)
+	if err := os.Chtimes(p, time.Time{}, st.ModTime().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read after the change: %v (equal %v)", err, bytes.Equal(got, data))
+	}
+
+	// A stale cached CRC, as a change the stamp missed would leave.
+	fi, _ := os.Stat(p)
+	fd := ts.srv.digests.lookup(fi)
+	c, _ := fd.get(1)
+	fd.put(1, ^c)
+	if _, err := read(); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("read with a stale cached CRC: err = %v, want ErrChecksum", err)
+	}
+}

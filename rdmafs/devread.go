@@ -123,7 +123,7 @@ func (cc *clientConn) readDevice(ctx context.Context, name string, t *deviceTarg
 	}
 	defer conn.Deregister(r)
 	m := wire.Read{Offset: uint64(off), Length: uint32(hi - lo), Flags: wire.ReadRegion, Region: r, Name: name}
-	d, err := cc.readRequest(ctx, m, nil)
+	d, _, err := cc.readRequest(ctx, m, nil)
 	if err != nil {
 		return 0, false, err
 	}

@@ -162,7 +162,7 @@ func (cc *clientConn) read(ctx context.Context, name string, p []byte, off int64
 		m.Region = r
 		dst = nil
 	}
-	d, err := cc.readRequest(ctx, m, dst)
+	d, got, err := cc.readRequest(ctx, m, dst)
 	if err != nil {
 		return 0, false, err
 	}
@@ -170,7 +170,10 @@ func (cc *clientConn) read(ctx context.Context, name string, p []byte, off int64
 		if !d.HasCRC {
 			return 0, false, &Error{Op: "read", Name: name, Offset: off, Msg: "server sent no CRC32C", Err: ErrProtocol}
 		}
-		if got := crc32c(0, p[:d.N]); got != d.CRC {
+		if dst == nil {
+			got = crc32c(0, p[:d.N]) // a region write: the bytes were not seen arriving
+		}
+		if got != d.CRC {
 			return 0, false, &Error{Op: "read", Name: name, Offset: off, Err: ErrChecksum,
 				Msg: fmt.Sprintf("CRC32C of %d bytes is %08x, server says %08x; the data was corrupted in transit or the file changed", d.N, got, d.CRC)}
 		}
@@ -181,23 +184,24 @@ func (cc *clientConn) read(ctx context.Context, name string, p []byte, off int64
 // readRequest sends READ m and waits for its READ_DONE. dst is the stream
 // destination (nil when the data goes to a region). It checks that the
 // server completed no more than it was asked and, on a stream, exactly
-// what it delivered.
-func (cc *clientConn) readRequest(ctx context.Context, m wire.Read, dst []byte) (wire.ReadDone, error) {
+// what it delivered. When m asks for a CRC and the data came on the
+// stream, crc is the CRC32C of the bytes received, taken as they arrived.
+func (cc *clientConn) readRequest(ctx context.Context, m wire.Read, dst []byte) (d wire.ReadDone, crc uint32, err error) {
 	name, off := m.Name, int64(m.Offset)
-	c, err := cc.roundTrip(ctx, wire.TypeRead, m.Append(nil), dst)
+	c, err := cc.do(ctx, wire.TypeRead, m.Append(nil), &call{buf: dst, sum: dst != nil && m.Flags&wire.ReadCRC != 0})
 	if err != nil {
-		return wire.ReadDone{}, err
+		return wire.ReadDone{}, 0, err
 	}
 	if err := replyErr(c, wire.TypeReadDone, "read", name, off); err != nil {
-		return wire.ReadDone{}, err
+		return wire.ReadDone{}, 0, err
 	}
-	d, err := wire.DecodeReadDone(c.payload)
+	d, err = wire.DecodeReadDone(c.payload)
 	if err != nil {
-		return wire.ReadDone{}, &Error{Op: "read", Name: name, Offset: off, Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
+		return wire.ReadDone{}, 0, &Error{Op: "read", Name: name, Offset: off, Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
 	}
 	if d.N > m.Length || (dst != nil && d.N != c.got) {
-		return wire.ReadDone{}, &Error{Op: "read", Name: name, Offset: off, Err: ErrProtocol,
+		return wire.ReadDone{}, 0, &Error{Op: "read", Name: name, Offset: off, Err: ErrProtocol,
 			Msg: fmt.Sprintf("server completed %d bytes but delivered %d of %d asked", d.N, c.got, m.Length)}
 	}
-	return d, nil
+	return d, c.crc, nil
 }

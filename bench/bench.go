@@ -19,6 +19,10 @@ import (
 type Config struct {
 	Workers   int
 	ChunkSize int64
+	// BlockSize and RandomReads shape the random mode: how large each
+	// read is and how many it makes (DefaultBlockSize, DefaultRandomReads).
+	BlockSize   int64
+	RandomReads int
 }
 
 // Sample is one run of one mode.
@@ -38,6 +42,9 @@ type Mode struct {
 	// Help says what the mode does, in the words gdsio users know.
 	Help string
 	Run  func(ctx context.Context, path string, cfg Config) (Sample, error)
+	// OnlyByName modes run only when asked for by name: they measure
+	// something other than reading the whole file.
+	OnlyByName bool
 }
 
 // Result summarises the runs of one mode.
@@ -49,6 +56,8 @@ type Result struct {
 	CPUSecondsPerGiB float64 `json:"cpu_seconds_per_gib"`
 	P50Ms            float64 `json:"p50_ms"`
 	P99Ms            float64 `json:"p99_ms"`
+	// IOPS is the median over runs of reads (chunks) per second.
+	IOPS float64 `json:"iops"`
 	// MinGiBPerS and MaxGiBPerS give the spread over runs.
 	MinGiBPerS float64 `json:"min_gib_per_s"`
 	MaxGiBPerS float64 `json:"max_gib_per_s"`
@@ -140,13 +149,14 @@ func Run(ctx context.Context, path string, modes []Mode, cfg Config, o Options) 
 
 func summarise(mode string, ss []Sample) Result {
 	r := Result{Mode: mode, Runs: len(ss)}
-	var bw, cpu []float64
+	var bw, cpu, iops []float64
 	var lat []time.Duration
 	for _, s := range ss {
 		g := float64(s.Bytes) / (1 << 30)
 		r.Bytes = s.Bytes
 		if s.Wall > 0 {
 			bw = append(bw, g/s.Wall.Seconds())
+			iops = append(iops, float64(len(s.Lat))/s.Wall.Seconds())
 		}
 		if g > 0 {
 			cpu = append(cpu, s.CPU.Seconds()/g)
@@ -158,6 +168,7 @@ func summarise(mode string, ss []Sample) Result {
 	}
 	r.GiBPerS = median(bw)
 	r.CPUSecondsPerGiB = median(cpu)
+	r.IOPS = median(iops)
 	if len(bw) > 0 {
 		r.MinGiBPerS, r.MaxGiBPerS = slices.Min(bw), slices.Max(bw)
 	}

@@ -55,3 +55,26 @@ func TestMedian(t *testing.T) {
 	require.Equal(t, 2.0, median([]float64{3, 1, 2}))
 	require.Equal(t, 2.5, median([]float64{4, 1, 2, 3}))
 }
+
+func TestRandomModeReadsBlocks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(path, make([]byte, 1<<20+100), 0o644))
+	m := RandomMode()
+	require.True(t, m.OnlyByName, "the random mode reads part of the file: it must be asked for")
+	for _, tc := range []struct {
+		cfg       Config
+		reads     int
+		blockSize int64
+	}{
+		{Config{Workers: 4, RandomReads: 100}, 100, DefaultBlockSize},
+		{Config{Workers: 2, BlockSize: 64 << 10, RandomReads: 7}, 7, 64 << 10},
+		{Config{}, DefaultRandomReads, DefaultBlockSize},
+	} {
+		s, err := m.Run(context.Background(), path, tc.cfg)
+		require.NoError(t, err)
+		require.Equal(t, int64(tc.reads)*tc.blockSize, s.Bytes)
+		require.Len(t, s.Lat, tc.reads, "one latency per read")
+	}
+	_, err := m.Run(context.Background(), path, Config{BlockSize: 2 << 20})
+	require.ErrorContains(t, err, "has only")
+}

@@ -33,7 +33,7 @@ var gpuModes = []struct {
 // Help lists every mode this build knows, host and GPU, with what it does.
 func Help() [][2]string {
 	var out [][2]string
-	for _, m := range HostModes() {
+	for _, m := range append(HostModes(), RandomMode()) {
 		out = append(out, [2]string{m.Name, m.Help})
 	}
 	for _, g := range gpuModes {
@@ -67,7 +67,8 @@ func (s *Selection) Close() error {
 //   - a URL: the loader mode, reading through m into the host ring; the
 //     others need a local file.
 //
-// names restricts the modes (empty: every mode available). A named mode
+// names restricts the modes (empty: every mode available, but for those
+// that run only when named, as random). A named mode
 // that cannot run here is skipped with its reason, as unavailable modes
 // are; a name no build knows is an error wrapping ErrUnknownMode. The
 // caller must Close the Selection once the modes have run.
@@ -92,13 +93,17 @@ func Select(target string, names []string, device int, m *vfs.Mux) (*Selection, 
 	} else {
 		gpu, missing, release := GPUModes(device)
 		sel.release = release
-		avail = append(HostModes(), gpu...)
+		avail = append(append(HostModes(), RandomMode()), gpu...)
 		for k, v := range missing {
 			sel.Skipped[k] = v
 		}
 	}
 	if len(names) == 0 {
-		sel.Modes = avail
+		for _, m := range avail {
+			if !m.OnlyByName {
+				sel.Modes = append(sel.Modes, m)
+			}
+		}
 		return sel, nil
 	}
 	defer func() {

@@ -24,6 +24,8 @@ type benchOptions struct {
 	cold      bool
 	workers   int
 	chunkSize string
+	blockSize string
+	reads     int
 	asJSON    bool
 	device    int
 	remote    remoteFlags
@@ -47,6 +49,8 @@ func newBenchCmd() *cobra.Command {
 	f.BoolVar(&o.cold, "cold", false, "drop the file's cached pages before each run (drop_caches as root, else posix_fadvise)")
 	f.IntVar(&o.workers, "workers", loader.DefaultWorkers, "concurrent reads of the loader modes")
 	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size of the loader modes")
+	f.StringVar(&o.blockSize, "block-size", "4KiB", "size of each read of the random mode")
+	f.IntVar(&o.reads, "random-reads", bench.DefaultRandomReads, "number of reads of the random mode")
 	f.IntVar(&o.device, "device", 0, "GPU index for the GPU modes")
 	f.BoolVar(&o.asJSON, "json", false, "print JSON on stdout")
 	o.remote.addFlags(f)
@@ -73,10 +77,15 @@ type benchReport struct {
 }
 
 func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
-	if err := errors.Join(intFlagIn("--runs", o.runs, 1, maxRuns), intFlagIn("--workers", o.workers, 1, maxWorkers)); err != nil {
+	if err := errors.Join(intFlagIn("--runs", o.runs, 1, maxRuns), intFlagIn("--workers", o.workers, 1, maxWorkers),
+		intFlagIn("--random-reads", o.reads, 1, maxRandomReads)); err != nil {
 		return err
 	}
 	chunk, err := chunkFlag(o.chunkSize)
+	if err != nil {
+		return err
+	}
+	block, err := alignedSizeFlag("--block-size", o.blockSize)
 	if err != nil {
 		return err
 	}
@@ -104,7 +113,7 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 	defer sel.Close()
 	stderr := infoOut(cmd)
 	live := progress.IsTerminal(stderr)
-	res, err := bench.Run(cmd.Context(), path, sel.Modes, bench.Config{Workers: o.workers, ChunkSize: chunk}, bench.Options{
+	res, err := bench.Run(cmd.Context(), path, sel.Modes, bench.Config{Workers: o.workers, ChunkSize: chunk, BlockSize: block, RandomReads: o.reads}, bench.Options{
 		Runs: o.runs, Cold: o.cold,
 		OnRun: func(mode string, run int, s bench.Sample) {
 			if live {
@@ -135,14 +144,14 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 func printBench(w io.Writer, r benchReport) error {
 	fmt.Fprintf(w, "%s: %s, %s, %s per mode\n\n", r.File, humanize.Bytes(r.Bytes), r.Cache, humanize.Count(r.Runs, "run"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tGiB/s\tmin\tmax\tCPU s/GiB\tp50 ms\tp99 ms\t")
+	fmt.Fprintln(tw, "mode\tGiB/s\tmin\tmax\tCPU s/GiB\tIOPS\tp50 ms\tp99 ms\t")
 	for _, res := range r.Results {
 		name := res.Mode
 		if res.GDSMode != "" {
 			name += " (" + res.GDSMode + ")" // compat mode is cuFile's POSIX fallback, not GPUDirect
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t\n", name, res.GiBPerS, res.MinGiBPerS, res.MaxGiBPerS,
-			res.CPUSecondsPerGiB, res.P50Ms, res.P99Ms)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.0f\t%.3f\t%.3f\t\n", name, res.GiBPerS, res.MinGiBPerS, res.MaxGiBPerS,
+			res.CPUSecondsPerGiB, res.IOPS, res.P50Ms, res.P99Ms)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -128,6 +128,8 @@ const (
 	maxPrefetch  = 4096
 	maxRuns      = 10000
 	maxChunkSize = loader.MaxChunkSize
+	// maxRandomReads bounds bench --random-reads.
+	maxRandomReads = 1 << 30
 )
 
 // intFlagIn is a usage error unless lo <= v <= hi.
@@ -140,13 +142,17 @@ func intFlagIn(flag string, v, lo, hi int) error {
 
 // chunkFlag parses a --chunk-size value: a positive multiple of 4 KiB (the
 // direct-I/O alignment), at most maxChunkSize.
-func chunkFlag(s string) (int64, error) {
+func chunkFlag(s string) (int64, error) { return alignedSizeFlag("--chunk-size", s) }
+
+// alignedSizeFlag parses the size flag's value s: a positive multiple of
+// 4 KiB, at most maxChunkSize.
+func alignedSizeFlag(flag, s string) (int64, error) {
 	n, err := humanize.ParseBytes(s)
 	if err != nil || n <= 0 || n > maxChunkSize {
-		return 0, usagef("--chunk-size %q: want a size from 4 KiB to 1 GiB, such as 4MiB", s)
+		return 0, usagef("%s %q: want a size from 4 KiB to 1 GiB, such as 4MiB", flag, s)
 	}
 	if n%loader.DefaultAlignment != 0 {
-		return 0, usagef("--chunk-size %q: want a multiple of 4 KiB (the direct-I/O alignment), such as %s", s, humanize.Bytes((n+loader.DefaultAlignment-1)/loader.DefaultAlignment*loader.DefaultAlignment))
+		return 0, usagef("%s %q: want a multiple of 4 KiB (the direct-I/O alignment), such as %s", flag, s, humanize.Bytes((n+loader.DefaultAlignment-1)/loader.DefaultAlignment*loader.DefaultAlignment))
 	}
 	return n, nil
 }

@@ -222,10 +222,10 @@ func TestBenchHumanOutput(t *testing.T) {
 		f := strings.Fields(l)
 		switch {
 		case len(f) > 0 && f[0] == "mode":
-			header = strings.Contains(l, "GiB/s") && strings.Contains(l, "CPU s/GiB")
-		case len(f) == 7 && f[0] == "posix":
+			header = strings.Contains(l, "GiB/s") && strings.Contains(l, "CPU s/GiB") && strings.Contains(l, "IOPS")
+		case len(f) == 8 && f[0] == "posix":
 			posix = true
-		case len(f) == 7 && f[0] == "loader":
+		case len(f) == 8 && f[0] == "loader":
 			loaderRow = true
 		}
 	}
@@ -287,4 +287,32 @@ func TestLoadRamfsReasons(t *testing.T) {
 	for _, f := range res.Files {
 		require.False(t, f.Direct, f.Name)
 	}
+}
+
+// The random mode runs only when named, with the reads and block size
+// asked for, and reports IOPS.
+func TestBenchRandomMode(t *testing.T) {
+	p, _ := writeFile(t, t.TempDir(), "x.bin", 1<<20)
+	out, stderr, code := run(t, "bench", "--runs", "1", "--json", "--modes", "random", "--random-reads", "50", "--block-size", "8KiB", p)
+	require.Equal(t, 0, code, stderr)
+	var rep struct {
+		Results []struct {
+			Mode  string  `json:"mode"`
+			Bytes int64   `json:"bytes"`
+			IOPS  float64 `json:"iops"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.Results, 1)
+	require.Equal(t, "random", rep.Results[0].Mode)
+	require.Equal(t, int64(50*8192), rep.Results[0].Bytes)
+	require.Greater(t, rep.Results[0].IOPS, 0.0)
+
+	out, stderr, code = run(t, "bench", "--runs", "1", "--json", p)
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, out, `"random"`, "the random mode runs only when named")
+
+	_, stderr, code = run(t, "bench", "--modes", "random", "--block-size", "5000", p)
+	require.Equal(t, 2, code)
+	require.Contains(t, stderr, "--block-size")
 }

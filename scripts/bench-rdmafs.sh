@@ -1,70 +1,85 @@
 #!/usr/bin/env bash
-# bench-rdmafs.sh: rdmafs over loopback TCP against nginx (sendfile) + curl
-# and against iperf3 raw TCP, on the same machine, in the same run.
+# bench-rdmafs.sh: rdmafs over loopback TCP against nginx (sendfile) read
+# by parallel ranged curls, and against iperf3 raw TCP, on the same file,
+# in the same run.
 #
-# A SIZE file (default 2 GiB) is created and read once to warm the page
-# cache. Each round runs the three transfers in turn (order alternated),
-# each timed from outside its process; the script prints per-tool medians
-# and the median ratios rdmafs/nginx and rdmafs/iperf3 (higher is better
-# for rdmafs; targets ≥ 1.0 and ≥ 0.7).
+# N is gdsload's default number of connections (read from `gdsload load
+# --help`). Each round runs, in alternating order:
+#   gdsload        gdsload load --to host rdmafs://…  (its defaults: N
+#                  connections, CRC32C of every read checked end to end)
+#   gdsload-nocrc  the same with --crc=false (no integrity; for reference)
+#   nginx-N        N curls, each fetching one 1/N byte range, in parallel
+#   iperf3-N       iperf3 -c -P N -n SIZE (raw TCP, N streams)
+#   gdsload-1      gdsload with --connections 1
+#   nginx-1        one curl of the whole file
+# Every transfer is timed from outside its process (GNU time: wall, and the
+# client's CPU); the servers' CPU is read from /proc around each transfer.
+# Every run checks its byte count (gdsload's JSON, curl's size_download,
+# iperf3's received bytes); before the rounds, each gdsload configuration
+# and each nginx configuration is checked once against sha256sum of the
+# file (iperf3 sends its own random buffer: bytes counted only).
 #
-# Usage: scripts/bench-rdmafs.sh [ROUNDS]   env: SIZE_MIB (2048), WORK (temp dir)
-# Needs: a built gdsload ($GDSLOAD, default bin/gdsload: the server and the
-# client), nginx, curl, iperf3, python3 (apt-get install nginx curl iperf3).
+# Usage: scripts/bench-rdmafs.sh [ROUNDS]
+# Environment: ROUNDS (default 5), SIZE_MIB (2048), GDSLOAD
+# (./bin/gdsload), WORK (a temporary directory, removed afterwards).
+# Needs nginx, curl, iperf3, python3 and GNU time: the script installs
+# missing ones with apt-get when run as root.
 set -euo pipefail
-shopt -s inherit_errexit
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib-bench.sh
+. "$here/lib-bench.sh"
 
-ROUNDS=${1:-5}
+ROUNDS=${1:-${ROUNDS:-5}}
 SIZE_MIB=${SIZE_MIB:-2048}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-WORK=${WORK:-$(mktemp -d /tmp/bench-rdmafs.XXXXXX)}
-for tool in nginx curl iperf3 python3 go; do
-	command -v "$tool" >/dev/null || { echo "bench-rdmafs: $tool not found (apt-get install -y nginx curl iperf3)" >&2; exit 1; }
-done
+GDSLOAD=${GDSLOAD:-./bin/gdsload}
+need nginx nginx
+need curl curl
+need iperf3 iperf3
+need python3 python3
+[ -x /usr/bin/time ] || need /usr/bin/time time
+[ -x "$GDSLOAD" ] || { echo "$GDSLOAD not built: run make build" >&2; exit 1; }
+GDSLOAD=$(cd "$(dirname "$GDSLOAD")" && pwd)/$(basename "$GDSLOAD")
+N=$("$GDSLOAD" load --help | sed -n 's/.*--connections int.*(default \([0-9]*\)).*/\1/p')
+[ -n "$N" ] || { echo "cannot read the default of --connections from gdsload load --help" >&2; exit 1; }
 
-pids=()
+if [ -z "${WORK:-}" ]; then WORK=$(mktemp -d /tmp/bench-rdmafs.XXXXXX); own_work=1; else own_work=; fi
+spid= ipid=
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	[[ -n ${ipid:-} ]] && kill "$ipid" 2>/dev/null || true
-	[[ -f $WORK/nginx.pid ]] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
-	wait 2>/dev/null || true
-	rm -rf "$WORK"
+  [ -n "$spid" ] && kill "$spid" 2>/dev/null || true
+  [ -n "$ipid" ] && kill "$ipid" 2>/dev/null || true
+  [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
+  wait 2>/dev/null || true
+  if [ -n "$own_work" ]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
-
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-now() { date +%s.%N; }
 
-GDSLOAD=${GDSLOAD:-$repo/bin/gdsload}
-[[ -x $GDSLOAD ]] || { echo "$GDSLOAD not built: run make build" >&2; exit 1; }
-
-mkdir -p "$WORK/export"
+mkdir -p "$WORK/export" "$WORK/t"
 chmod 755 "$WORK" "$WORK/export" # nginx workers run unprivileged
 data=$WORK/export/data.bin
-echo "writing ${SIZE_MIB} MiB test file" >&2
-head -c $((SIZE_MIB << 20)) /dev/urandom >"$data"
+bytes=$((SIZE_MIB << 20))
+make_file "$data" "$bytes"
 chmod 644 "$data"
-cat "$data" >/dev/null # warm the page cache
-bytes=$(stat -c %s "$data")
+cat "$data" >/dev/null # the server's page cache is warm for every tool
+want_sha=$(sha256sum "$data" | cut -d' ' -f1)
 
-# rdmafs server
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$WORK/token"
-chmod 600 "$WORK/token"
-"$GDSLOAD" serve --root "$WORK/export" --listen 127.0.0.1:0 --token-file "$WORK/token" \
-	>"$WORK/rdmafs.out" 2>"$WORK/rdmafs.log" &
-pids+=($!)
-for _ in $(seq 100); do grep -q '^listening on ' "$WORK/rdmafs.out" 2>/dev/null && break; sleep 0.1; done
-raddr=$(sed -n 's/^listening on //p' "$WORK/rdmafs.out")
-[[ -n $raddr ]] || { echo "rdmafs server did not start:" >&2; cat "$WORK/rdmafs.log" >&2; exit 1; }
+# gdsload serve with its defaults.
+(umask 077; head -c 32 /dev/urandom | base64 >"$WORK/token")
+"$GDSLOAD" serve --root "$WORK/export" --listen 127.0.0.1:0 --token-file "$WORK/token" >"$WORK/serve.out" 2>"$WORK/serve.log" &
+spid=$!
+for _ in $(seq 100); do grep -q '^listening on ' "$WORK/serve.out" 2>/dev/null && break; sleep 0.1; done
+raddr=$(sed -n 's/^listening on //p' "$WORK/serve.out")
+[ -n "$raddr" ] || { echo "gdsload serve did not start:" >&2; cat "$WORK/serve.log" >&2; exit 1; }
+url=rdmafs://$raddr/data.bin
 
-# nginx, sendfile on, as users deploy it for static files
+# nginx with sendfile, as it is deployed for static files.
 nport=$(free_port)
 mkdir -p "$WORK/nginx-tmp"
 cat >"$WORK/nginx.conf" <<NGINX
-worker_processes 2;
+worker_processes auto;
 pid $WORK/nginx.pid;
 error_log $WORK/nginx-error.log;
-events { worker_connections 64; }
+events { worker_connections 256; }
 http {
 	access_log off;
 	sendfile on;
@@ -78,55 +93,134 @@ http {
 }
 NGINX
 nginx -c "$WORK/nginx.conf" -p "$WORK"
+for _ in $(seq 50); do [ -s "$WORK/nginx.pid" ] && break; sleep 0.1; done
+nurl=http://127.0.0.1:$nport/data.bin
 
-# iperf3 server
+# iperf3 server; it serves one test at a time, which is all the script runs.
 iport=$(free_port)
-iperf3 -s -p "$iport" -1 >/dev/null 2>&1 &
+iperf3 -s -p "$iport" >/dev/null 2>&1 &
 ipid=$!
 sleep 0.3
 
-# The client is `gdsload load --to host`: the loader streams the file from the
-# server into its ring of reused host buffers.
-run_rdmafs() { "$GDSLOAD" load --to host --token-file "$WORK/token" "rdmafs://$raddr/data.bin" >/dev/null 2>>"$WORK/bench.log"; }
-# Without CRC32C the server sends with sendfile(2), like nginx.
-run_rdmafsnocrc() { "$GDSLOAD" load --to host --crc=false --token-file "$WORK/token" "rdmafs://$raddr/data.bin" >/dev/null 2>>"$WORK/bench.log"; }
-run_nginx() { curl -sf -o /dev/null "http://127.0.0.1:$nport/data.bin"; }
-run_iperf() { iperf3 -c 127.0.0.1 -p "$iport" -n "$bytes" >/dev/null; }
-# -1: the iperf3 server handles one client then exits; restart it (outside
-# the timed region) before each iperf3 run.
-ensure_iperf_server() {
-	if ! kill -0 "$ipid" 2>/dev/null; then
-		iperf3 -s -p "$iport" -1 >/dev/null 2>&1 &
-		ipid=$!
-		sleep 0.3
-	fi
-}
-timeit() { local t0 t1; t0=$(now); "$@"; t1=$(now); python3 -c "print($t1-$t0)"; }
+nginx_pids() { echo "$(cat "$WORK/nginx.pid") $(pgrep -P "$(cat "$WORK/nginx.pid")" | tr '\n' ' ')"; }
 
-declare -a tr tc tn ti
-for r in $(seq "$ROUNDS"); do
-	if ((r % 2)); then order="rdmafs rdmafsnocrc nginx iperf"; else order="iperf nginx rdmafsnocrc rdmafs"; fi
-	for tool in $order; do
-		[[ $tool == iperf ]] && ensure_iperf_server
-		t=$(timeit "run_$tool")
-		case $tool in rdmafs) tr+=("$t") ;; rdmafsnocrc) tc+=("$t") ;; nginx) tn+=("$t") ;; iperf) ti+=("$t") ;; esac
-	done
-	printf 'round %d: rdmafs %.3fs rdmafs-nocrc %.3fs nginx %.3fs iperf3 %.3fs\n' "$r" "${tr[-1]}" "${tc[-1]}" "${tn[-1]}" "${ti[-1]}" >&2
+# curls K OUTDIR: K curls in parallel, each one of K byte ranges of the
+# file; prints the bytes each received. With OUTDIR the parts are kept.
+curls() {
+  local k=$1 dir=${2:-} i lo hi out step=$((bytes / $1)) pids=() rc=0
+  for i in $(seq 0 $((k - 1))); do
+    lo=$((i * step)); hi=$((i == k - 1 ? bytes - 1 : lo + step - 1))
+    out=/dev/null
+    if [ -n "$dir" ]; then out=$dir/part.$(printf %04d "$i"); fi
+    curl -sf -r "$lo-$hi" -o "$out" -w '%{size_download}\n' "$nurl" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || rc=1; done
+  return $rc
+}
+export -f curls; export bytes nurl
+
+# One run of TOOL: appends "wall user sys maxrss server_cpu" to $WORK/t/TOOL and
+# checks the bytes it moved.
+run() {
+  local tool=$1 so=$WORK/t/$1.stdout s0 s1 got
+  local srv
+  case $tool in
+    gdsload*) srv=$spid ;;
+    nginx*) srv=$(nginx_pids) ;;
+    iperf3*) srv=$ipid ;;
+  esac
+  # shellcheck disable=SC2086
+  s0=$(proc_cpu $srv)
+  case $tool in
+    gdsload) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --token-file "$WORK/token" "$url" ;;
+    gdsload-nocrc) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --crc=false --token-file "$WORK/token" "$url" ;;
+    gdsload-1) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --connections 1 --token-file "$WORK/token" "$url" ;;
+    nginx-N) timed_out "$WORK/t/$tool" "$so" bash -c "curls $N" ;;
+    nginx-1) timed_out "$WORK/t/$tool" "$so" bash -c "curls 1" ;;
+    iperf3-N) timed_out "$WORK/t/$tool" "$so" iperf3 -c 127.0.0.1 -p "$iport" -P "$N" -n "$bytes" -J ;;
+  esac
+  # shellcheck disable=SC2086
+  s1=$(proc_cpu $srv)
+  sed -i '$ s/$/ '"$(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.3f", b-a}')"'/' "$WORK/t/$tool"
+  case $tool in
+    gdsload*) got=$(json_bytes "$so") ;;
+    nginx*) got=$(awk '{s+=$1} END{print s}' "$so") ;;
+    # iperf3 stops once SIZE bytes are written to its sockets (the last
+    # socket buffers' worth may still be in flight: that favours iperf3);
+    # its receiver counts only what arrived before the end of the test.
+    iperf3*) got=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["end"]["sum_sent"]["bytes"]))' "$so") ;;
+  esac
+  check_bytes "$tool run" "$got" "$bytes"
+}
+
+# Checksummed runs, once per configuration, untimed.
+sha_gdsload() {
+  local got
+  "$GDSLOAD" load --to host --json --checksum sha256 --token-file "$WORK/token" "$@" "$url" >"$WORK/sha.json"
+  got=$(json_field "$WORK/sha.json" sha256)
+  [ "$got" = "$want_sha" ] || { echo "gdsload $* landed bytes with sha256 $got, the file has $want_sha" >&2; exit 1; }
+}
+sha_nginx() {
+  local k=$1 got
+  rm -rf "$WORK/parts"; mkdir -p "$WORK/parts"
+  curls "$k" "$WORK/parts" >/dev/null
+  got=$(cat "$WORK/parts"/part.* | sha256sum | cut -d' ' -f1)
+  rm -rf "$WORK/parts"
+  [ "$got" = "$want_sha" ] || { echo "$k ranged curls received bytes with sha256 $got, the file has $want_sha" >&2; exit 1; }
+}
+sha_gdsload
+sha_gdsload --crc=false
+sha_gdsload --connections 1
+sha_nginx "$N"
+sha_nginx 1
+echo "sha256 checked: gdsload (defaults, --crc=false, --connections 1), nginx with $N ranged curls and with 1 curl" >&2
+
+tools="gdsload gdsload-nocrc nginx-N iperf3-N gdsload-1 nginx-1"
+rev=$(echo "$tools" | tr ' ' '\n' | tac | tr '\n' ' ')
+for r in $(seq 1 "$ROUNDS"); do
+  if [ $((r % 2)) = 1 ]; then order=$tools; else order=$rev; fi
+  for t in $order; do run "$t"; done
+  printf 'round %d/%d:' "$r" "$ROUNDS" >&2
+  for t in $tools; do printf ' %s %.3fs' "$t" "$(tail -n 1 "$WORK/t/$t" | cut -d' ' -f1)" >&2; done
+  echo >&2
 done
 
-echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), file ${SIZE_MIB} MiB, ${ROUNDS} rounds"
-python3 - "$bytes" "${tr[*]}" "${tc[*]}" "${tn[*]}" "${ti[*]}" <<'PY'
-import statistics, sys
-size = int(sys.argv[1])
-r, c, n, i = ([float(x) for x in a.split()] for a in sys.argv[2:6])
-gib = size / 2**30
-for name, ts in (("rdmafs, CRC32C on (default)", r), ("rdmafs, CRC32C off", c),
-                 ("nginx sendfile + curl", n), ("iperf3 raw TCP", i)):
-    m = statistics.median(ts)
-    print(f"{name:28s} median {m:6.3f} s  {gib/m:6.2f} GiB/s  (runs: {', '.join(f'{t:.3f}' for t in ts)})")
-# Ratios of throughput (peer time / rdmafs time), per round, then the median.
-for label, mine in (("CRC on ", r), ("CRC off", c)):
-    rn = statistics.median([b / a for a, b in zip(mine, n)])
-    ri = statistics.median([b / a for a, b in zip(mine, i)])
-    print(f"rdmafs {label}: {rn:.2f}x nginx (target >= 1.0), {ri:.2f}x iperf3 (target >= 0.7)")
-PY
+t=$WORK/t
+for x in $tools; do
+  col "$t/$x" 1 >"$t/$x.wall"
+  gibps "$bytes" "$t/$x" >"$t/$x.bw"
+  cpugib "$bytes" "$t/$x" >"$t/$x.ccpu"
+  col "$t/$x" 5 | per_gib "$bytes" >"$t/$x.scpu"
+done
+
+echo "### \`scripts/bench-rdmafs.sh\` ($ROUNDS rounds, ${SIZE_MIB} MiB, N = $N), $(stamp)"
+echo
+echo "Loopback TCP, server page cache warm; every run's byte count checked, one sha256-checked run per gdsload and nginx configuration."
+echo
+echo "| transfer | GiB/s (median) | spread | client CPU s/GiB | server CPU s/GiB |"
+echo "| --- | --- | --- | --- | --- |"
+label() {
+  case $1 in
+    gdsload) echo "gdsload, defaults ($N connections, CRC32C on)" ;;
+    gdsload-nocrc) echo "gdsload --crc=false ($N connections, no integrity)" ;;
+    gdsload-1) echo "gdsload --connections 1 (CRC32C on)" ;;
+    nginx-N) echo "nginx sendfile, $N ranged curls" ;;
+    nginx-1) echo "nginx sendfile, 1 curl" ;;
+    iperf3-N) echo "iperf3 -P $N (raw TCP)" ;;
+  esac
+}
+for x in $tools; do
+  printf '| %s | %.3f | %s | %.3f | %.3f |\n' "$(label "$x")" "$(median <"$t/$x.bw")" "$(spread <"$t/$x.bw")" "$(median <"$t/$x.ccpu")" "$(median <"$t/$x.scpu")"
+done
+echo
+echo "| ratio (per round, then median) | median | spread | target |"
+echo "| --- | --- | --- | --- |"
+ratio_row() {
+  peer_ratios "$t/$1.wall" "$t/$2.wall" >"$t/r"
+  printf '| %s / %s | %.2fx | %s | %s |\n' "$(label "$1")" "$(label "$2")" "$(median <"$t/r")" "$(spread <"$t/r")" "$3"
+}
+ratio_row gdsload nginx-N ">= 1.0x"
+ratio_row gdsload iperf3-N ">= 0.8x"
+ratio_row gdsload-1 nginx-1 "none"
+ratio_row gdsload-nocrc nginx-N "none"

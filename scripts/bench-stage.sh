@@ -1,22 +1,39 @@
 #!/usr/bin/env bash
-# gdsload stage against cp -r (--reflink=never, then sync) and dd with
-# O_DIRECT on both sides (bs=4M, one file after another, then sync): copying
-# a directory of N files between two folders on the same disk, cold cache.
-# Every run starts from an empty destination and a dropped page cache, and
-# is timed from outside the process by GNU time; runs alternate
-# stage cp dd dd cp stage so drift hits all alike. Prints median GiB/s,
-# CPU s/GiB and median ratios with their spread. Needs root (drop_caches).
-# Usage:
-#   scripts/bench-stage.sh [DIR]     (default /var/tmp/gdsload-bench-stage)
-# Environment: GDSLOAD (binary, default ./bin/gdsload), PAIRS (default 3),
-# FILES (default 16), FILE_SIZE (bytes, default 64 MiB), STAGE_ARGS (extra
-# flags for gdsload stage, e.g. "--checksum crc32c").
+# bench-stage.sh: gdsload stage against cp -r and dd, copying a directory
+# of FILES files between two folders on the same disk, cold cache, every
+# side made durable the same way and syncing only its own files:
+#
+#   stage  gdsload stage --json SRC DST: each file written under a
+#          temporary name (O_DIRECT where the file system takes it),
+#          fsynced, recorded in the journal (fdatasync), renamed, and the
+#          directory fsynced; sha256 of the bytes read, CRC32C of the bytes
+#          written, compared.
+#   cp     cp -r --reflink=never SRC DST, then sync DST/* DST: GNU sync
+#          with arguments fsyncs each file and the directory (no global
+#          sync: other work on the machine is not counted).
+#   dd     per file dd iflag=direct oflag=direct bs=4M conv=fsync, then
+#          sync DST (the directory).
+#
+# After each side, every copied byte and the names pointing at them are on
+# stable storage; neither side checks what cp and dd do not (stage also
+# compares digests). Every run starts from an empty destination and a
+# dropped page cache (needs root) and is timed from outside the process by
+# GNU time; runs alternate stage cp dd, then dd cp stage. Every run checks
+# the bytes it wrote (stage's JSON, the destination's size for cp and dd);
+# one run of each is checked against sha256sum of the sources.
+#
+# Usage: scripts/bench-stage.sh [DIR]     (default /var/tmp/gdsload-bench-stage)
+# Environment: GDSLOAD (./bin/gdsload), PAIRS (5), FILES (16), FILE_SIZE
+# (bytes, 64 MiB), STAGE_ARGS (extra flags for gdsload stage, e.g.
+# "--checksum crc32c"). Needs GNU time (installed with apt-get when
+# missing and run as root).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib-bench.sh
 . "$here/lib-bench.sh"
 
 GDSLOAD=${GDSLOAD:-./bin/gdsload}
-PAIRS=${PAIRS:-3}
+PAIRS=${PAIRS:-5}
 FILES=${FILES:-16}
 FILE_SIZE=${FILE_SIZE:-$((64 << 20))}
 STAGE_ARGS=${STAGE_ARGS:-}
@@ -27,52 +44,67 @@ TOTAL=$((FILES * FILE_SIZE))
 
 [ -x /usr/bin/time ] || need /usr/bin/time time
 [ -x "$GDSLOAD" ] || { echo "$GDSLOAD not built: run make build" >&2; exit 1; }
-"$GDSLOAD" stage --help >/dev/null 2>&1 || { echo "$GDSLOAD has no stage command: wire newStageCmd into cmd/gdsload/root.go" >&2; exit 1; }
 for i in $(seq -f '%03g' 0 $((FILES - 1))); do make_file "$SRC/shard-$i.bin" "$FILE_SIZE"; done
-
 work=$(mktemp -d); trap 'rm -rf "$work" "$DST"' EXIT
 
-# dd_all copies every file of SRC with O_DIRECT reads and writes.
-dd_all() {
+cp_sync() { cp -r --reflink=never "$SRC" "$DST" && sync "$DST"/* "$DST"; }
+dd_sync() {
   mkdir -p "$DST"
   for f in "$SRC"/*; do
-    dd if="$f" of="$DST/$(basename "$f")" iflag=direct oflag=direct bs=4M status=none
+    dd if="$f" of="$DST/$(basename "$f")" iflag=direct oflag=direct bs=4M conv=fsync status=none
   done
-  sync
+  sync "$DST"
 }
-export -f dd_all; export SRC DST
+export -f cp_sync dd_sync; export SRC DST
+
+# dest_bytes: the bytes of the regular files under DST outside stage's
+# sidecar folder.
+dest_bytes() { find "$DST" -path "$DST/.gdsload-stage" -prune -o -type f -printf '%s\n' | awk '{s+=$1} END{print s+0}'; }
 
 run() {
   rm -rf "$DST"
   drop_caches
   case $1 in
-    stage) timed "$work/stage" "$GDSLOAD" stage $STAGE_ARGS --json "$SRC" "$DST" ;;
-    cp) timed "$work/cp" sh -c 'cp -r --reflink=never "$SRC" "$DST" && sync' ;;
-    dd) timed "$work/dd" bash -c dd_all ;;
+    # shellcheck disable=SC2086
+    stage) timed_out "$work/stage" "$work/stage.out" "$GDSLOAD" stage $STAGE_ARGS --json "$SRC" "$DST"
+      check_bytes "stage run (JSON)" "$(json_field "$work/stage.out" copied_bytes)" "$TOTAL" ;;
+    cp) timed_out "$work/cp" /dev/null bash -c cp_sync ;;
+    dd) timed_out "$work/dd" /dev/null bash -c dd_sync ;;
   esac
+  check_bytes "$1 run (destination)" "$(dest_bytes)" "$TOTAL"
 }
 
-# Once, untimed: the staged copy is byte-identical.
-rm -rf "$DST"
-"$GDSLOAD" stage $STAGE_ARGS "$SRC" "$DST" >/dev/null
-for f in "$SRC"/*; do cmp -s "$f" "$DST/$(basename "$f")" || { echo "staged $f differs" >&2; exit 1; }; done
+# Once per side, untimed: the copies are the sources, byte for byte.
+(cd "$SRC" && sha256sum -- *) >"$work/want.sha"
+for m in stage cp dd; do
+  run "$m"
+  (cd "$DST" && sha256sum -c --quiet "$work/want.sha") || { echo "$m: the copy differs from the sources" >&2; exit 1; }
+  : >"$work/$m" # the checked run is not timed
+done
 
-echo "$FILES files of $FILE_SIZE bytes in $SRC on $(df --output=fstype "$SRC" | tail -1) ($(df --output=source "$SRC" | tail -1)), $PAIRS pairs, cold cache, $(nproc) cores, stage args '${STAGE_ARGS}'" >&2
+echo "$FILES files of $FILE_SIZE bytes in $SRC on $(df --output=fstype "$SRC" | tail -1) ($(df --output=source "$SRC" | tail -1)), $PAIRS pairs, stage args '${STAGE_ARGS}'" >&2
 for i in $(seq 1 "$PAIRS"); do
   for m in stage cp dd dd cp stage; do run "$m"; done
   echo "pair $i/$PAIRS done" >&2
 done
 
+echo "### \`scripts/bench-stage.sh\` ($PAIRS pairs, $FILES x $FILE_SIZE bytes), $(stamp)"
+echo
+echo "Between two folders on $(df --output=fstype "$SRC" | tail -1) ($(df --output=source "$SRC" | tail -1)), cold cache, empty destination; each side fsyncs its own files and the directory; bytes checked on every run, sha256 once per side. Stage args: '${STAGE_ARGS}'."
+echo
+echo "| tool | GiB/s (median) | spread | CPU s/GiB | peak RSS MiB |"
+echo "| --- | --- | --- | --- | --- |"
 for m in stage cp dd; do
   gibps "$TOTAL" "$work/$m" >"$work/$m.bw"
   cpugib "$TOTAL" "$work/$m" >"$work/$m.cpu"
+  col "$work/$m" 1 >"$work/$m.wall"
+  printf '| %s | %.3f | %s | %.3f | %.0f |\n' "$m" "$(median <"$work/$m.bw")" "$(spread <"$work/$m.bw")" "$(median <"$work/$m.cpu")" \
+    "$(col "$work/$m" 4 | median | awk '{print $1/1024}')"
 done
-printf '\n%-8s %10s %14s %12s\n' tool "GiB/s" "spread" "CPU s/GiB"
-for m in stage cp dd; do
-  printf '%-8s %10.3f %14s %12.3f\n' "$m" "$(median <"$work/$m.bw")" "$(spread <"$work/$m.bw")" "$(median <"$work/$m.cpu")"
-done
-ratios "$work/stage.bw" "$work/cp.bw" >"$work/r.cp"
-ratios "$work/stage.bw" "$work/dd.bw" >"$work/r.dd"
+peer_ratios "$work/stage.wall" "$work/cp.wall" >"$work/r.cp"
+peer_ratios "$work/stage.wall" "$work/dd.wall" >"$work/r.dd"
 echo
-printf 'stage / cp -r + sync bandwidth: median %.3fx (spread %s)   target >= 0.9x\n' "$(median <"$work/r.cp")" "$(spread <"$work/r.cp")"
-printf 'stage / dd direct    bandwidth: median %.3fx (spread %s)   no target\n' "$(median <"$work/r.dd")" "$(spread <"$work/r.dd")"
+echo "| ratio (per run pair, then median) | median | spread | target |"
+echo "| --- | --- | --- | --- |"
+printf '| stage / cp -r + its own sync | %.2fx | %s | >= 1.3x |\n' "$(median <"$work/r.cp")" "$(spread <"$work/r.cp")"
+printf '| stage / dd direct + its own sync | %.2fx | %s | none |\n' "$(median <"$work/r.dd")" "$(spread <"$work/r.dd")"

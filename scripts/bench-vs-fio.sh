@@ -1,60 +1,228 @@
 #!/usr/bin/env bash
-# gdsload load --to host --direct on against fio (psync and libaio, bs=4M,
-# iodepth=8, --direct=1) and dd (buffered) on one file with a cold cache.
-# Runs alternate A B B A so drift hits both sides alike; every run is timed
-# from outside the process by GNU time. Prints median ratios with their
-# spread. Needs root (drop_caches). Usage:
-#   scripts/bench-vs-fio.sh [FILE]     (default /var/tmp/gdsload-bench/2g.bin)
-# Environment: GDSLOAD (binary, default ./bin/gdsload), PAIRS (default 6),
-# SIZE (bytes, default 2 GiB).
+# bench-vs-fio.sh: local loads against fio at its strongest, and many
+# small files against find | xargs cat, cold cache.
+#
+# 1. Sequential read of one file (SIZE bytes, O_DIRECT). Each round runs,
+#    in alternating order:
+#      gdsload        gdsload load --to host --direct on --json FILE
+#                     (its defaults: 8 workers, 4 MiB chunks)
+#      fio-io_uring   fio --rw=read --bs=4M --direct=1 --iodepth=32 --ioengine=io_uring
+#      fio-libaio     the same with --ioengine=libaio
+#      fio-psync      fio --ioengine=psync --numjobs=8 --offset_increment=SIZE/8
+#                     (8 synchronous readers, gdsload's parallelism)
+#    The peer of each round is the fastest fio run of that round.
+# 2. Random 4 KiB reads (RANDOM_READS of them, O_DIRECT, 32 at once):
+#      gdsload bench --modes random --workers 32   against
+#      fio --rw=randread --bs=4k --iodepth=32 --ioengine=io_uring
+#    compared on IOPS and p99 latency (each tool's own report).
+# 3. SMALL_FILES files of 4 to 7 KiB in one directory:
+#      gdsload load DIR (--direct auto, on) against
+#      find DIR -type f -print0 | xargs -0 cat > /dev/null
+#    cold cache, and warm for --direct auto and cat.
+#
+# The page cache is dropped before every cold run (needs root). Every run
+# is timed from outside its process by GNU time (wall, user+sys CPU, peak
+# RSS) and checks its byte count (gdsload's JSON, fio's io_bytes); one
+# gdsload run per configuration is checked against sha256sum. fio cannot
+# hand over the bytes it read: its runs are checked by count only.
+#
+# Usage: scripts/bench-vs-fio.sh [FILE]   (default /var/tmp/gdsload-bench/2g.bin)
+# Environment: GDSLOAD (./bin/gdsload), PAIRS (5), SIZE (bytes, 2 GiB),
+# RANDOM_READS (65536), SMALL_FILES (10000), PARTS ("seq random small":
+# the parts to run). Needs fio and GNU time: installed with apt-get when
+# missing and run as root.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib-bench.sh
 . "$here/lib-bench.sh"
 
 GDSLOAD=${GDSLOAD:-./bin/gdsload}
-PAIRS=${PAIRS:-6}
+PAIRS=${PAIRS:-5}
 SIZE=${SIZE:-$((2 << 30))}
+RANDOM_READS=${RANDOM_READS:-65536}
+SMALL_FILES=${SMALL_FILES:-10000}
+PARTS=${PARTS:-seq random small}
 FILE=${1:-/var/tmp/gdsload-bench/2g.bin}
+SMALL_DIR=$(dirname "$FILE")/small-$SMALL_FILES
 
 need fio fio
+need python3 python3
 [ -x /usr/bin/time ] || need /usr/bin/time time
 [ -x "$GDSLOAD" ] || { echo "$GDSLOAD not built: run make build" >&2; exit 1; }
 make_file "$FILE" "$SIZE"
-
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-fio_args=(--name=read --filename="$FILE" --rw=read --bs=4M --iodepth=8 --direct=1
-          --size="$SIZE" --numjobs=1 --output=/dev/null)
-run() {
-  case $1 in
-    libaio) drop_caches; timed "$work/libaio" fio "${fio_args[@]}" --ioengine=libaio ;;
-    psync) drop_caches; timed "$work/psync" fio "${fio_args[@]}" --ioengine=psync ;;
-    gdsload) drop_caches; timed "$work/gdsload" "$GDSLOAD" load --to host --direct on --json "$FILE" ;;
-    dd) drop_caches; timed "$work/dd" dd if="$FILE" of=/dev/null bs=1M ;;
-  esac
+
+# fio_bytes JSON: bytes read, over all jobs.
+fio_bytes() { python3 -c 'import json,sys; print(sum(j["read"]["io_bytes"] for j in json.load(open(sys.argv[1]))["jobs"]))' "$1"; }
+# fio_lat JSON: IOPS and p99 completion latency (ms) of a single-job run.
+fio_lat() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["jobs"][0]["read"]; print("%.0f %.3f" % (r["iops"], r["clat_ns"]["percentile"]["99.000000"]/1e6))' "$1"; }
+
+# sha_check WHAT JSON FILE: the sha256 a gdsload --json result gives for
+# its one file is FILE's.
+sha_check() {
+  local got want; got=$(json_field "$2" sha256); want=$(sha256sum "$3" | cut -d' ' -f1)
+  [ "$got" = "$want" ] || { echo "$1: landed bytes with sha256 $got, $3 has $want" >&2; exit 1; }
 }
 
-echo "file $FILE ($SIZE bytes) on $(df --output=fstype "$FILE" | tail -1), $PAIRS pairs, cold cache, $(nproc) cores" >&2
-for i in $(seq 1 "$PAIRS"); do
-  if [ $((i % 2)) = 1 ]; then order="libaio psync gdsload dd"; else order="dd gdsload psync libaio"; fi
-  for m in $order; do run "$m"; done
-  echo "pair $i/$PAIRS done" >&2
-done
+# table TOOLS...: GiB/s (median, spread), CPU s/GiB and peak RSS of each
+# tool's timed file $work/TOOL, for BYTES bytes a run.
+table() {
+  local t
+  echo "| tool | GiB/s (median) | spread | CPU s/GiB | peak RSS MiB |"
+  echo "| --- | --- | --- | --- | --- |"
+  for t in "$@"; do
+    gibps "$BYTES" "$work/$t" >"$work/$t.bw"
+    cpugib "$BYTES" "$work/$t" >"$work/$t.cpu"
+    printf '| %s | %.3f | %s | %.3f | %.0f |\n' "$t" "$(median <"$work/$t.bw")" "$(spread <"$work/$t.bw")" \
+      "$(median <"$work/$t.cpu")" "$(col "$work/$t" 4 | median | awk '{print $1/1024}')"
+  done
+}
 
-for m in libaio psync gdsload dd; do
-  gibps "$SIZE" "$work/$m" >"$work/$m.bw"
-  cpugib "$SIZE" "$work/$m" >"$work/$m.cpu"
-done
-best=libaio
-if [ "$(awk 'BEGIN{print ('"$(median <"$work/psync.bw")"' > '"$(median <"$work/libaio.bw")"')}')" = 1 ]; then best=psync; fi
+order() { if [ $(($1 % 2)) = 1 ]; then echo "$2"; else echo "$2" | tr ' ' '\n' | tac | tr '\n' ' '; fi; }
 
-printf '\n%-10s %10s %14s %12s\n' tool "GiB/s" "spread" "CPU s/GiB"
-for m in libaio psync gdsload dd; do
-  printf '%-10s %10.3f %14s %12.3f\n' "$m" "$(median <"$work/$m.bw")" "$(spread <"$work/$m.bw")" "$(median <"$work/$m.cpu")"
-done
-ratios "$work/gdsload.bw" "$work/$best.bw" >"$work/r.bw"
-ratios "$work/gdsload.cpu" "$work/$best.cpu" >"$work/r.cpu"
-ratios "$work/gdsload.bw" "$work/dd.bw" >"$work/r.dd"
-echo
-printf 'gdsload / fio-%s bandwidth: median %.3fx (spread %s)   target >= 0.9x\n' "$best" "$(median <"$work/r.bw")" "$(spread <"$work/r.bw")"
-printf 'gdsload / fio-%s CPU s/GiB: median %.3fx (spread %s)   target <= 1.2x\n' "$best" "$(median <"$work/r.cpu")" "$(spread <"$work/r.cpu")"
-printf 'gdsload / dd (buffered) bandwidth: median %.3fx (spread %s)   no target\n' "$(median <"$work/r.dd")" "$(spread <"$work/r.dd")"
+fs="$(df --output=fstype "$FILE" | tail -1) on $(df --output=source "$FILE" | tail -1)"
+
+if [[ " $PARTS " == *" seq "* ]]; then
+  BYTES=$SIZE
+  fio_seq=(--name=seq --filename="$FILE" --rw=read --bs=4M --direct=1 --size="$SIZE" --output-format=json)
+  seq_run() {
+    local so=$work/$1.out
+    drop_caches
+    case $1 in
+      gdsload) timed_out "$work/$1" "$so" "$GDSLOAD" load --to host --direct on --json "$FILE" ;;
+      fio-io_uring) timed_out "$work/$1" "$so" fio "${fio_seq[@]}" --ioengine=io_uring --iodepth=32 ;;
+      fio-libaio) timed_out "$work/$1" "$so" fio "${fio_seq[@]}" --ioengine=libaio --iodepth=32 ;;
+      fio-psync) timed_out "$work/$1" "$so" fio --name=seq --filename="$FILE" --rw=read --bs=4M --direct=1 \
+        --ioengine=psync --numjobs=8 --size=$((SIZE / 8)) --offset_increment=$((SIZE / 8)) --group_reporting --output-format=json ;;
+    esac
+    case $1 in
+      gdsload) check_bytes "$1" "$(json_bytes "$so")" "$SIZE" ;;
+      *) check_bytes "$1" "$(fio_bytes "$so")" "$SIZE" ;;
+    esac
+  }
+  drop_caches
+  "$GDSLOAD" load --to host --direct on --json --checksum sha256 "$FILE" >"$work/sha.json"
+  sha_check "gdsload load --direct on" "$work/sha.json" "$FILE"
+  tools="gdsload fio-io_uring fio-libaio fio-psync"
+  for i in $(seq 1 "$PAIRS"); do
+    for t in $(order "$i" "$tools"); do seq_run "$t"; done
+    echo "seq pair $i/$PAIRS done" >&2
+  done
+  # The peer of each round: its fastest fio run, and that run's CPU.
+  for t in fio-io_uring fio-libaio fio-psync; do col "$work/$t" 1 >"$work/$t.wall"; done
+  paste "$work/fio-io_uring" "$work/fio-libaio" "$work/fio-psync" |
+    awk '{best=1; for (k=2;k<=3;k++) if ($(4*k-3) < $(4*best-3)) best=k; print $(4*best-3), $(4*best-2), $(4*best-1), $(4*best)}' >"$work/best-fio"
+  echo "### \`scripts/bench-vs-fio.sh\`: sequential read, $PAIRS rounds, $(stamp)"
+  echo
+  echo "$SIZE bytes in $FILE ($fs), O_DIRECT, cold cache, byte counts checked on every run, gdsload's bytes checked against sha256sum once."
+  echo
+  table gdsload fio-io_uring fio-libaio fio-psync best-fio
+  col "$work/gdsload" 1 >"$work/g.wall"; col "$work/best-fio" 1 >"$work/b.wall"
+  peer_ratios "$work/g.wall" "$work/b.wall" >"$work/r.bw"
+  ratios "$work/gdsload.cpu" "$work/best-fio.cpu" >"$work/r.cpu"
+  echo
+  echo "| ratio (per round, then median) | median | spread | target |"
+  echo "| --- | --- | --- | --- |"
+  printf '| gdsload / best fio, bandwidth | %.2fx | %s | >= 1.0x |\n' "$(median <"$work/r.bw")" "$(spread <"$work/r.bw")"
+  printf '| gdsload / best fio, CPU s/GiB | %.2fx | %s | <= 1.0x |\n' "$(median <"$work/r.cpu")" "$(spread <"$work/r.cpu")"
+  echo
+fi
+
+if [[ " $PARTS " == *" random "* ]]; then
+  BYTES=$((RANDOM_READS * 4096))
+  rand_run() {
+    local so=$work/$1.out
+    drop_caches
+    case $1 in
+      gdsload-random) timed_out "$work/$1" "$so" "$GDSLOAD" bench --modes random --workers 32 --block-size 4KiB \
+        --random-reads "$RANDOM_READS" --runs 1 --json "$FILE"
+        check_bytes "$1" "$(json_field "$so" bytes)" "$BYTES"
+        python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print("%.0f %.3f" % (r["iops"], r["p99_ms"]))' "$so" >>"$work/$1.lat" ;;
+      fio-randread) timed_out "$work/$1" "$so" fio --name=rand --filename="$FILE" --rw=randread --bs=4k --direct=1 \
+        --ioengine=io_uring --iodepth=32 --size="$SIZE" --number_ios="$RANDOM_READS" --output-format=json
+        check_bytes "$1" "$(fio_bytes "$so")" "$BYTES"
+        fio_lat "$so" >>"$work/$1.lat" ;;
+    esac
+  }
+  for i in $(seq 1 "$PAIRS"); do
+    for t in $(order "$i" "gdsload-random fio-randread"); do rand_run "$t"; done
+    echo "random pair $i/$PAIRS done" >&2
+  done
+  echo "### \`scripts/bench-vs-fio.sh\`: random 4 KiB reads, $PAIRS rounds, $(stamp)"
+  echo
+  echo "$RANDOM_READS reads of 4 KiB at random aligned offsets of $FILE ($fs), O_DIRECT, 32 in flight, cold cache; IOPS and p99 as each tool reports them, CPU from outside."
+  echo
+  echo "| tool | IOPS (median) | spread | p99 ms (median) | CPU s/GiB |"
+  echo "| --- | --- | --- | --- | --- |"
+  for t in gdsload-random fio-randread; do
+    cpugib "$BYTES" "$work/$t" >"$work/$t.cpu"
+    printf '| %s | %.0f | %s | %.3f | %.2f |\n' "$t" "$(col "$work/$t.lat" 1 | median)" "$(col "$work/$t.lat" 1 | spread)" \
+      "$(col "$work/$t.lat" 2 | median)" "$(median <"$work/$t.cpu")"
+  done
+  col "$work/gdsload-random.lat" 1 >"$work/a"; col "$work/fio-randread.lat" 1 >"$work/b"
+  ratios "$work/a" "$work/b" >"$work/r.iops"
+  echo
+  printf 'gdsload / fio io_uring randread, IOPS: %.2fx (spread %s)\n' "$(median <"$work/r.iops")" "$(spread <"$work/r.iops")"
+  echo
+fi
+
+if [[ " $PARTS " == *" small "* ]]; then
+  if [ ! -f "$SMALL_DIR/.complete" ]; then
+    echo "writing $SMALL_FILES files of 4 to 7 KiB to $SMALL_DIR" >&2
+    rm -rf "$SMALL_DIR"; mkdir -p "$SMALL_DIR"
+    python3 - "$SMALL_DIR" "$SMALL_FILES" <<'PY'
+import os, random, sys
+d, n = sys.argv[1], int(sys.argv[2])
+r = random.Random(n)
+for i in range(n):
+    with open(os.path.join(d, "f%06d.bin" % i), "wb") as f:
+        f.write(os.urandom(r.randint(4096, 7168)))
+PY
+    touch "$SMALL_DIR/.complete"
+  fi
+  BYTES=$(find "$SMALL_DIR" -type f -name '*.bin' -printf '%s\n' | awk '{s+=$1} END{print s}')
+  small_run() {
+    local so=$work/$1.out
+    case $1 in *-warm) cat "$SMALL_DIR"/*.bin >/dev/null ;; *) drop_caches ;; esac
+    case $1 in
+      gdsload-auto*) timed_out "$work/$1" "$so" "$GDSLOAD" load --to host --json "$SMALL_DIR" ;;
+      gdsload-direct-on) timed_out "$work/$1" "$so" "$GDSLOAD" load --to host --direct on --json "$SMALL_DIR" ;;
+      cat*) timed_out "$work/$1" "$so" sh -c 'find "$0" -type f -name "*.bin" -print0 | xargs -0 cat > /dev/null' "$SMALL_DIR" ;;
+    esac
+    case $1 in gdsload*) check_bytes "$1" "$(json_bytes "$so")" "$BYTES" ;; esac
+  }
+  # Once: every file's digest as gdsload landed it is sha256sum's.
+  drop_caches
+  "$GDSLOAD" load --to host --json --checksum sha256 "$SMALL_DIR" >"$work/sha.json"
+  python3 - "$work/sha.json" "$SMALL_DIR" <<'PY'
+import hashlib, json, os, sys
+res, d = json.load(open(sys.argv[1])), sys.argv[2]
+bad = [f["name"] for f in res["files"] if hashlib.sha256(open(f["name"] if os.path.isabs(f["name"]) else os.path.join(d, os.path.basename(f["name"])), "rb").read()).hexdigest() != f["sha256"]]
+if bad or len(res["files"]) == 0:
+    sys.exit("sha256 of %d of %d small files differ, e.g. %s" % (len(bad), len(res["files"]), bad[:3]))
+PY
+  tools="gdsload-auto gdsload-direct-on cat gdsload-auto-warm cat-warm"
+  for i in $(seq 1 "$PAIRS"); do
+    for t in $(order "$i" "$tools"); do small_run "$t"; done
+    echo "small-files pair $i/$PAIRS done" >&2
+  done
+  echo "### \`scripts/bench-vs-fio.sh\`: $SMALL_FILES small files, $PAIRS rounds, $(stamp)"
+  echo
+  echo "$SMALL_FILES files of 4 to 7 KiB ($BYTES bytes) in $SMALL_DIR ($fs); cold: page cache dropped before each run; warm: read once before. gdsload's byte counts checked on every run and every file's sha256 once."
+  echo
+  echo "| run | seconds (median) | spread | CPU s |"
+  echo "| --- | --- | --- | --- |"
+  for t in $tools; do
+    col "$work/$t" 1 >"$work/$t.wall"
+    awk '{print $2+$3}' "$work/$t" >"$work/$t.cpus"
+    printf '| %s | %.3f | %s | %.3f |\n' "$t" "$(median <"$work/$t.wall")" "$(spread <"$work/$t.wall")" "$(median <"$work/$t.cpus")"
+  done
+  echo
+  echo "| ratio (per round, then median) | median | spread |"
+  echo "| --- | --- | --- |"
+  for pair in "gdsload-auto cat" "gdsload-direct-on cat" "gdsload-auto-warm cat-warm"; do
+    set -- $pair
+    peer_ratios "$work/$1.wall" "$work/$2.wall" >"$work/r"
+    printf '| %s / %s | %.2fx | %s |\n' "$1" "$2" "$(median <"$work/r")" "$(spread <"$work/r")"
+  done
+fi

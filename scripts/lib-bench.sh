@@ -57,3 +57,69 @@ make_file() {
   echo "writing $bytes bytes to $path" >&2
   head -c "$bytes" /dev/urandom >"$path.tmp" && mv "$path.tmp" "$path"
 }
+
+# --- helpers shared by bench-vs-fio.sh, bench-rdmafs.sh, bench-stage.sh ---
+
+# timed_out OUT STDOUT CMD...: runs CMD, appends "wall user sys maxrss"
+# (seconds; peak resident set of the largest process, KiB) to OUT and keeps
+# CMD's standard output in the file STDOUT (for the byte count each run
+# must report). The wall time is taken to the nanosecond around GNU time,
+# which reports it to 10 ms only.
+timed_out() {
+  local out=$1 so=$2; shift 2
+  local tf t0 t1; tf=$(mktemp)
+  t0=$(date +%s%N)
+  if ! /usr/bin/time -f '%e %U %S %M' -o "$tf" "$@" >"$so" 2>"$tf.err"; then
+    echo "command failed: $*" >&2; cat "$tf.err" >&2; rm -f "$tf" "$tf.err"; exit 1
+  fi
+  t1=$(date +%s%N)
+  tail -n 1 "$tf" | awk -v ns=$((t1 - t0)) '{printf "%.4f %s %s %s\n", ns/1e9, $2, $3, $4}' >>"$out"
+  rm -f "$tf" "$tf.err"
+}
+
+# proc_cpu PID...: CPU seconds (user+sys) the processes have used so far,
+# for servers that run across many timed transfers.
+proc_cpu() {
+  local tck; tck=$(getconf CLK_TCK)
+  local p t=0
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] || continue
+    # Fields 14 and 15 (utime, stime) counted after the ") " that ends
+    # the command name, which may hold spaces.
+    t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13}')))
+  done
+  awk -v t="$t" -v k="$tck" 'BEGIN{printf "%.3f\n", t/k}'
+}
+
+# json_bytes FILE: the first "bytes" number of a gdsload --json result.
+json_bytes() { grep -o '"bytes": *[0-9]*' "$1" | head -n 1 | grep -o '[0-9]*$'; }
+
+# json_field FILE KEY: the first value of "KEY" in a JSON document (a
+# number or a string without quotes).
+json_field() { grep -o "\"$2\": *\"\\?[^\",}]*" "$1" | head -n 1 | sed 's/.*: *"\{0,1\}//'; }
+
+# check_bytes WHAT GOT WANT: fails the benchmark when a run did not report
+# every byte.
+check_bytes() {
+  if [ "$2" != "$3" ]; then
+    echo "$1: moved $2 bytes, expected $3; the run is not counted and the benchmark stops" >&2
+    exit 1
+  fi
+}
+
+# col FILE N: column N (1-based) of a file of timed lines.
+col() { awk -v c="$2" '{print $c}' "$1"; }
+
+# per_gib BYTES: reads seconds on stdin, one a line; prints seconds per GiB.
+per_gib() { awk -v b="$1" '{printf "%.4f\n", $1/(b/1073741824)}'; }
+
+# peer_ratios MINE PEER: per-run throughput ratios from two files of wall
+# times (peer time / my time: above 1 means faster than the peer).
+peer_ratios() { paste "$1" "$2" | awk '{printf "%.4f\n", $2/$1}'; }
+
+# best_of FILE...: per line, the smallest number across the files (the
+# strongest peer of each run, by wall time).
+best_of() { paste "$@" | awk '{m=$1; for (i=2;i<=NF;i++) if ($i<m) m=$i; print m}'; }
+
+# stamp: the UTC date and time a table was taken, and the machine.
+stamp() { echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"; }

@@ -104,7 +104,7 @@ func TestDirectProbeOncePerFileSystem(t *testing.T) {
 	}
 	fi, err := fa.f.Stat()
 	require.NoError(t, err)
-	key, known := directReadsWork(fa.f, fi)
+	key, known := directReadsWork(fa.f.Fd(), fi)
 	require.NotNil(t, key)
 	require.True(t, known, "the first open's probe is remembered")
 	fb, err := OpenFile(b, DirectAuto)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gdsload/gdsload/internal/fileops"
 )
 
 // DirectMode says whether local files are read with O_DIRECT.
@@ -65,7 +67,7 @@ var ErrDirectRefused = errors.New("O_DIRECT required but refused")
 // reads go straight into the caller's buffer, unaligned edges through a
 // small aligned bounce buffer.
 type File struct {
-	f        *os.File
+	f        fileops.File
 	name     string
 	size     int64
 	direct   bool
@@ -74,9 +76,6 @@ type File struct {
 	memAlign int64 // buffer address alignment for O_DIRECT
 	id       fileIdentity
 	scratch  sync.Pool // *[]byte, aligned, scratchSize long
-	// preadHook, when set (tests), replaces the direct-read system call
-	// to inject short reads and EINTR.
-	preadHook func(b []byte, off int64) (int, error)
 }
 
 // fileIdentity is what must stay the same for a load to be trusted.
@@ -251,13 +250,7 @@ func (f *File) readDirect(p []byte, off int64) (int, error) {
 func (f *File) preadFull(buf []byte, off int64) (int, error) {
 	done := 0
 	for done < len(buf) {
-		var n int
-		var err error
-		if f.preadHook != nil {
-			n, err = f.preadHook(buf[done:], off+int64(done))
-		} else {
-			n, err = pread(f.f, buf[done:], off+int64(done))
-		}
+		n, err := f.f.Pread(buf[done:], off+int64(done))
 		if errors.Is(err, syscall.EINTR) {
 			continue // interrupted before any byte moved: ask again
 		}

@@ -3,7 +3,6 @@ package loader
 import (
 	"errors"
 	"fmt"
-	"github.com/gdsload/gdsload/internal/regular"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,9 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdsload/gdsload/internal/fileops"
+	"github.com/gdsload/gdsload/internal/regular"
 )
 
 // OpenFile opens a local file for loading. With DirectAuto it uses O_DIRECT
@@ -20,18 +22,19 @@ import (
 // otherwise reads through the page cache, saying why in DirectReason. With
 // DirectOn a refusal is an error.
 func OpenFile(name string, mode DirectMode) (*File, error) {
-	return openFile(name, mode, func(flag int) (*os.File, error) { return os.OpenFile(name, flag, 0) })
+	return openFile(name, mode, func(flag int) (*os.File, error) { return os.OpenFile(name, flag, 0) }, fileops.OS)
 }
 
 // OpenFileInRoot is OpenFile for a name resolved beneath root: "..",
 // absolute names and symbolic links that leave root are refused (os.Root).
 func OpenFileInRoot(root *os.Root, name string, mode DirectMode) (*File, error) {
-	return openFile(filepath.Join(root.Name(), name), mode, func(flag int) (*os.File, error) { return root.OpenFile(name, flag, 0) })
+	return openFile(filepath.Join(root.Name(), name), mode, func(flag int) (*os.File, error) { return root.OpenFile(name, flag, 0) }, fileops.OS)
 }
 
-// openFile opens with open; name is the file's path for results, errors
-// and file system names.
-func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error)) (*File, error) {
+// openFile opens with open and reads through wrap of the file opened (a
+// wrapper of fileops.OS in tests that inject faults); name is the file's path
+// for results, errors and file system names.
+func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error), wrap func(*os.File) fileops.File) (*File, error) {
 	f := &File{name: name, align: DefaultAlignment, memAlign: DefaultAlignment}
 	// regular.OpenWith refuses what is not a regular file (a FIFO at once,
 	// without waiting for a writer) before any read.
@@ -40,14 +43,14 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 		fd, st, err := regular.OpenWith(name, os.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, open)
 		switch {
 		case err == nil:
-			f.f, f.direct, fi = fd, true, st
+			f.f, f.direct, fi = wrap(fd), true, st
 			f.align, f.memAlign = dioAlign(fd)
-			key, known := directReadsWork(fd, st)
+			key, known := directReadsWork(fd.Fd(), st)
 			if known {
 				break
 			}
 			if perr := f.probeDirect(); perr != nil {
-				fd.Close()
+				f.f.Close()
 				f.f, f.direct = nil, false
 				f.reason = fmt.Sprintf("O_DIRECT read refused by %s (%v); using buffered reads", fsName(name), perr)
 			} else if key != nil {
@@ -70,7 +73,7 @@ func openFile(name string, mode DirectMode, open func(flag int) (*os.File, error
 		if err != nil {
 			return nil, err
 		}
-		f.f, fi = fd, st
+		f.f, fi = wrap(fd), st
 	}
 	id, err := identifyInfo(fi)
 	if err != nil {
@@ -94,12 +97,13 @@ type fsKey struct {
 	fsType int64
 }
 
-// directReadsWork tells whether the file system of fd (whose stat is fi)
-// already passed the probe; key identifies it, nil when it cannot be told.
-func directReadsWork(fd *os.File, fi os.FileInfo) (key *fsKey, known bool) {
+// directReadsWork tells whether the file system of descriptor fd (whose
+// stat is fi) already passed the probe; key identifies it, nil when it
+// cannot be told.
+func directReadsWork(fd uintptr, fi os.FileInfo) (key *fsKey, known bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	var sfs unix.Statfs_t
-	if !ok || unix.Fstatfs(int(fd.Fd()), &sfs) != nil {
+	if !ok || unix.Fstatfs(int(fd), &sfs) != nil {
 		return nil, false
 	}
 	k := fsKey{dev: st.Dev, fsType: int64(sfs.Type)}
@@ -127,7 +131,7 @@ func unwrapErrno(err error) error {
 
 // dioAlign asks statx for the direct-I/O alignment; 4 KiB where the kernel
 // or file system does not say.
-func dioAlign(f *os.File) (offset, mem int64) {
+func dioAlign(f interface{ Fd() uintptr }) (offset, mem int64) {
 	var st unix.Statx_t
 	err := unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_DIOALIGN, &st)
 	if err != nil || st.Mask&unix.STATX_DIOALIGN == 0 || st.Dio_offset_align == 0 {
@@ -140,12 +144,7 @@ func dioAlign(f *os.File) (offset, mem int64) {
 	return offset, mem
 }
 
-// pread is one pread(2); preadFull retries EINTR and short counts.
-func pread(f *os.File, b []byte, off int64) (int, error) {
-	return unix.Pread(int(f.Fd()), b, off)
-}
-
-func identify(f *os.File) (fileIdentity, error) {
+func identify(f fileops.File) (fileIdentity, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 		return fileIdentity{}, err

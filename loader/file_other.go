@@ -5,11 +5,12 @@ package loader
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 	"unsafe"
+
+	"github.com/gdsload/gdsload/internal/fileops"
 )
 
 // OpenFile opens a local file for loading. Outside Linux there is no
@@ -36,21 +37,13 @@ func OpenFile(name string, mode DirectMode) (*File, error) {
 		fd.Close()
 		return nil, fmt.Errorf("%s: not a regular file (%s)", name, st.Mode().Type())
 	}
-	f.f = fd
+	f.f = fileops.OS(fd)
 	f.id = fileIdentity{size: st.Size(), mtime: st.ModTime()}
 	f.size = st.Size()
 	return f, nil
 }
 
-func pread(f *os.File, b []byte, off int64) (int, error) {
-	n, err := f.ReadAt(b, off)
-	if err == io.EOF {
-		err = nil
-	}
-	return n, err
-}
-
-func identify(f *os.File) (fileIdentity, error) {
+func identify(f fileops.File) (fileIdentity, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return fileIdentity{}, err

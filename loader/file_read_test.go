@@ -7,7 +7,17 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/gdsload/gdsload/internal/fileops"
+	"github.com/gdsload/gdsload/internal/fileops/errorfs"
 )
+
+// openWithHook opens path as OpenFile does, with hook called before every
+// operation on it.
+func openWithHook(path string, mode DirectMode, hook errorfs.Hook) (*File, error) {
+	return openFile(path, mode, func(flag int) (*os.File, error) { return os.OpenFile(path, flag, 0) },
+		func(f *os.File) fileops.File { return errorfs.WrapFile(fileops.OS(f), hook) })
+}
 
 // A direct read that the kernel interrupts (EINTR) or answers in aligned
 // pieces is retried until the buffer is full; a short count that is not a
@@ -16,18 +26,23 @@ func TestDirectReadRetriesEINTRAndShortReads(t *testing.T) {
 	path := writeRandom(t, t.TempDir(), 64<<10+100, 13)
 	want, err := os.ReadFile(path)
 	require.NoError(t, err)
-	f, err := OpenFile(path, DirectOn)
+	var hook errorfs.Hook = func(*errorfs.Op) error { return nil }
+	f, err := openWithHook(path, DirectOn, func(op *errorfs.Op) error { return hook(op) })
 	require.NoError(t, err)
 	defer f.Close()
 	calls, eintrs := 0, 0
-	f.preadHook = func(b []byte, off int64) (int, error) {
+	hook = func(op *errorfs.Op) error {
+		if op.Kind != errorfs.OpPread {
+			return nil
+		}
 		calls++
 		if calls%3 == 1 {
 			eintrs++
-			return 0, syscall.EINTR
+			return syscall.EINTR
 		}
 		// At most one alignment unit per call: many short reads.
-		return pread(f.f, b[:min(len(b), int(f.align))], off)
+		op.P = op.P[:min(len(op.P), int(f.align))]
+		return nil
 	}
 	got := make([]byte, len(want))
 	n, err := f.ReadAt(got, 0)
@@ -38,7 +53,12 @@ func TestDirectReadRetriesEINTRAndShortReads(t *testing.T) {
 	require.Greater(t, calls, 16, "read in aligned pieces")
 
 	// A non-EINTR error fails the read, naming the offset.
-	f.preadHook = func([]byte, int64) (int, error) { return 0, syscall.EIO }
+	hook = func(op *errorfs.Op) error {
+		if op.Kind == errorfs.OpPread {
+			return syscall.EIO
+		}
+		return nil
+	}
 	_, err = f.ReadAt(got[:4096], 8192)
 	require.ErrorIs(t, err, syscall.EIO)
 	require.ErrorContains(t, err, "offset 8192")

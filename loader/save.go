@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/internal/fileops"
 )
 
 // SaveSource is a region of memory SaveFile writes to a file. The region
@@ -92,6 +93,11 @@ type SaveOptions struct {
 	// Checksum, if set, is computed over the bytes as written and returned
 	// in the result; for the gds path, by reading the file back.
 	Checksum Checksum
+
+	// fs is the file system written through (nil: the operating
+	// system's); tests wrap it to inject faults and observe the order of
+	// writes, syncs and renames.
+	fs fileops.FS
 }
 
 // SaveResult describes a finished save.
@@ -122,7 +128,10 @@ func SaveFile(ctx context.Context, path string, src SaveSource, opts SaveOptions
 		opts.Checksum = ChecksumNone
 	}
 	start := time.Now()
-	out, err := CreateAtomic(path, src.Size(), opts.Direct)
+	if opts.fs == nil {
+		opts.fs = fileops.Default()
+	}
+	out, err := CreateAtomicFS(opts.fs, path, src.Size(), opts.Direct)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdsload/gdsload/internal/fileops"
 )
 
 // AtomicFile is a file being written under a temporary name in the
@@ -26,7 +28,8 @@ import (
 // Publish truncates the file to its size. WriteAt may be called from many
 // goroutines at once.
 type AtomicFile struct {
-	f     *os.File
+	fs    fileops.FS
+	f     fileops.File
 	final string
 	temp  string
 	size  int64
@@ -37,8 +40,6 @@ type AtomicFile struct {
 	mu     sync.Mutex // guards the direct-I/O state, which a refused write changes
 	direct bool
 	reason string
-
-	pwriteHook func(fd int, p []byte, off int64) (int, error) // tests: stands in for pwrite(2)
 }
 
 // tempMarker separates the final base name from the random suffix of a
@@ -86,7 +87,14 @@ func tempName(final string) (string, error) {
 // otherwise through the page cache, saying why in DirectReason; DirectOn
 // makes a refusal an error. A full destination is a *NoSpaceError.
 func CreateAtomic(final string, size int64, mode DirectMode) (*AtomicFile, error) {
-	a := &AtomicFile{final: final, size: size, align: DefaultAlignment, memAlign: DefaultAlignment}
+	return CreateAtomicFS(fileops.Default(), final, size, mode)
+}
+
+// CreateAtomicFS is CreateAtomic through fsys: every open, write, sync,
+// rename and removal of the file goes through it (tests wrap it to inject
+// faults and observe the order of operations).
+func CreateAtomicFS(fsys fileops.FS, final string, size int64, mode DirectMode) (*AtomicFile, error) {
+	a := &AtomicFile{fs: fsys, final: final, size: size, align: DefaultAlignment, memAlign: DefaultAlignment}
 	var err error
 	for range 10 { // a name collision is retried with a fresh suffix
 		if a.temp, err = tempName(final); err != nil {
@@ -114,7 +122,7 @@ func CreateAtomic(final string, size int64, mode DirectMode) (*AtomicFile, error
 func (a *AtomicFile) open(mode DirectMode) error {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL | unix.O_CLOEXEC
 	if mode != DirectOff {
-		f, err := os.OpenFile(a.temp, flags|unix.O_DIRECT, 0o644)
+		f, err := a.fs.OpenFile(a.temp, flags|unix.O_DIRECT, 0o644)
 		switch {
 		case err == nil:
 			a.f, a.direct = f, true
@@ -134,7 +142,7 @@ func (a *AtomicFile) open(mode DirectMode) error {
 			return err
 		}
 	}
-	f, err := os.OpenFile(a.temp, flags, 0o644)
+	f, err := a.fs.OpenFile(a.temp, flags, 0o644)
 	if err != nil {
 		return err
 	}
@@ -162,7 +170,7 @@ func (a *AtomicFile) dropDirect(mode DirectMode) error {
 	return nil
 }
 
-func fallocate(f *os.File, size int64) error {
+func fallocate(f fileops.File, size int64) error {
 	for {
 		err := unix.Fallocate(int(f.Fd()), 0, 0, size)
 		switch err {
@@ -216,12 +224,8 @@ func (a *AtomicFile) MemAlignment() int64 { return a.memAlign }
 // write is retried; a full disk is a *NoSpaceError. p may run past Size by
 // the padding of an aligned tail.
 func (a *AtomicFile) WriteAt(p []byte, off int64) error {
-	pwrite := unix.Pwrite
-	if a.pwriteHook != nil {
-		pwrite = a.pwriteHook
-	}
 	for done := 0; done < len(p); {
-		n, err := pwrite(int(a.f.Fd()), p[done:], off+int64(done))
+		n, err := a.f.Pwrite(p[done:], off+int64(done))
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -289,12 +293,12 @@ func (a *AtomicFile) Publish() error {
 		return fmt.Errorf("closing %s: %w", a.temp, err)
 	}
 	a.f = nil
-	if err := os.Rename(a.temp, a.final); err != nil {
+	if err := a.fs.Rename(a.temp, a.final); err != nil {
 		a.Abort()
 		return fmt.Errorf("renaming %s to %s: %w", a.temp, a.final, err)
 	}
 	a.temp = ""
-	return SyncDir(filepath.Dir(a.final))
+	return a.fs.SyncDir(filepath.Dir(a.final))
 }
 
 // Abort closes and removes the temporary file. It is safe to call after
@@ -305,23 +309,13 @@ func (a *AtomicFile) Abort() {
 		a.f = nil
 	}
 	if a.temp != "" {
-		_ = os.Remove(a.temp)
+		_ = a.fs.Remove(a.temp)
 		a.temp = ""
 	}
 }
 
 // SyncDir fsyncs a directory, making renames and creations in it durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return nil
-}
+func SyncDir(dir string) error { return fileops.Default().SyncDir(dir) }
 
 // NoSpaceError reports a destination file system without room for what a
 // write still needed.

@@ -15,6 +15,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/gdsload/gdsload/internal/fileops"
+	"github.com/gdsload/gdsload/internal/fileops/errorfs"
 )
 
 func randomBytes(n int, seed uint64) []byte {
@@ -200,7 +203,9 @@ func TestIsTempName(t *testing.T) {
 // and short writes are retried.
 func TestAtomicFileDirectWriteRefused(t *testing.T) {
 	dir := t.TempDir()
-	a, err := CreateAtomic(filepath.Join(dir, "out.bin"), 3*4096, DirectAuto)
+	var hook errorfs.Hook = func(*errorfs.Op) error { return nil }
+	fsys := errorfs.Wrap(fileops.Default(), func(op *errorfs.Op) error { return hook(op) })
+	a, err := CreateAtomicFS(fsys, filepath.Join(dir, "out.bin"), 3*4096, DirectAuto)
 	require.NoError(t, err)
 	if !a.Direct() {
 		a.Abort()
@@ -211,17 +216,20 @@ func TestAtomicFileDirectWriteRefused(t *testing.T) {
 		data[i] = byte(i * 7)
 	}
 	calls := 0
-	a.pwriteHook = func(fd int, p []byte, off int64) (int, error) {
+	hook = func(op *errorfs.Op) error {
+		if op.Kind != errorfs.OpPwrite {
+			return nil
+		}
 		calls++
 		switch calls {
 		case 1:
-			return 0, syscall.EINTR
+			return syscall.EINTR
 		case 2:
-			return 0, syscall.EINVAL // refused while aligned: fall back
+			return syscall.EINVAL // refused while aligned: fall back
 		case 3:
-			return unix.Pwrite(fd, p[:100], off) // short: retried
+			op.P = op.P[:100] // short: retried
 		}
-		return unix.Pwrite(fd, p, off)
+		return nil
 	}
 	require.NoError(t, a.WriteAt(data[:8192], 0))
 	require.False(t, a.Direct())
@@ -234,11 +242,16 @@ func TestAtomicFileDirectWriteRefused(t *testing.T) {
 	require.True(t, bytes.Equal(data, got))
 
 	// Misaligned memory on a direct file: EINVAL is the caller's error.
-	b, err := CreateAtomic(filepath.Join(dir, "bad.bin"), 8192, DirectAuto)
+	b, err := CreateAtomicFS(fsys, filepath.Join(dir, "bad.bin"), 8192, DirectAuto)
 	require.NoError(t, err)
 	defer b.Abort()
 	if b.Direct() {
-		b.pwriteHook = func(int, []byte, int64) (int, error) { return 0, syscall.EINVAL }
+		hook = func(op *errorfs.Op) error {
+			if op.Kind == errorfs.OpPwrite {
+				return syscall.EINVAL
+			}
+			return nil
+		}
 		err := b.WriteAt(data[1:4097], 0)
 		require.ErrorContains(t, err, "writing 4096 bytes at offset 0")
 		require.True(t, b.Direct(), "a misaligned write is not the file system's refusal")

@@ -14,8 +14,10 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/gdsload/gdsload/loader"
 	"golang.org/x/sys/unix"
+
+	"github.com/gdsload/gdsload/internal/fileops"
+	"github.com/gdsload/gdsload/loader"
 )
 
 // journalName is the append-only record of files staged and verified, in
@@ -69,13 +71,13 @@ func (r record) decoded() record {
 type journal struct {
 	path string
 	mu   sync.Mutex
-	f    *os.File
+	f    fileops.File
 	recs map[string]record
 }
 
 // openJournal reads the journal in dir, rewrites it compacted (one line a
-// path) and opens it for appending.
-func openJournal(dir string) (*journal, error) {
+// path) and opens it through fsys for appending.
+func openJournal(fsys fileops.FS, dir string) (*journal, error) {
 	j := &journal{path: filepath.Join(dir, journalName)}
 	var err error
 	if j.recs, err = readJournal(j.path); err != nil {
@@ -84,7 +86,7 @@ func openJournal(dir string) (*journal, error) {
 	if err := j.compact(); err != nil {
 		return nil, err
 	}
-	j.f, err = os.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|unix.O_CLOEXEC, 0o644)
+	j.f, err = fsys.OpenFile(j.path, os.O_WRONLY|os.O_APPEND|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening the stage journal %s: %w", j.path, err)
 	}
@@ -157,7 +159,7 @@ func (j *journal) add(r record) error {
 	if _, err := j.f.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("appending to the stage journal %s: %w", j.path, err)
 	}
-	if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
+	if err := j.f.Datasync(); err != nil {
 		return fmt.Errorf("syncing the stage journal %s: %w", j.path, err)
 	}
 	j.recs[r.Rel] = r

@@ -317,7 +317,7 @@ func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
 			b.abort()
 			return nil, err
 		}
-		out, err := loader.CreateAtomic(it.final, it.Size, r.s.opts.WriteDirect)
+		out, err := loader.CreateAtomicFS(r.s.opts.fs, it.final, it.Size, r.s.opts.WriteDirect)
 		if err != nil {
 			b.abort()
 			return nil, r.destFileError(it.final, err)
@@ -438,9 +438,6 @@ func (r *run) verify(ctx context.Context, b *batch, k, i int, buf []byte) error 
 	}
 	if err := out.Sync(); err != nil {
 		return r.destFileError(it.final, err)
-	}
-	if r.s.opts.afterSync != nil {
-		r.s.opts.afterSync(it.Rel, out.TempPath())
 	}
 	if r.s.opts.Verify == VerifyReadback {
 		return r.readBack(ctx, it, out, fr.Digest, b.sum, buf)

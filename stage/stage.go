@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/vfs"
 )
@@ -90,10 +91,12 @@ type Options struct {
 	// file damaged in place (its mtime restored) is staged again.
 	Reverify bool
 
-	// skipSpaceCheck lets tests reach the out-of-space errors of writes;
-	// afterSync lets them corrupt a synced temporary file.
+	// skipSpaceCheck lets tests reach the out-of-space errors of writes.
 	skipSpaceCheck bool
-	afterSync      func(rel, temp string)
+	// fs is the file system the destination is written through (nil: the
+	// operating system's); tests wrap it to inject faults and observe
+	// the order of writes, syncs and renames.
+	fs fileops.FS
 }
 
 func (o Options) withDefaults() Options {
@@ -109,6 +112,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Verify == "" {
 		o.Verify = VerifyDigest
+	}
+	if o.fs == nil {
+		o.fs = fileops.Default()
 	}
 	return o
 }
@@ -173,7 +179,7 @@ func Open(dest string, opts Options) (_ *Stager, err error) {
 		s.lock.Close()
 		return nil, err
 	}
-	if s.j, err = openJournal(s.side); err != nil {
+	if s.j, err = openJournal(s.opts.fs, s.side); err != nil {
 		s.lock.Close()
 		return nil, err
 	}
@@ -527,7 +533,7 @@ func (s *Stager) mkdirs(d string) error {
 	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return destError(d, err)
 	}
-	if err := loader.SyncDir(parent); err != nil {
+	if err := s.opts.fs.SyncDir(parent); err != nil {
 		return err
 	}
 	s.dirs[d] = true

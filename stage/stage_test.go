@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/fileops"
+	"github.com/gdsload/gdsload/internal/fileops/errorfs"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/vfs"
@@ -208,18 +210,19 @@ func TestStageReadbackCatchesCorruption(t *testing.T) {
 	writeFile(t, src, "good.bin", 3<<20, 1)
 	writeFile(t, src, "rotten.bin", 3<<20, 2)
 	opts := Options{Verify: VerifyReadback, Workers: 2}
-	// Flip a byte of the written file between its sync and its read-back,
-	// as a failing device would.
-	opts.afterSync = func(rel, temp string) {
-		if rel != "rotten.bin" {
-			return
+	// Flip a byte of the written file at its fsync, after its writes were
+	// checked and before its read-back, as a failing device would.
+	opts.fs = errorfs.Wrap(fileops.Default(), func(op *errorfs.Op) error {
+		if op.Kind != errorfs.OpSync || !strings.HasPrefix(filepath.Base(op.Path), ".rotten.bin.") {
+			return nil
 		}
-		f, err := os.OpenFile(temp, os.O_RDWR, 0)
+		f, err := os.OpenFile(op.Path, os.O_RDWR, 0)
 		require.NoError(t, err)
 		defer f.Close()
-		_, err = f.WriteAt([]byte{0xff ^ byte(len(temp))}, 12345)
+		_, err = f.WriteAt([]byte{0xff ^ byte(len(op.Path))}, 12345)
 		require.NoError(t, err)
-	}
+		return nil
+	})
 	_, err := stage(t, dst, opts, src)
 	require.ErrorContains(t, err, "rotten.bin: read back sha256")
 	require.NoFileExists(t, filepath.Join(dst, "rotten.bin"))

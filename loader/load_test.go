@@ -204,6 +204,11 @@ func (s *rewritingSource) ReadAt(p []byte, off int64) (int, error) {
 		if werr != nil {
 			return n, werr
 		}
+		// A file system with coarse timestamps may give the write the
+		// time of the open: set one apart, as a later write would have.
+		if werr = os.Chtimes(s.Name(), time.Time{}, s.ModTime().Add(time.Second)); werr != nil {
+			return n, werr
+		}
 	}
 	return n, err
 }
@@ -213,7 +218,6 @@ func TestLoadFileRewrittenDuringLoad(t *testing.T) {
 	f, err := OpenFile(path, DirectAuto)
 	require.NoError(t, err)
 	defer f.Close()
-	time.Sleep(10 * time.Millisecond) // let the mtime move past the open
 	_, err = Load(context.Background(), []Job{WholeFile(&rewritingSource{File: f}, NewHostBuffer(make([]byte, f.Size())))},
 		Options{Workers: 2, ChunkSize: 1 << 20})
 	require.ErrorIs(t, err, ErrChanged)
@@ -233,16 +237,18 @@ func TestLoadFileReplacedDuringLoad(t *testing.T) {
 	require.Contains(t, err.Error(), "another file")
 }
 
-// slowSource blocks every read until the context given to the test ends.
+// slowSource blocks every read until gate is closed.
 type slowSource struct {
-	name string
-	size int64
-	gate chan struct{}
+	name    string
+	size    int64
+	gate    chan struct{}
+	started atomic.Int32 // reads begun
 }
 
 func (s *slowSource) Name() string { return s.name }
 func (s *slowSource) Size() int64  { return s.size }
 func (s *slowSource) ReadAt(p []byte, off int64) (int, error) {
+	s.started.Add(1)
 	<-s.gate
 	return 0, errors.New("gate closed")
 }
@@ -258,7 +264,11 @@ func TestLoadCancellationIsPromptAndLeaksNothing(t *testing.T) {
 		_, err := Load(ctx, []Job{WholeFile(src, ring)}, Options{Workers: 4, ChunkSize: 1 << 20, Checksum: ChecksumSHA256})
 		done <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// Cancel once the workers are blocked in reads.
+	for deadline := time.Now().Add(10 * time.Second); src.started.Load() < 4; {
+		require.False(t, time.Now().After(deadline), "the workers did not start reading")
+		time.Sleep(time.Millisecond)
+	}
 	cancel()
 	close(src.gate) // the blocked reads return; the loader must not start new ones
 	select {

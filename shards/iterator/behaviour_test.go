@@ -84,13 +84,16 @@ func TestPrefetchIsBounded(t *testing.T) {
 		if _, err := it.Next(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond) // let prefetch run as far as it may
-		// One shard taken by the consumer, prefetch more in flight.
+		// One shard taken by the consumer, prefetch more in flight: wait
+		// (with a deadline, not a fixed sleep) until prefetch has read
+		// ahead, then check it went no further.
+		for deadline := time.Now().Add(10 * time.Second); op.count() < 1+prefetch; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("prefetch %d: only %d shards opened after 10 s; prefetch is not reading ahead", prefetch, op.count())
+			}
+		}
 		if got := op.count(); got > 1+prefetch {
 			t.Errorf("prefetch %d: %d shards opened while the consumer holds the first", prefetch, got)
-		}
-		if got := op.count(); got < 1+prefetch {
-			t.Errorf("prefetch %d: only %d shards opened; prefetch is not reading ahead", prefetch, got)
 		}
 		it.Close()
 	}

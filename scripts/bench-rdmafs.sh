@@ -145,7 +145,7 @@ run() {
   sed -i '$ s/$/ '"$(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.3f", b-a}')"'/' "$WORK/t/$tool"
   case $tool in
     gdsload*) got=$(json_bytes "$so") ;;
-    nginx*) got=$(awk '{s+=$1} END{print s}' "$so") ;;
+    nginx*) got=$(awk '{s+=$1} END{printf "%.0f\n", s}' "$so") ;;
     # iperf3 stops once SIZE bytes are written to its sockets (the last
     # socket buffers' worth may still be in flight: that favours iperf3);
     # its receiver counts only what arrived before the end of the test.

@@ -59,7 +59,7 @@ export -f cp_sync dd_sync; export SRC DST
 
 # dest_bytes: the bytes of the regular files under DST outside stage's
 # sidecar folder.
-dest_bytes() { find "$DST" -path "$DST/.gdsload-stage" -prune -o -type f -printf '%s\n' | awk '{s+=$1} END{print s+0}'; }
+dest_bytes() { find "$DST" -path "$DST/.gdsload-stage" -prune -o -type f -printf '%s\n' | awk '{s+=$1} END{printf "%.0f\n", s}'; }
 
 run() {
   rm -rf "$DST"

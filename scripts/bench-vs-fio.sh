@@ -180,7 +180,7 @@ for i in range(n):
 PY
     touch "$SMALL_DIR/.complete"
   fi
-  BYTES=$(find "$SMALL_DIR" -type f -name '*.bin' -printf '%s\n' | awk '{s+=$1} END{print s}')
+  BYTES=$(find "$SMALL_DIR" -type f -name '*.bin' -printf '%s\n' | awk '{s+=$1} END{printf "%.0f\n", s}')
   small_run() {
     local so=$work/$1.out
     case $1 in *-warm) cat "$SMALL_DIR"/*.bin >/dev/null ;; *) drop_caches ;; esac

@@ -288,6 +288,16 @@ func (a *AtomicFile) Stat() (os.FileInfo, error) { return a.f.Stat() }
 // any file there, and syncs the directory so the rename is durable. Call
 // Sync first. On error the temporary file is removed.
 func (a *AtomicFile) Publish() error {
+	if err := a.Rename(); err != nil {
+		return err
+	}
+	return a.fs.SyncDir(filepath.Dir(a.final))
+}
+
+// Rename is Publish without the directory sync, for callers that publish
+// several files into one directory and sync it once (SyncDir) after the
+// last rename: until then a crash may undo the rename.
+func (a *AtomicFile) Rename() error {
 	if err := a.f.Close(); err != nil {
 		a.Abort()
 		return fmt.Errorf("closing %s: %w", a.temp, err)
@@ -298,7 +308,7 @@ func (a *AtomicFile) Publish() error {
 		return fmt.Errorf("renaming %s to %s: %w", a.temp, a.final, err)
 	}
 	a.temp = ""
-	return a.fs.SyncDir(filepath.Dir(a.final))
+	return nil
 }
 
 // Abort closes and removes the temporary file. It is safe to call after

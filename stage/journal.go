@@ -148,21 +148,28 @@ func (j *journal) get(rel string) (record, bool) {
 	return r, ok
 }
 
-// add appends r durably (fdatasync) before it is trusted.
-func (j *journal) add(r record) error {
-	line, err := json.Marshal(r.encoded())
-	if err != nil {
-		return err
+// add appends recs durably, with one write and one fdatasync, before
+// they are trusted. A crash in between leaves a torn last line at worst,
+// which parseJournal skips.
+func (j *journal) add(recs ...record) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range recs {
+		if err := enc.Encode(r.encoded()); err != nil {
+			return err
+		}
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if _, err := j.f.Write(append(line, '\n')); err != nil {
+	if _, err := j.f.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("appending to the stage journal %s: %w", j.path, err)
 	}
 	if err := j.f.Datasync(); err != nil {
 		return fmt.Errorf("syncing the stage journal %s: %w", j.path, err)
 	}
-	j.recs[r.Rel] = r
+	for _, r := range recs {
+		j.recs[r.Rel] = r
+	}
 	return nil
 }
 

@@ -34,6 +34,18 @@ func ParseChecksum(s string) (Checksum, error) {
 	return ChecksumNone, fmt.Errorf("checksum %q: want none, sha256 or crc32c", s)
 }
 
+// NewHash returns a fresh hash computing c, nil for ChecksumNone.
+func (c Checksum) NewHash() hash.Hash { return c.newHash() }
+
+// ChecksumHasher is an optional capability of a Destination that wants to
+// see each chunk's bytes in the pass that checksums them, while they are in
+// the CPU's cache: the loader checksums the job's bytes with the hash
+// NewChecksum returns (nil: its own), writing each chunk to it whole and
+// in source order, then committing that chunk before writing the next.
+type ChecksumHasher interface {
+	NewChecksum(c Checksum) hash.Hash
+}
+
 func (c Checksum) newHash() hash.Hash {
 	switch c {
 	case ChecksumSHA256:
@@ -67,8 +79,14 @@ type orderedHasher struct {
 	pending map[int]Span
 }
 
-func newOrderedHasher(c Checksum) *orderedHasher {
-	return &orderedHasher{h: c.newHash(), pending: make(map[int]Span)}
+func newOrderedHasher(c Checksum, dst Destination) *orderedHasher {
+	h := c.newHash()
+	if ch, ok := dst.(ChecksumHasher); ok {
+		if dh := ch.NewChecksum(c); dh != nil {
+			h = dh
+		}
+	}
+	return &orderedHasher{h: h, pending: make(map[int]Span)}
 }
 
 // land hashes chunk i (and any chunks it unblocks) and commits them.

@@ -82,7 +82,7 @@ func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 		e.hashers = make([]*orderedHasher, len(plans))
 		for i, p := range plans {
 			if _, ok := p.Dest.(ReadBacker); !ok {
-				e.hashers[i] = newOrderedHasher(opts.Checksum)
+				e.hashers[i] = newOrderedHasher(opts.Checksum, p.Dest)
 			}
 		}
 	}

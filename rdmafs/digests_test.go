@@ -4,44 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
-
-func TestCRC32CCombine(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	data := make([]byte, 4<<20)
-	for i := range data {
-		data[i] = byte(r.Uint32())
-	}
-	for _, tc := range []struct{ lenA, lenB int }{
-		{0, 0}, {0, 1}, {1, 0}, {1, 1}, {3, 5}, {4096, 1}, {1, 4096},
-		{digestBlock, digestBlock}, {12345, digestBlock}, {digestBlock + 7, 2*digestBlock - 3},
-	} {
-		a, b := data[:tc.lenA], data[tc.lenA:tc.lenA+tc.lenB]
-		want := crc32c(0, data[:tc.lenA+tc.lenB])
-		if got := crc32cCombine(crc32c(0, a), crc32c(0, b), int64(len(b))); got != want {
-			t.Errorf("combine(%d, %d) = %08x, want %08x", tc.lenA, tc.lenB, got, want)
-		}
-	}
-}
-
-// FuzzCRC32CCombine cross-checks the combination of two CRCs against the
-// CRC of the concatenation.
-func FuzzCRC32CCombine(f *testing.F) {
-	f.Add([]byte("hello, "), []byte("world"))
-	f.Add([]byte{}, []byte{0})
-	f.Fuzz(func(t *testing.T, a, b []byte) {
-		want := crc32c(0, append(append([]byte(nil), a...), b...))
-		if got := crc32cCombine(crc32c(0, a), crc32c(0, b), int64(len(b))); got != want {
-			t.Fatalf("combine = %08x, want %08x", got, want)
-		}
-	})
-}
 
 // openDigestFile writes size random bytes to a file and opens it.
 func openDigestFile(t *testing.T, size int) (*os.File, []byte) {

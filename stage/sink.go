@@ -3,9 +3,10 @@ package stage
 import (
 	"context"
 	"fmt"
-	"hash/crc32"
+	"hash"
 	"sync"
 
+	"github.com/gdsload/gdsload/internal/crc32c"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -22,15 +23,17 @@ import (
 //
 // The bytes written are checked against the bytes the loader hashed with
 // CRC32C, at a tenth of the CPU time of a SHA-256 pass: each chunk's CRC is
-// taken at commit, right after the loader hashed it, and again by the
-// writer once its write completed, so a buffer that changed in between
-// fails the file; the in-order CRC of all chunks is the file's written
-// digest.
+// taken in the loader's checksum pass (the sink is a loader.ChecksumHasher:
+// the CRC reads each piece right after the digest did, from the cache) and
+// again by the writer once its write completed, so a buffer that changed
+// in between fails the file; the chunks' CRCs combined in order are the
+// file's written digest.
 type sink struct {
 	out     *loader.AtomicFile
 	ring    *loader.Ring
 	w       *writers
 	align   int64
+	tee     *teeHash       // the loader's checksum, which also sums each chunk
 	pending sync.WaitGroup // writes queued and not yet done
 
 	mu      sync.Mutex
@@ -44,8 +47,47 @@ func newSink(out *loader.AtomicFile, ring *loader.Ring, w *writers) *sink {
 	return &sink{out: out, ring: ring, w: w, align: out.Alignment()}
 }
 
-// crcTable is CRC32C's; crc32.MakeTable caches it.
-func crcTable() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
+// NewChecksum makes the loader's checksum of the file one that also takes
+// the CRC32C of each chunk in the same pass.
+func (s *sink) NewChecksum(c loader.Checksum) hash.Hash {
+	h := c.NewHash()
+	if h == nil {
+		return nil
+	}
+	s.tee = &teeHash{Hash: h}
+	return s.tee
+}
+
+// teeHash feeds a digest and a CRC32C of the bytes since the last take,
+// a cache-sized piece at a time, so the CRC reads bytes the digest has
+// just brought into the cache.
+type teeHash struct {
+	hash.Hash
+	crc uint32
+	n   int64
+}
+
+// teePiece is the size of the pieces fed to both sums in turn.
+const teePiece = 64 << 10
+
+func (t *teeHash) Write(p []byte) (int, error) {
+	for rest := p; len(rest) > 0; {
+		piece := rest[:min(len(rest), teePiece)]
+		t.Hash.Write(piece)
+		t.crc = crc32c.Update(t.crc, piece)
+		rest = rest[len(piece):]
+	}
+	t.n += int64(len(p))
+	return len(p), nil
+}
+
+// take returns the CRC32C of the bytes written since the last take, and
+// how many there were.
+func (t *teeHash) take() (uint32, int64) {
+	c, n := t.crc, t.n
+	t.crc, t.n = 0, 0
+	return c, n
+}
 
 // Kind names the destination.
 func (s *sink) Kind() string { return "file" }
@@ -91,8 +133,15 @@ func (s *sink) commit(ctx context.Context, off int64, sp loader.Span) error {
 		sp.Abort()
 		return err
 	}
-	sum := crc32.Checksum(b, crcTable())
-	s.crc = crc32.Update(s.crc, crcTable(), b)
+	// The loader wrote exactly this chunk to the checksum just before the
+	// commit; anything else (no checksum) is summed here.
+	var sum uint32
+	if got, gotN := s.takeCRC(); gotN == n {
+		sum = got
+	} else {
+		sum = crc32c.Checksum(b)
+	}
+	s.crc = crc32c.Combine(s.crc, sum, n)
 	s.next += n
 	s.mu.Unlock()
 
@@ -113,6 +162,15 @@ func (s *sink) commit(ctx context.Context, off int64, sp loader.Span) error {
 		return err
 	}
 	return nil
+}
+
+// takeCRC is the CRC32C the checksum pass took of the chunk being
+// committed, and its length (0 when there is no checksum pass).
+func (s *sink) takeCRC() (uint32, int64) {
+	if s.tee == nil {
+		return 0, 0
+	}
+	return s.tee.take()
 }
 
 // wrote records the outcome of a queued write.

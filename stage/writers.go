@@ -3,8 +3,9 @@ package stage
 import (
 	"context"
 	"fmt"
-	"hash/crc32"
 	"sync"
+
+	"github.com/gdsload/gdsload/internal/crc32c"
 )
 
 // writers is the pool of goroutines that write committed chunks into
@@ -35,7 +36,7 @@ func startWriters(n int, fail func(error)) *writers {
 		w.wg.Go(func() {
 			for r := range w.reqs {
 				err := r.s.out.WriteAt(r.buf, r.off)
-				if err == nil && crc32.Checksum(r.buf[:r.n], crcTable()) != r.crc {
+				if err == nil && crc32c.Checksum(r.buf[:r.n]) != r.crc {
 					err = fmt.Errorf("the %d bytes at offset %d of %s changed while they were written; this is a bug, please report it", r.n, r.off, r.s.out.Final())
 				}
 				r.done()

@@ -7,6 +7,9 @@
 # --help`). Each round runs, in alternating order:
 #   gdsload        gdsload load --to host rdmafs://…  (its defaults: N
 #                  connections, CRC32C of every read checked end to end)
+#   gdsload-cold   the same right after the file was touched (untimed), so
+#                  the server's digest cache holds none of its CRCs and
+#                  sums every byte (the first read of a file)
 #   gdsload-nocrc  the same with --crc=false (no integrity; for reference)
 #   nginx-N        N curls, each fetching one 1/N byte range, in parallel
 #   iperf3-N       iperf3 -c -P N -n SIZE (raw TCP, N streams)
@@ -18,6 +21,10 @@
 # iperf3's received bytes); before the rounds, each gdsload configuration
 # and each nginx configuration is checked once against sha256sum of the
 # file (iperf3 sends its own random buffer: bytes counted only).
+#
+# With PROFILE=1 it then profiles one gdsload run with a warm and one with
+# a cold digest cache (perf record of the server and of the client; apt-get
+# install linux-perf) and prints where each side's CPU went.
 #
 # Usage: scripts/bench-rdmafs.sh [ROUNDS]
 # Environment: ROUNDS (default 5), SIZE_MIB (2048), GDSLOAD
@@ -132,8 +139,10 @@ run() {
   esac
   # shellcheck disable=SC2086
   s0=$(proc_cpu $srv)
+  # Touching the file changes its ctime: the server drops its cached CRCs.
+  if [ "$tool" = gdsload-cold ]; then touch "$data"; fi
   case $tool in
-    gdsload) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --token-file "$WORK/token" "$url" ;;
+    gdsload|gdsload-cold) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --token-file "$WORK/token" "$url" ;;
     gdsload-nocrc) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --crc=false --token-file "$WORK/token" "$url" ;;
     gdsload-1) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --connections 1 --token-file "$WORK/token" "$url" ;;
     nginx-N) timed_out "$WORK/t/$tool" "$so" bash -c "curls $N" ;;
@@ -151,6 +160,8 @@ run() {
     # its receiver counts only what arrived before the end of the test.
     iperf3*) got=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["end"]["sum_sent"]["bytes"]))' "$so") ;;
   esac
+  # iperf3 sends whole blocks: its last ones may take it past SIZE.
+  if [ "${tool%-N}" = iperf3 ] && [ "$got" -ge "$bytes" ]; then got=$bytes; fi
   check_bytes "$tool run" "$got" "$bytes"
 }
 
@@ -176,7 +187,7 @@ sha_nginx "$N"
 sha_nginx 1
 echo "sha256 checked: gdsload (defaults, --crc=false, --connections 1), nginx with $N ranged curls and with 1 curl" >&2
 
-tools="gdsload gdsload-nocrc nginx-N iperf3-N gdsload-1 nginx-1"
+tools="gdsload gdsload-cold gdsload-nocrc nginx-N iperf3-N gdsload-1 nginx-1"
 rev=$(echo "$tools" | tr ' ' '\n' | tac | tr '\n' ' ')
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) = 1 ]; then order=$tools; else order=$rev; fi
@@ -203,6 +214,7 @@ echo "| --- | --- | --- | --- | --- |"
 label() {
   case $1 in
     gdsload) echo "gdsload, defaults ($N connections, CRC32C on)" ;;
+    gdsload-cold) echo "gdsload, defaults, first read (server digest cache cold)" ;;
     gdsload-nocrc) echo "gdsload --crc=false ($N connections, no integrity)" ;;
     gdsload-1) echo "gdsload --connections 1 (CRC32C on)" ;;
     nginx-N) echo "nginx sendfile, $N ranged curls" ;;
@@ -222,5 +234,33 @@ ratio_row() {
 }
 ratio_row gdsload nginx-N ">= 1.0x"
 ratio_row gdsload iperf3-N ">= 0.8x"
+ratio_row gdsload-cold nginx-N "none"
 ratio_row gdsload-1 nginx-1 "none"
 ratio_row gdsload-nocrc nginx-N "none"
+
+# profile NAME: one gdsload run under perf, server and client apart; prints
+# the symbols with the most CPU on each side.
+profile() {
+  if [ "$1" = cold ]; then touch "$data"; fi
+  perf record -q -F 999 -o "$WORK/server.perf" -p "$spid" 2>/dev/null &
+  local ppid=$!
+  sleep 0.5
+  perf record -q -F 999 -o "$WORK/client.perf" -- "$GDSLOAD" load --to host --token-file "$WORK/token" "$url" >/dev/null 2>&1
+  kill -INT "$ppid"; wait "$ppid" 2>/dev/null || true
+  local side
+  for side in server client; do
+    echo
+    echo "Where the $side's CPU went, digest cache $1 (perf, self time, top 8):"
+    echo
+    # awk reads to the end: perf must not die of a closed pipe.
+    perf report -q -i "$WORK/$side.perf" --no-children --sort symbol 2>/dev/null |
+      awk 'NF >= 3 && $1 ~ /%$/ && n < 8 {printf "- %s %s\n", $1, $3; n++}'
+  done
+}
+if [ "${PROFILE:-}" = 1 ]; then
+  need perf linux-perf
+  echo
+  echo "#### CPU profiles, $(stamp)"
+  profile warm
+  profile cold
+fi

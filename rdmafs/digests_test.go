@@ -11,6 +11,17 @@ import (
 	"time"
 )
 
+// readCRC sums file bytes [off, off+n) of f, as a test's compute function.
+func readCRC(f *os.File) func(crc uint32, off, n int64) (uint32, error) {
+	return func(crc uint32, off, n int64) (uint32, error) {
+		b := make([]byte, n)
+		if _, err := f.ReadAt(b, off); err != nil {
+			return 0, err
+		}
+		return crc32c(crc, b), nil
+	}
+}
+
 // openDigestFile writes size random bytes to a file and opens it.
 func openDigestFile(t *testing.T, size int) (*os.File, []byte) {
 	t.Helper()
@@ -34,7 +45,7 @@ func TestDigestCacheRanges(t *testing.T) {
 	var computed int64
 	compute := func(crc uint32, off, n int64) (uint32, error) {
 		computed += n
-		return mappedCRC(f, crc, off, n)
+		return readCRC(f)(crc, off, n)
 	}
 	ranges := []struct{ off, n int64 }{
 		{0, int64(len(data))}, {0, 1}, {1, digestBlock}, {digestBlock, digestBlock},
@@ -75,7 +86,7 @@ func TestDigestCacheChangedFile(t *testing.T) {
 	fi, _ := f.Stat()
 	c := newDigestCache(0)
 	fd := c.lookup(fi)
-	if _, err := fd.crcRange(0, 0, 2*digestBlock, func(crc uint32, off, n int64) (uint32, error) { return mappedCRC(f, crc, off, n) }); err != nil {
+	if _, err := fd.crcRange(0, 0, 2*digestBlock, readCRC(f)); err != nil {
 		t.Fatal(err)
 	}
 	if c.lookup(fi) != fd {
@@ -95,7 +106,7 @@ func TestDigestCacheChangedFile(t *testing.T) {
 	if fd2 == fd {
 		t.Fatal("a changed file kept its cached CRCs")
 	}
-	got, err := fd2.crcRange(0, 0, 2*digestBlock, func(crc uint32, off, n int64) (uint32, error) { return mappedCRC(f, crc, off, n) })
+	got, err := fd2.crcRange(0, 0, 2*digestBlock, readCRC(f))
 	if err != nil || got != crc32c(0, newData) {
 		t.Fatalf("crc after the change = %08x, %v; want %08x", got, err, crc32c(0, newData))
 	}
@@ -136,13 +147,24 @@ func TestDigestCacheBound(t *testing.T) {
 	}
 }
 
-func TestMappedCRCTruncated(t *testing.T) {
-	f, _ := openDigestFile(t, 2*digestBlock)
-	if err := os.Truncate(f.Name(), 0); err != nil {
+// The server's own sum of bytes it lacks in the cache reads them through a
+// pool buffer, piece by piece, and a file that ends early is an error.
+func TestPreadCRC(t *testing.T) {
+	f, data := openDigestFile(t, 3*crcPiece+5)
+	sc := &serverConn{s: &Server{pool: newBufPool(1, 1<<20)}, connBufs: make(chan struct{}, 1), ctx: context.Background()}
+	for _, r := range []struct{ off, n int64 }{{0, int64(len(data))}, {1, 3 * crcPiece}, {crcPiece - 1, 2}, {5, 0}} {
+		got, err := sc.preadCRC(f, 0, r.off, r.n)
+		if err != nil || got != crc32c(0, data[r.off:r.off+r.n]) {
+			t.Errorf("preadCRC [%d, +%d) = %08x, %v; want %08x", r.off, r.n, got, err, crc32c(0, data[r.off:r.off+r.n]))
+		}
+	}
+	if n := sc.s.pool.inUse(); n != 0 || len(sc.connBufs) != 0 {
+		t.Fatalf("%d pool buffers and %d connection shares still held", n, len(sc.connBufs))
+	}
+	if err := os.Truncate(f.Name(), crcPiece); err != nil {
 		t.Fatal(err)
 	}
-	_, err := mappedCRC(f, 0, digestBlock, digestBlock)
-	if err == nil || !strings.Contains(err.Error(), "shrank") {
+	if _, err := sc.preadCRC(f, 0, 0, int64(len(data))); err == nil || !strings.Contains(err.Error(), "shrank") {
 		t.Fatalf("CRC of a truncated file: err = %v, want one saying it shrank", err)
 	}
 }

@@ -100,7 +100,7 @@ func (m *metrics) write(w *strings.Builder, poolInUse, poolSize int) {
 func (s *Server) MetricsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b strings.Builder
-		s.metrics.write(&b, s.pool.inUse(), cap(s.pool.free))
+		s.metrics.write(&b, s.pool.inUse(), s.pool.count())
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = w.Write([]byte(b.String()))
 	})

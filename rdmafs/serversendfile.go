@@ -1,13 +1,11 @@
 package rdmafs
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"runtime/debug"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
 )
@@ -18,9 +16,9 @@ import (
 //
 // A CRC32C, when asked for, comes from the server's digest cache for the
 // whole 1 MiB blocks it has summed before, and is computed for the rest
-// over the same page-cache pages through a read-only mapping of the file,
-// one piece ahead of its sendfile: the bytes are read once by the CPU,
-// the first time, and never copied in user space.
+// by reading the bytes into a pool buffer a cache-sized piece at a time,
+// ahead of their sendfile: the CPU reads them once, the first time, and
+// the socket gets them from the page cache.
 func (sc *serverConn) canSendfile(_ wire.Read, region bool) bool {
 	_, tcp := sc.c.(*net.TCPConn)
 	return tcp && !region
@@ -49,7 +47,7 @@ func (sc *serverConn) sendfilePieces(id uint32, f *os.File, fi os.FileInfo, name
 	if wantCRC {
 		fd = sc.s.digests.lookup(fi)
 	}
-	compute := func(crc uint32, off, n int64) (uint32, error) { return mappedCRC(f, crc, off, n) }
+	compute := func(crc uint32, off, n int64) (uint32, error) { return sc.preadCRC(f, crc, off, n) }
 	var summed uint32 // bytes of the READ in crc
 	for sent < total {
 		n := min(total-sent, uint32(sc.s.cfg.BufferSize))
@@ -93,26 +91,39 @@ func (sc *serverConn) sendfileOne(id uint32, f *os.File, off, n uint32) error {
 
 func alignUp(x, a int64) int64 { return (x + a - 1) / a * a }
 
-// mappedCRC extends crc with file bytes [off, off+n), read through a
-// read-only mapping of the file's page cache: one pass over the bytes and
-// no copy. A file truncated under the mapping faults (SIGBUS) instead of
-// reading short: that fault becomes an error.
-func mappedCRC(f *os.File, crc uint32, off, n int64) (out uint32, err error) {
-	if n == 0 {
-		return crc, nil
+// crcPiece is how much of a pool buffer preadCRC reads into at a time: a
+// piece that stays in the CPU's cache between the copy and the sum.
+const crcPiece = 256 << 10
+
+// preadCRC extends crc with file bytes [off, off+n), read through a pool
+// buffer (taken for the call, under the connection's share): the bytes are
+// copied once into the cache and summed there, while sendfile sends them
+// from the page cache. A file that ends early is an error.
+func (sc *serverConn) preadCRC(f *os.File, crc uint32, off, n int64) (uint32, error) {
+	select {
+	case sc.connBufs <- struct{}{}:
+	case <-sc.ctx.Done():
+		return 0, errors.New("connection closing")
 	}
-	page := int64(os.Getpagesize())
-	start := off &^ (page - 1)
-	mem, err := unix.Mmap(int(f.Fd()), start, int(off-start+n), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	defer func() { <-sc.connBufs }()
+	buf, err := sc.s.pool.get(sc.ctx)
 	if err != nil {
-		return 0, fmt.Errorf("mapping the file to sum it: %w", err)
+		return 0, errors.New("connection closing")
 	}
-	defer unix.Munmap(mem)
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("the file shrank while it was read (%v)", r)
+	defer sc.s.pool.put(buf)
+	buf = buf[:min(len(buf), crcPiece)]
+	for n > 0 {
+		k := int(min(n, int64(len(buf))))
+		got, err := f.ReadAt(buf[:k], off)
+		if got < k {
+			if err == nil || errors.Is(err, io.EOF) {
+				return 0, fmt.Errorf("the file shrank while it was read: it ends at offset %d", off+int64(got))
+			}
+			return 0, err
 		}
-	}()
-	return crc32c(crc, mem[off-start:]), nil
+		crc = crc32c(crc, buf[:k])
+		off += int64(k)
+		n -= int64(k)
+	}
+	return crc, nil
 }

@@ -237,6 +237,8 @@ ratio_row gdsload iperf3-N ">= 0.8x"
 ratio_row gdsload-cold nginx-N "none"
 ratio_row gdsload-1 nginx-1 "none"
 ratio_row gdsload-nocrc nginx-N "none"
+echo
+echo "gdsload serve (defaults: 64 pool buffers of 1 MiB): peak RSS $(awk '/^VmHWM/ {printf "%.1f MiB", $2/1024}' "/proc/$spid/status") after every run above."
 
 # profile NAME: one gdsload run under perf, server and client apart; prints
 # the symbols with the most CPU on each side.

@@ -22,6 +22,9 @@
 # the bytes it wrote (stage's JSON, the destination's size for cp and dd);
 # one run of each is checked against sha256sum of the sources.
 #
+# With PROFILE=1 it then prints where one stage run's CPU went (perf;
+# apt-get install linux-perf).
+#
 # Usage: scripts/bench-stage.sh [DIR]     (default /var/tmp/gdsload-bench-stage)
 # Environment: GDSLOAD (./bin/gdsload), PAIRS (5), FILES (16), FILE_SIZE
 # (bytes, 64 MiB), STAGE_ARGS (extra flags for gdsload stage, e.g.
@@ -108,3 +111,9 @@ echo "| ratio (per run pair, then median) | median | spread | target |"
 echo "| --- | --- | --- | --- |"
 printf '| stage / cp -r + its own sync | %.2fx | %s | >= 1.3x |\n' "$(median <"$work/r.cp")" "$(spread <"$work/r.cp")"
 printf '| stage / dd direct + its own sync | %.2fx | %s | none |\n' "$(median <"$work/r.dd")" "$(spread <"$work/r.dd")"
+if [ "${PROFILE:-}" = 1 ]; then
+  need perf linux-perf
+  rm -rf "$DST"; drop_caches
+  # shellcheck disable=SC2086
+  perf_top "Where one stage run's CPU went" "$GDSLOAD" stage $STAGE_ARGS "$SRC" "$DST"
+fi

@@ -26,6 +26,9 @@
 # gdsload run per configuration is checked against sha256sum. fio cannot
 # hand over the bytes it read: its runs are checked by count only.
 #
+# With PROFILE=1 each part ends with where one gdsload run's CPU went
+# (perf; apt-get install linux-perf).
+#
 # Usage: scripts/bench-vs-fio.sh [FILE]   (default /var/tmp/gdsload-bench/2g.bin)
 # Environment: GDSLOAD (./bin/gdsload), PAIRS (5), SIZE (bytes, 2 GiB),
 # RANDOM_READS (65536), SMALL_FILES (10000), PARTS ("seq random small":
@@ -47,6 +50,7 @@ SMALL_DIR=$(dirname "$FILE")/small-$SMALL_FILES
 
 need fio fio
 need python3 python3
+if [ "${PROFILE:-}" = 1 ]; then need perf linux-perf; fi
 [ -x /usr/bin/time ] || need /usr/bin/time time
 [ -x "$GDSLOAD" ] || { echo "$GDSLOAD not built: run make build" >&2; exit 1; }
 make_file "$FILE" "$SIZE"
@@ -125,6 +129,10 @@ if [[ " $PARTS " == *" seq "* ]]; then
   echo "| --- | --- | --- | --- |"
   printf '| gdsload / best fio, bandwidth | %.2fx | %s | >= 1.0x |\n' "$(median <"$work/r.bw")" "$(spread <"$work/r.bw")"
   printf '| gdsload / best fio, CPU s/GiB | %.2fx | %s | <= 1.0x |\n' "$(median <"$work/r.cpu")" "$(spread <"$work/r.cpu")"
+  if [ "${PROFILE:-}" = 1 ]; then
+    drop_caches
+    perf_top "Where a sequential gdsload load's CPU went" "$GDSLOAD" load --to host --direct on "$FILE"
+  fi
   echo
 fi
 
@@ -163,6 +171,10 @@ if [[ " $PARTS " == *" random "* ]]; then
   ratios "$work/a" "$work/b" >"$work/r.iops"
   echo
   printf 'gdsload / fio io_uring randread, IOPS: %.2fx (spread %s)\n' "$(median <"$work/r.iops")" "$(spread <"$work/r.iops")"
+  if [ "${PROFILE:-}" = 1 ]; then
+    drop_caches
+    perf_top "Where gdsload's random reads' CPU went" "$GDSLOAD" bench --modes random --workers 32 --block-size 4KiB --random-reads "$RANDOM_READS" --runs 1 "$FILE"
+  fi
   echo
 fi
 

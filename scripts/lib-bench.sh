@@ -123,3 +123,19 @@ best_of() { paste "$@" | awk '{m=$1; for (i=2;i<=NF;i++) if ($i<m) m=$i; print m
 
 # stamp: the UTC date and time a table was taken, and the machine.
 stamp() { echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"; }
+
+# perf_top TITLE CMD...: runs CMD once under perf record and prints the
+# symbols with the most CPU (self time, top 8) as a Markdown list, for the
+# scripts' PROFILE=1 (apt-get install linux-perf).
+perf_top() {
+  local title=$1; shift
+  local pf; pf=$(mktemp)
+  perf record -q -F 999 -o "$pf" -- "$@" >/dev/null 2>&1 || { echo "perf record of $* failed" >&2; rm -f "$pf"; return 1; }
+  echo
+  echo "$title (perf, self time, top 8), $(stamp):"
+  echo
+  # awk reads to the end: perf must not die of a closed pipe.
+  perf report -q -i "$pf" --no-children --sort symbol 2>/dev/null |
+    awk 'NF >= 3 && $1 ~ /%$/ && n < 8 {printf "- %s %s\n", $1, $3; n++}'
+  rm -f "$pf"
+}

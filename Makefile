@@ -7,7 +7,14 @@ PKGS    := ./...
 FUZZTIME ?= 10s
 DEMO_DIR ?= demo-data
 
-.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun python wheel python-test
+# MinIO for the object-store tests: the version pinned in
+# internal/miniotest, go-installed once into the tools cache where the tests
+# look for it (or set GDSLOAD_MINIO to a binary). MinIO is AGPL: it runs as
+# a separate test server process and is never linked into gdsload.
+TOOLS_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gdsload-tools
+MINIO_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' internal/miniotest/minio.go)
+
+.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun python wheel python-test minio
 
 all: build
 
@@ -19,9 +26,18 @@ setup:
 build: setup
 	CGO_ENABLED=1 $(GO) build -o $(BIN) ./cmd/gdsload
 
-test: setup lint build python
+test: setup lint build python minio
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	GDSLOAD_BIN=$(BIN) scripts/python-test.sh
+
+# Installs MinIO unless the binary there is already the pinned version
+# (about two minutes of compiling the first time).
+minio:
+	@if [ -n "$$GDSLOAD_MINIO" ]; then echo "minio: using GDSLOAD_MINIO=$$GDSLOAD_MINIO"; \
+	elif $(GO) version -m "$(TOOLS_DIR)/minio" 2>/dev/null | grep -q "mod[[:space:]]*github.com/minio/minio[[:space:]]*$(MINIO_VERSION)"; then \
+	  echo "minio $(MINIO_VERSION) in $(TOOLS_DIR)"; \
+	else echo "installing github.com/minio/minio@$(MINIO_VERSION) into $(TOOLS_DIR)"; \
+	  mkdir -p "$(TOOLS_DIR)" && GOBIN="$(TOOLS_DIR)" GOFLAGS= $(GO) install github.com/minio/minio@$(MINIO_VERSION); fi
 
 # The Python package's shared library (capi/, a c-shared build) beside its
 # modules: then `pip install ./python` works, or PYTHONPATH=python.

@@ -1,0 +1,212 @@
+package objstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/objstore"
+)
+
+// An Object is a loader source.
+var _ loader.Source = (*objstore.Object)(nil)
+
+// TestReadSizes: objects of 0, 1, 4097 and 64 MiB + 1 bytes read
+// byte-exact from one server and from the 4-node erasure-coded cluster,
+// through one ReadAt (parallel ranges) and through a loader load into a
+// reused ring of 4 MiB buffers (the way `gdsload load` reads them). Each
+// object's bytes differ (seeded by size), so a range landing at the wrong
+// offset or from the wrong object shows.
+func TestReadSizes(t *testing.T) {
+	sizes := []int{0, 1, 4097, 64<<20 + 1}
+	for _, layout := range []struct {
+		name  string
+		nodes int
+	}{{"single", 1}, {"distributed", 4}} {
+		t.Run(layout.name, func(t *testing.T) {
+			mc := sharedCluster(t, layout.nodes)
+			b := newBucket(t, mc)
+			want := map[int][]byte{}
+			for _, n := range sizes {
+				want[n] = testData(n, uint64(n)+7)
+				put(t, mc, b, sizeKey(n), want[n])
+			}
+			cl := client(t, mc.Endpoint())
+			ring, err := loader.NewRing(8, 4<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ring.Close()
+			for _, n := range sizes {
+				o := open(t, cl, b, sizeKey(n))
+				if o.Size() != int64(n) || o.ETag() == "" || o.ModTime().IsZero() || o.Name() != "s3://"+b+"/"+sizeKey(n) {
+					t.Fatalf("size %d: opened %s size %d etag %q mtime %v", n, o.Name(), o.Size(), o.ETag(), o.ModTime())
+				}
+				got, err := readAll(context.Background(), o)
+				if err != nil || !bytes.Equal(got, want[n]) {
+					t.Fatalf("size %d: ReadAt: %v (or bytes differ)", n, err)
+				}
+				res, err := loader.Load(context.Background(), []loader.Job{loader.WholeFile(o, ring)},
+					loader.Options{Workers: 8, Checksum: loader.ChecksumSHA256})
+				if err != nil {
+					t.Fatalf("size %d: load into a ring: %v", n, err)
+				}
+				if res.Bytes != int64(n) || res.Files[0].SHA256 != sha256hex(want[n]) {
+					t.Fatalf("size %d: load landed %d bytes with sha256 %s, want %d and %s", n, res.Bytes, res.Files[0].SHA256, n, sha256hex(want[n]))
+				}
+			}
+		})
+	}
+}
+
+func sizeKey(n int) string { return "sizes/obj-" + itoa(n) }
+
+// TestReadAtContract: reads at odd offsets and lengths, across range
+// boundaries, past the end (io.EOF with the bytes there were), at the end,
+// negative offsets, and after Close.
+func TestReadAtContract(t *testing.T) {
+	mc := sharedCluster(t, 1)
+	b := newBucket(t, mc)
+	data := testData(3<<20+5, 3)
+	put(t, mc, b, "obj", data)
+	cl := client(t, mc.Endpoint(), objstore.WithRangeSize(1<<20), objstore.WithConcurrency(3))
+	o := open(t, cl, b, "obj")
+	size := int64(len(data))
+	cases := []struct {
+		name    string
+		off     int64
+		n       int
+		wantN   int
+		wantErr error
+	}{
+		{"head", 0, 10, 10, nil},
+		{"across a range boundary", 1<<20 - 3, 7, 7, nil},
+		{"several ranges, unaligned", 12345, 2<<20 + 17, 2<<20 + 17, nil},
+		{"tail", size - 5, 5, 5, nil},
+		{"past the end", size - 5, 10, 5, io.EOF},
+		{"at the end", size, 1, 0, io.EOF},
+		{"far past the end", size + 100, 1, 0, io.EOF},
+		{"empty", 7, 0, 0, nil},
+		{"negative offset", -1, 1, 0, objstore.ErrInvalid},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := make([]byte, c.n)
+			n, err := o.ReadAt(p, c.off)
+			if n != c.wantN || !errors.Is(err, c.wantErr) || (c.wantErr == nil && err != nil) {
+				t.Fatalf("ReadAt(%d bytes at %d) = %d, %v; want %d, %v", c.n, c.off, n, err, c.wantN, c.wantErr)
+			}
+			if n > 0 && !bytes.Equal(p[:n], data[c.off:c.off+int64(n)]) {
+				t.Fatal("bytes differ")
+			}
+		})
+	}
+	o.Close()
+	if _, err := o.ReadAt(make([]byte, 1), 0); !errors.Is(err, fs.ErrClosed) {
+		t.Fatalf("read after Close: %v, want fs.ErrClosed", err)
+	}
+}
+
+// TestWholeObjectChecksum: a read of a whole object that fits one range is
+// verified against the full-object checksum MinIO keeps (each algorithm the
+// SDK can send with a PUT); an object stored without one reads unverified.
+// A proxy that flips one byte of every body makes the whole-object read
+// fail with ErrChecksum, after the few retries a damaged transfer gets,
+// never a retry storm; a partial read, which no checksum covers, goes
+// through.
+func TestWholeObjectChecksum(t *testing.T) {
+	mc := sharedCluster(t, 1)
+	b := newBucket(t, mc)
+	data := testData(100_000, 5)
+	px := newHTTPProxy(t, mc.Endpoint())
+	cl := client(t, px.url())
+	algs := []types.ChecksumAlgorithm{
+		types.ChecksumAlgorithmCrc32, types.ChecksumAlgorithmCrc32c, types.ChecksumAlgorithmCrc64nvme,
+		types.ChecksumAlgorithmSha1, types.ChecksumAlgorithmSha256, "",
+	}
+	for _, alg := range algs {
+		name := string(alg)
+		if name == "" {
+			name = "none"
+		}
+		t.Run(name, func(t *testing.T) {
+			key := "obj-" + string(alg)
+			if _, err := mc.PutWithChecksum(context.Background(), b, key, data, alg); err != nil {
+				t.Fatal(err)
+			}
+			o := open(t, cl, b, key)
+			px.corrupt.Store(false)
+			if got, err := readAll(context.Background(), o); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("whole read: %v (or bytes differ)", err)
+			}
+			if o.Verified() != string(alg) {
+				t.Fatalf("whole read verified with %q, want %q", o.Verified(), alg)
+			}
+			px.corrupt.Store(true)
+			defer px.corrupt.Store(false)
+			gets := px.gets.Load()
+			_, err := readAll(context.Background(), o)
+			if alg == "" {
+				if err != nil {
+					t.Fatalf("damaged read of an object without a checksum: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, objstore.ErrChecksum) || !strings.Contains(err.Error(), o.Name()) {
+				t.Fatalf("damaged whole read: %v, want ErrChecksum naming %s", err, o.Name())
+			}
+			if n := px.gets.Load() - gets; n != 3 {
+				t.Fatalf("a damaged body was fetched %d times; want 3 (two retries)", n)
+			}
+			t.Logf("damaged read: %v", err)
+			part := make([]byte, 1000)
+			if _, err := o.ReadAt(part, 10); err != nil {
+				t.Fatalf("partial read: %v", err)
+			}
+		})
+	}
+}
+
+// TestRequestsPerRead: a 64 MiB + 1 object at the default range size costs
+// one HEAD and ceil(size/range) ranged GETs, each asking the bytes of its
+// range, over no more connections than the concurrency; reading it again
+// reuses those connections.
+func TestRequestsPerRead(t *testing.T) {
+	mc := sharedCluster(t, 1)
+	b := newBucket(t, mc)
+	data := testData(64<<20+1, 9)
+	put(t, mc, b, "obj", data)
+	px := newHTTPProxy(t, mc.Endpoint())
+	const conc = 4
+	cl := client(t, px.url(), objstore.WithConcurrency(conc))
+	o := open(t, cl, b, "obj")
+	for round := range 3 {
+		if got, err := readAll(context.Background(), o); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("round %d: %v (or bytes differ)", round, err)
+		}
+	}
+	wantGets := 3 * int64((len(data)+objstore.DefaultRangeSize-1)/objstore.DefaultRangeSize)
+	if px.heads.Load() != 1 || px.gets.Load() != wantGets {
+		t.Fatalf("%d HEADs and %d GETs for 3 reads of 64 MiB + 1, want 1 and %d", px.heads.Load(), px.gets.Load(), wantGets)
+	}
+	if c := px.conns.Load(); c > conc {
+		t.Fatalf("%d connections for a concurrency of %d: connections are not reused", c, conc)
+	}
+	if m := px.maxIn.Load(); m > conc {
+		t.Fatalf("%d GETs in flight at once, over the concurrency of %d", m, conc)
+	}
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	for _, r := range px.ranges[:3] {
+		if r == "" {
+			t.Fatalf("a GET of part of a large object has no Range header: %q", px.ranges)
+		}
+	}
+}

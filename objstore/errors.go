@@ -33,7 +33,15 @@ var (
 	ErrProtocol = errors.New("objstore: unexpected response")
 	// ErrInvalid: a malformed URL, bucket or key, or a negative offset.
 	ErrInvalid = errors.New("objstore: invalid argument")
+	// ErrNoBucket: the bucket does not exist. Also matches fs.ErrNotExist,
+	// as a missing key does.
+	ErrNoBucket error = noBucket{}
 )
+
+type noBucket struct{}
+
+func (noBucket) Error() string        { return "objstore: bucket not found" }
+func (noBucket) Is(target error) bool { return target == fs.ErrNotExist }
 
 // Error is a failed operation on one object, bucket or prefix.
 type Error struct {
@@ -111,7 +119,7 @@ func (c *Client) opError(ctx context.Context, op, bucket, key string, off int64,
 		e.Err = fmt.Errorf("%w: %w", ErrChanged, fs.ErrNotExist)
 	case code == "NoSuchBucket":
 		e.Msg = "no such bucket " + bucket
-		e.Err = fs.ErrNotExist
+		e.Err = ErrNoBucket
 	case code == "NoSuchKey" || status == http.StatusNotFound:
 		e.Msg = "no such key in bucket " + bucket
 		e.Err = fs.ErrNotExist

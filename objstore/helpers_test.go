@@ -68,7 +68,7 @@ func put(t *testing.T, c *miniotest.Cluster, bucket, key string, data []byte) st
 
 // client makes an objstore client of endpoint with the deployment's root
 // credentials, whatever the machine's AWS configuration says.
-func client(t *testing.T, endpoint string, opts ...objstore.Option) *objstore.Client {
+func client(t testing.TB, endpoint string, opts ...objstore.Option) *objstore.Client {
 	t.Helper()
 	base := []objstore.Option{
 		objstore.WithEndpoint(endpoint),

@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 // sharedCluster returns the shared deployment of n nodes (1 or 4),
 // starting it on first use. A missing minio binary fails the test: `make
 // test` installs it.
-func sharedCluster(t *testing.T, n int) *miniotest.Cluster {
+func sharedCluster(t testing.TB, n int) *miniotest.Cluster {
 	t.Helper()
 	shared.mu.Lock()
 	defer shared.mu.Unlock()

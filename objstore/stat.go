@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"time"
 
@@ -55,7 +54,7 @@ func (c *Client) Stat(ctx context.Context, bucket, key string) (ObjectInfo, erro
 	})
 	if err != nil {
 		if status, _ := httpStatus(err); status == http.StatusNotFound && c.bucketMissing(ctx, bucket) {
-			return ObjectInfo{}, &Error{Op: "stat", URL: URL(bucket, key), Offset: -1, Msg: "no such bucket " + bucket, Err: fs.ErrNotExist}
+			return ObjectInfo{}, &Error{Op: "stat", URL: URL(bucket, key), Offset: -1, Msg: "no such bucket " + bucket, Err: ErrNoBucket}
 		}
 		return ObjectInfo{}, c.opError(ctx, "stat", bucket, key, -1, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -208,5 +209,38 @@ func TestRequestsPerRead(t *testing.T) {
 		if r == "" {
 			t.Fatalf("a GET of part of a large object has no Range header: %q", px.ranges)
 		}
+	}
+}
+
+// TestReadIntoCallerMemory: loading 64 MiB into a ring of reused 4 MiB
+// buffers allocates a small fraction of the object on the Go heap: the
+// bodies of the ranged GETs are read straight into the ring's buffers,
+// never into a buffer the size of the object or of a range.
+func TestReadIntoCallerMemory(t *testing.T) {
+	mc := sharedCluster(t, 1)
+	b := newBucket(t, mc)
+	const size = 64 << 20
+	put(t, mc, b, "obj", testData(size, 31))
+	cl := client(t, mc.Endpoint())
+	o := open(t, cl, b, "obj")
+	ring, err := loader.NewRing(8, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ring.Close()
+	load := func() {
+		if _, err := loader.Load(context.Background(), []loader.Job{loader.WholeFile(o, ring)}, loader.Options{Workers: 8}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load() // connections made, pools warmed
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	load()
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a 64 MiB load allocated %d KiB on the heap", allocated>>10)
+	if allocated > size/16 {
+		t.Fatalf("a 64 MiB load allocated %d bytes on the heap: bodies are buffered, not read into the ring", allocated)
 	}
 }

@@ -55,7 +55,7 @@ func TestOverwriteDuringRead(t *testing.T) {
 func TestOverwriteDuringLoad(t *testing.T) {
 	mc := sharedCluster(t, 1)
 	b := newBucket(t, mc)
-	data := testData(32<<20, 3)
+	data := testData(16<<20, 3)
 	put(t, mc, b, "obj", data)
 	cl := client(t, mc.Endpoint(), objstore.WithRangeSize(1<<20))
 	o := open(t, cl, b, "obj")
@@ -73,7 +73,7 @@ func TestOverwriteDuringLoad(t *testing.T) {
 			defer mu.Unlock()
 			if landed += n; landed >= 4<<20 && !replaced {
 				replaced = true
-				put(t, mc, b, "obj", testData(32<<20, 4))
+				put(t, mc, b, "obj", testData(16<<20, 4))
 			}
 		}})
 	if !errors.Is(err, objstore.ErrChanged) {

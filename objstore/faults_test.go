@@ -15,13 +15,13 @@ import (
 )
 
 // TestDistributedNodeKilled: one of the 4 nodes of the erasure-coded
-// cluster is killed (SIGKILL) while a 64 MiB load from another node is a
+// cluster is killed (SIGKILL) while a 32 MiB load from another node is a
 // quarter done; the load completes byte-exact, from the data and parity
 // left on the other three. The node is restarted for the tests after.
 func TestDistributedNodeKilled(t *testing.T) {
 	mc := sharedCluster(t, 4)
 	b := newBucket(t, mc)
-	data := testData(64<<20, 21)
+	data := testData(32<<20, 21)
 	put(t, mc, b, "obj", data)
 	const victim = 3
 	t.Cleanup(func() {
@@ -36,7 +36,7 @@ func TestDistributedNodeKilled(t *testing.T) {
 	o := open(t, cl, b, "obj")
 	killed := false
 	got, err := loadWith(context.Background(), o, 4, func(landed int64) {
-		if landed >= 16<<20 && !killed {
+		if landed >= 8<<20 && !killed {
 			killed = true
 			mc.Kill(victim)
 		}
@@ -47,7 +47,7 @@ func TestDistributedNodeKilled(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("load with node %d (%s) killed: %v (or bytes differ)", victim+1, mc.Addr(victim), err)
 	}
-	t.Logf("byte-exact with node %d killed at 16 MiB; %d retries", victim+1, retries.n.Load())
+	t.Logf("byte-exact with node %d killed at 8 MiB; %d retries", victim+1, retries.n.Load())
 	// A fresh read after the kill, with one node still down.
 	o = open(t, cl, b, "obj")
 	if got, err := readAll(context.Background(), o); err != nil || !bytes.Equal(got, data) {

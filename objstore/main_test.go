@@ -49,7 +49,7 @@ func sharedCluster(t testing.TB, n int) *miniotest.Cluster {
 		return *slot
 	}
 	if shared.dir == "" {
-		d, err := os.MkdirTemp("", "objstore-minio-")
+		d, err := miniotest.TempDir("objstore-minio-")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,12 @@ func sharedCluster(t testing.TB, n int) *miniotest.Cluster {
 // ownCluster starts a deployment for one test (one that kills nodes).
 func ownCluster(t *testing.T, n int) *miniotest.Cluster {
 	t.Helper()
-	c, err := miniotest.Start(t.TempDir(), n)
+	dir, err := miniotest.TempDir("objstore-own-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	c, err := miniotest.Start(dir, n)
 	if err != nil {
 		t.Fatalf("starting a %d-node MinIO: %v", n, err)
 	}

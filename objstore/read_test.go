@@ -175,17 +175,17 @@ func TestWholeObjectChecksum(t *testing.T) {
 	}
 }
 
-// TestRequestsPerRead: a 64 MiB + 1 object at the default range size costs
+// TestRequestsPerRead: a 16 MiB + 1 object at the default range size costs
 // one HEAD and ceil(size/range) ranged GETs, each asking the bytes of its
 // range, over no more connections than the concurrency; reading it again
 // reuses those connections.
 func TestRequestsPerRead(t *testing.T) {
 	mc := sharedCluster(t, 1)
 	b := newBucket(t, mc)
-	data := testData(64<<20+1, 9)
+	data := testData(2*objstore.DefaultRangeSize+1, 9)
 	put(t, mc, b, "obj", data)
 	px := newHTTPProxy(t, mc.Endpoint())
-	const conc = 4
+	const conc = 2
 	cl := client(t, px.url(), objstore.WithConcurrency(conc))
 	o := open(t, cl, b, "obj")
 	for round := range 3 {
@@ -195,7 +195,7 @@ func TestRequestsPerRead(t *testing.T) {
 	}
 	wantGets := 3 * int64((len(data)+objstore.DefaultRangeSize-1)/objstore.DefaultRangeSize)
 	if px.heads.Load() != 1 || px.gets.Load() != wantGets {
-		t.Fatalf("%d HEADs and %d GETs for 3 reads of 64 MiB + 1, want 1 and %d", px.heads.Load(), px.gets.Load(), wantGets)
+		t.Fatalf("%d HEADs and %d GETs for 3 reads of two ranges + 1 byte, want 1 and %d", px.heads.Load(), px.gets.Load(), wantGets)
 	}
 	if c := px.conns.Load(); c > conc {
 		t.Fatalf("%d connections for a concurrency of %d: connections are not reused", c, conc)

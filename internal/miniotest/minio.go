@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Version is the MinIO module version the tests run against. The Makefile
@@ -61,3 +62,19 @@ func Binary() (string, error) {
 	}
 	return path, nil
 }
+
+// TempDir makes a folder for MinIO drives, in /dev/shm when it is a
+// writable tmpfs (a drive there costs no disk I/O: MinIO syncs every
+// object, and 10,000 objects took 20 s to delete from a busy ext4 disk),
+// else in the system's temporary folder. The caller removes it.
+func TempDir(pattern string) (string, error) {
+	var st syscall.Statfs_t
+	if syscall.Statfs("/dev/shm", &st) == nil && st.Type == tmpfsMagic {
+		if d, err := os.MkdirTemp("/dev/shm", pattern); err == nil {
+			return d, nil
+		}
+	}
+	return os.MkdirTemp("", pattern)
+}
+
+const tmpfsMagic = 0x01021994

@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"sync"
@@ -52,6 +53,16 @@ func (o *Object) ModTime() time.Time { return o.info.ModTime }
 
 // ETag is the entity tag every read is pinned to.
 func (o *Object) ETag() string { return o.info.ETag }
+
+// Identity names the version every read is pinned to: the ETag, or the
+// size and modification time of a store that sends no ETag. Two objects
+// with the same URL and identity hold the same bytes.
+func (o *Object) Identity() string {
+	if o.info.ETag != "" {
+		return "etag " + o.info.ETag
+	}
+	return fmt.Sprintf("size %d mtime %d", o.info.Size, o.info.ModTime.UnixNano())
+}
 
 // Info is what Open found.
 func (o *Object) Info() ObjectInfo { return o.info }

@@ -157,3 +157,16 @@ func WithStallTimeout(d time.Duration) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) error { o.log = l; return nil }
 }
+
+// CheckOptions applies opts to a scratch configuration and returns the
+// first refusal, so a caller that makes clients later can check options
+// now.
+func CheckOptions(opts ...Option) error {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return err
+		}
+	}
+	return nil
+}

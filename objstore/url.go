@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 )
@@ -12,23 +13,33 @@ const Scheme = "s3"
 // MaxKeyLen is the longest key S3 accepts, in bytes.
 const MaxKeyLen = 1024
 
-// URL formats bucket and key as s3://bucket/key: ParseURL(URL(b, k))
-// returns b and k for every bucket and key ParseURL accepts.
-func URL(bucket, key string) string { return Scheme + "://" + bucket + "/" + key }
+// URL formats bucket and key as s3://bucket/key, percent-escaping the
+// bytes of the key a URL cannot hold as they are ('%', '?', '#', spaces,
+// control bytes), as gdsload writes every URL: ParseURL(URL(b, k)) returns
+// b and k for every bucket and key ParseURL accepts.
+func URL(bucket, key string) string {
+	return (&url.URL{Scheme: Scheme, Host: bucket, Path: "/" + key}).String()
+}
 
-// ParseURL splits "s3://bucket/key" into bucket and key. The key is every
-// byte after the slash that ends the bucket, as the AWS CLI reads it: no
-// percent-decoding, '?' and '#' are part of the key. An empty key
-// ("s3://bucket" or "s3://bucket/") names the whole bucket; a key ending in
-// '/' names a prefix. Bucket names are 1 to 255 letters, digits, '.', '-'
-// and '_' (wider than AWS's rules, as MinIO and Ceph allow); keys are
-// valid UTF-8 of at most MaxKeyLen bytes.
+// ParseURL splits "s3://bucket/key" into bucket and key, decoding
+// percent-escapes in the key (write '?' as %3F, '#' as %23 and '%' as
+// %25), like every URL gdsload reads. An empty key ("s3://bucket" or
+// "s3://bucket/") names the whole bucket; a key ending in '/' names a
+// prefix. Bucket names are 1 to 255 letters, digits, '.', '-' and '_'
+// (wider than AWS's rules, as MinIO and Ceph allow); keys are valid UTF-8
+// of at most MaxKeyLen bytes.
 func ParseURL(s string) (bucket, key string, err error) {
-	rest, ok := strings.CutPrefix(s, Scheme+"://")
-	if !ok {
+	if !strings.HasPrefix(s, Scheme+"://") {
 		return "", "", fmt.Errorf("%w: %q is not an s3://bucket/key URL", ErrInvalid, s)
 	}
-	bucket, key, _ = strings.Cut(rest, "/")
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "", "", fmt.Errorf("%w: URL %q: %v", ErrInvalid, s, err)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return "", "", fmt.Errorf("%w: URL %q: user info, query and fragment are not supported (write '?' in a key as %%3F and '#' as %%23)", ErrInvalid, s)
+	}
+	bucket, key = u.Host, strings.TrimPrefix(u.Path, "/")
 	if err := checkBucket(bucket); err != nil {
 		return "", "", fmt.Errorf("%w: URL %q: %v", ErrInvalid, s, err)
 	}
@@ -36,6 +47,14 @@ func ParseURL(s string) (bucket, key string, err error) {
 		return "", "", fmt.Errorf("%w: URL %q: %v", ErrInvalid, s, err)
 	}
 	return bucket, key, nil
+}
+
+// CheckBucket refuses a bucket name ParseURL would refuse.
+func CheckBucket(name string) error {
+	if err := checkBucket(name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
 }
 
 func checkBucket(b string) error {

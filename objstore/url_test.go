@@ -19,7 +19,11 @@ func TestParseURL(t *testing.T) {
 		{"s3://bucket/prefix/", "bucket", "prefix/", true},
 		{"s3://bucket", "bucket", "", true},
 		{"s3://bucket/", "bucket", "", true},
-		{"s3://my.bucket-1_x/a b?c#d%20", "my.bucket-1_x", "a b?c#d%20", true}, // keys are taken verbatim
+		{"s3://my.bucket-1_x/a%20b%3Fc%23d%25", "my.bucket-1_x", "a b?c#d%", true}, // percent-escapes decoded
+		{"s3://bucket/a b", "bucket", "a b", true},
+		{"s3://bucket/a?b", "", "", false},
+		{"s3://bucket/a#b", "", "", false},
+		{"s3://bucket/a%zz", "", "", false},
 		{"s3://bucket//double", "bucket", "/double", true},
 		{"s3:///key", "", "", false},
 		{"s3://", "", "", false},
@@ -48,7 +52,7 @@ func TestParseURL(t *testing.T) {
 // FuzzParseURL: whatever ParseURL accepts, URL formats back into a URL
 // that parses to the same bucket and key.
 func FuzzParseURL(f *testing.F) {
-	for _, s := range []string{"s3://bucket/key", "s3://b/", "s3://b", "s3://b/a/b/", "s3://x/%41?#", "s3:///", "s3://b//"} {
+	for _, s := range []string{"s3://bucket/key", "s3://b/", "s3://b", "s3://b/a/b/", "s3://x/%41%3F%23", "s3:///", "s3://b//", "s3://b/a b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gdsload/gdsload/internal/regular"
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/objstore"
 	"github.com/gdsload/gdsload/rdmafs"
 )
 
@@ -74,10 +75,10 @@ func WithScheme(name string, s Scheme) Option {
 	}
 }
 
-// New returns a Mux serving local paths, file:// and rdmafs://, and the
+// New returns a Mux serving local paths, file://, rdmafs:// and s3://, and the
 // schemes opts add. Close it to hang up the clients it dials.
 func New(opts ...Option) (*Mux, error) {
-	m := &Mux{schemes: map[string]Scheme{"rdmafs": rdmafsScheme{fromEnv: true}}, fss: map[string]*fsEntry{}}
+	m := &Mux{schemes: map[string]Scheme{"rdmafs": rdmafsScheme{fromEnv: true}, objstore.Scheme: &s3Scheme{}}, fss: map[string]*fsEntry{}}
 	for _, o := range opts {
 		if err := o(m); err != nil {
 			return nil, err
@@ -118,7 +119,7 @@ func (m *Mux) resolve(ctx context.Context, raw string, o openOptions) (FS, Locat
 	}
 	s, ok := m.schemes[loc.Scheme]
 	if !ok {
-		return nil, loc, fmt.Errorf("%s: %w %q: local paths, file:// and rdmafs:// are served, and the schemes registered with WithScheme", raw, ErrUnknownScheme, loc.Scheme)
+		return nil, loc, fmt.Errorf("%s: %w %q: local paths, file://, rdmafs:// and s3:// are served, and the schemes registered with WithScheme", raw, ErrUnknownScheme, loc.Scheme)
 	}
 	key := loc.Scheme + "://" + loc.Authority
 	m.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -250,4 +251,23 @@ func tail(path string) string {
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+// StartForTest starts a deployment of n nodes for one test, with its
+// drives in a TempDir, and stops and removes it at the test's cleanup. A
+// MinIO that is missing or does not start fails the test: `make test`
+// installs it.
+func StartForTest(tb testing.TB, n int) *Cluster {
+	tb.Helper()
+	dir, err := TempDir("miniotest-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	c, err := Start(dir, n)
+	if err != nil {
+		tb.Fatalf("starting a %d-node MinIO: %v", n, err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
 }

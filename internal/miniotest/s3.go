@@ -5,6 +5,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -12,6 +17,8 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/aws-sdk-go-v2/service/sts/types"
+
+	"github.com/gdsload/gdsload/objstore"
 )
 
 // Client is a plain AWS SDK client of the deployment with its root
@@ -95,4 +102,42 @@ func (c *Cluster) TempCredentials(ctx context.Context) (types.Credentials, error
 		return types.Credentials{}, fmt.Errorf("miniotest: AssumeRole: %w", err)
 	}
 	return *out.Credentials, nil
+}
+
+// Options are objstore options for a client of the deployment with its
+// root credentials, whatever the machine's AWS configuration says.
+func (c *Cluster) Options() []objstore.Option {
+	return []objstore.Option{
+		objstore.WithEndpoint(c.Endpoint()),
+		objstore.WithStaticCredentials(AccessKey, SecretKey, ""),
+		objstore.WithRegion("us-east-1"),
+		objstore.WithLogger(slog.New(slog.DiscardHandler)),
+	}
+}
+
+// SetEnv points the AWS environment of the test at the deployment (root
+// keys, region, AWS_ENDPOINT_URL_S3), as a user would for the command
+// line, after clearing every other AWS_* variable and pointing the shared
+// config and credentials files and instance metadata away from the
+// machine's.
+func (c *Cluster) SetEnv(tb testing.TB) {
+	tb.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+			tb.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	dir := tb.TempDir()
+	for k, v := range map[string]string{
+		"AWS_CONFIG_FILE":             filepath.Join(dir, "no-config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "no-credentials"),
+		"AWS_EC2_METADATA_DISABLED":   "true",
+		"AWS_ACCESS_KEY_ID":           AccessKey,
+		"AWS_SECRET_ACCESS_KEY":       SecretKey,
+		"AWS_REGION":                  "us-east-1",
+		"AWS_ENDPOINT_URL_S3":         c.Endpoint(),
+	} {
+		tb.Setenv(k, v)
+	}
 }

@@ -91,8 +91,19 @@ func TestBucketAsFileSystem(t *testing.T) {
 		}
 	}
 
+	// A listing and a HEAD give an object the same time (a listing has
+	// milliseconds, a HEAD whole seconds).
+	ckpt, err := bk.List(ctx, "ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := bk.Stat(ctx, "ckpt/index.json")
+	if err != nil || !head.ModTime().Equal(ckpt[0].ModTime()) || head.ModTime().IsZero() {
+		t.Fatalf("Stat gives %v, List %v (%v)", head.ModTime(), ckpt[0].ModTime(), err)
+	}
+
 	var walked []string
-	err := bk.WalkFiles(ctx, "ckpt", func(rel string, fi fs.FileInfo) error {
+	err = bk.WalkFiles(ctx, "ckpt", func(rel string, fi fs.FileInfo) error {
 		walked = append(walked, rel)
 		return nil
 	})

@@ -16,7 +16,10 @@ import (
 type ObjectInfo struct {
 	Bucket, Key string
 	Size        int64
-	ModTime     time.Time
+	// ModTime is the last-modified time, in whole seconds: a listing
+	// gives milliseconds where a HEAD gives seconds, and an object must
+	// have one time whichever described it.
+	ModTime time.Time
 	// ETag is the entity tag as the store sent it, quotes included; it
 	// changes whenever the object is replaced.
 	ETag string
@@ -61,7 +64,7 @@ func (c *Client) Stat(ctx context.Context, bucket, key string) (ObjectInfo, erro
 	return ObjectInfo{
 		Bucket: bucket, Key: key,
 		Size:    aws.ToInt64(out.ContentLength),
-		ModTime: aws.ToTime(out.LastModified),
+		ModTime: aws.ToTime(out.LastModified).Truncate(time.Second),
 		ETag:    aws.ToString(out.ETag),
 	}, nil
 }
@@ -109,7 +112,7 @@ func (c *Client) List(ctx context.Context, bucket, prefix, delimiter string) (*L
 		for _, o := range out.Contents {
 			l.Objects = append(l.Objects, ObjectInfo{
 				Bucket: bucket, Key: aws.ToString(o.Key),
-				Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified), ETag: aws.ToString(o.ETag),
+				Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified).Truncate(time.Second), ETag: aws.ToString(o.ETag),
 			})
 		}
 		for _, p := range out.CommonPrefixes {

@@ -31,7 +31,7 @@ it, reading only what it must:
                             samples carry each, total and min/max sample bytes
                             (the whole shard is read and decompressed)
 
-FILE may be an rdmafs://host:port/path URL. An invalid file exits with status
+FILE may be an rdmafs://host:port/path or s3://bucket/key URL. An invalid file exits with status
 1 and says what is wrong and where.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {

@@ -55,7 +55,11 @@ SOURCE may also be rdmafs://HOST:PORT/PATH on a 'gdsload serve' server, with
 PATH any of the above relative to its export root ('rdmafs://HOST:PORT/' for
 the root itself); authenticate with --token-file or GDSLOAD_TOKEN. Without a
 manifest every shard is read once over the network to count its samples:
-run 'gdsload manifest' on the server to skip that.
+run 'gdsload manifest' on the server to skip that. SOURCE may as well be
+s3://BUCKET/PREFIX/ (or a manifest, a brace pattern or one shard there) in an
+S3-compatible object store: credentials, region and endpoint come from the
+AWS environment (AWS_PROFILE, AWS_ACCESS_KEY_ID, AWS_REGION,
+AWS_ENDPOINT_URL_S3; see docs/S3.md).
 
 Throughput goes to stderr; --json prints one line per sample ("key", "shard")
 and a final summary line on stdout.`,

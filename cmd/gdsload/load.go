@@ -35,8 +35,12 @@ func newLoadCmd() *cobra.Command {
 		Use:   "load [flags] PATH...",
 		Short: "Load files or directories into host or GPU memory and report the path taken",
 		Long: `Load reads every file (directories recursively, but for the ` + stage.SidecarName + `
-folders in which stage keeps its journal; rdmafs://host:port/path URLs too) into the destination and reports bytes, time, bandwidth, CPU cost, chunk
-latency, and the path taken with the reason for it.
+folders in which stage keeps its journal; rdmafs://host:port/path and
+s3://bucket/key or s3://bucket/prefix/ URLs too) into the destination and
+reports bytes, time, bandwidth, CPU cost, chunk latency, and the path taken
+with the reason for it. s3:// credentials, region and endpoint come from the
+AWS environment (AWS_PROFILE, AWS_ACCESS_KEY_ID, AWS_REGION,
+AWS_ENDPOINT_URL_S3); each chunk is one ranged GET (docs/S3.md).
 
 --to host streams into a bounded ring of reused host buffers (gdsio CPUONLY);
 --to gpu[:N] loads into device memory on GPU N through gds (cuFile) or bounce

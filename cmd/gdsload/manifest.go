@@ -9,6 +9,7 @@ import (
 	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/internal/progress"
 	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/gdsload/gdsload/vfs"
 	"github.com/spf13/cobra"
 )
 
@@ -25,7 +26,9 @@ func newManifestCmd() *cobra.Command {
 		Long: `Manifest scans every shard in DIR (*.tar, *.tar.gz, *.tgz, *.tar.zst), counts
 its samples, hashes it, and writes DIR/index.json atomically. With --verify it
 instead checks every shard listed in an existing index.json for size and
-SHA-256 and names the shards that differ.`,
+SHA-256 and names the shards that differ; DIR may then be a URL
+(s3://BUCKET/PREFIX/, rdmafs://HOST:PORT/PATH), whose shards are read where
+they are.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return runManifest(cmd, o, a[0])
@@ -40,7 +43,23 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 	ctx := cmd.Context()
 	var m *webdataset.Manifest
 	var err error
-	if o.verify {
+	switch {
+	case o.verify && vfs.IsURL(dir):
+		mux, err := vfs.New()
+		if err != nil {
+			return err
+		}
+		defer mux.Close()
+		if m, err = webdataset.ReadManifestAt(ctx, mux, dir); err != nil {
+			return err
+		}
+		bar := progress.Start(infoOut(cmd), "verify", m.Bytes())
+		err = webdataset.VerifyShardsAt(ctx, mux, dir, m, bar.Add)
+		bar.Stop()
+		if err != nil {
+			return err
+		}
+	case o.verify:
 		if m, err = webdataset.ReadManifest(dir); err != nil {
 			return err
 		}
@@ -50,7 +69,9 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		if err != nil {
 			return err
 		}
-	} else {
+	case vfs.IsURL(dir):
+		return usagef("manifest writes index.json into a local directory; for %s, run it on a local copy and upload index.json, or check the manifest there with --verify", dir)
+	default:
 		names, total, err := webdataset.ShardFiles(dir)
 		if err != nil {
 			return err
@@ -81,7 +102,7 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 	if o.verify {
 		verb = "verified"
 	}
-	fmt.Fprintf(infoOut(cmd), "manifest: %s %s: %s, %s, %s\n", verb, filepath.Join(dir, webdataset.ManifestName), humanize.Count(len(m.Shards), "shard"), humanize.Count(samples, "sample"), humanize.Bytes(bytes))
+	fmt.Fprintf(infoOut(cmd), "manifest: %s %s: %s, %s, %s\n", verb, vfs.Join(dir, webdataset.ManifestName), humanize.Count(len(m.Shards), "shard"), humanize.Count(samples, "sample"), humanize.Bytes(bytes))
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), m)
 	}

@@ -36,7 +36,7 @@ verifies them in GPU memory (DST gpu:N).
 Sources are files, directories (their contents land directly in DST, like
 rsync SRC/ DST), brace patterns ('shard-{000..009}.bin'), sharded checkpoints
 through their *.safetensors.index.json (the index and every file it names),
-local or at rdmafs://host:port/path URLs.
+local or at rdmafs://host:port/path and s3://bucket/key (or prefix/) URLs.
 
 Reads and writes run in parallel with O_DIRECT where the file systems take
 it. Each file is written under a temporary name beginning with a dot beside

@@ -1,0 +1,65 @@
+package webdataset
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gdsload/gdsload/vfs"
+)
+
+// ReadManifestAt reads and validates the manifest at p, a path or URL
+// (rdmafs://, s3://) read through m: the manifest file, or the directory
+// holding index.json.
+func ReadManifestAt(ctx context.Context, m *vfs.Mux, p string) (*Manifest, error) {
+	if fi, err := m.Stat(ctx, p); err == nil && fi.IsDir() {
+		p = vfs.Join(p, ManifestName)
+	}
+	b, err := m.ReadFile(ctx, p, MaxManifestBytes)
+	if err != nil {
+		return nil, fmt.Errorf("webdataset: reading manifest: %w", err)
+	}
+	return DecodeManifest(b, p)
+}
+
+// VerifyShardsAt is VerifyShards for a directory named by a path or URL,
+// read through m: each shard m lists is read once, in large sequential
+// reads, and checked for size and SHA-256.
+func VerifyShardsAt(ctx context.Context, m *vfs.Mux, dir string, man *Manifest, onProgress func(int64)) error {
+	var errs []error
+	for _, e := range man.Shards {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := verifyShardAt(ctx, m, vfs.Join(dir, e.Name), e); err != nil {
+			errs = append(errs, err)
+		}
+		if onProgress != nil {
+			onProgress(e.Bytes)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%d of %d shards in %s differ from the manifest:\n%w", len(errs), len(man.Shards), dir, err)
+	}
+	return nil
+}
+
+func verifyShardAt(ctx context.Context, m *vfs.Mux, u string, e ShardEntry) error {
+	f, err := m.Open(ctx, u)
+	if err != nil {
+		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
+	}
+	defer f.Close()
+	if f.Size() != e.Bytes {
+		return fmt.Errorf("webdataset: shard %s (%s): %w: %d bytes stored, %d in manifest", e.Name, u, ErrShardSize, f.Size(), e.Bytes)
+	}
+	h := sha256.New()
+	// 8 MiB reads: a remote file reads each over its connections at once.
+	if _, err := io.Copy(h, bufio.NewReaderSize(vfs.NewReader(ctx, f), 8<<20)); err != nil {
+		return fmt.Errorf("webdataset: verifying shard %s (%s): %w", e.Name, u, err)
+	}
+	return checkSum(e, h.Sum(nil))
+}

@@ -152,6 +152,12 @@ func TestS3CommandLine(t *testing.T) {
 		_, stderr, code = run(t, "manifest", "--verify", "s3://dset/bad/")
 		require.Equal(t, 1, code, stderr)
 		require.Contains(t, stderr, "shard-3.tar")
+		// A load checks the shards against the manifest beside them too.
+		_, stderr, code = run(t, "load", "--to", "host", "--checksum", "sha256", "s3://dset/bad/")
+		require.Equal(t, 1, code, stderr)
+		require.Contains(t, stderr, "shard-3.tar")
+		_, stderr, code = run(t, "load", "--to", "host", "--checksum", "sha256", "s3://dset/wds/")
+		require.Equal(t, 0, code, stderr)
 	})
 
 	t.Run("iterate at world size 2 and resume", func(t *testing.T) {

@@ -208,10 +208,13 @@ func TestS3CommandLine(t *testing.T) {
 	})
 
 	t.Run("overwrite during a stage", func(t *testing.T) {
-		// Through a 12 MB/s path the 9 MiB object takes most of a second;
-		// it is replaced once the stage has begun writing it.
+		// One worker reads the 2 MiB object in 8 chunks, each a GET that
+		// toxiproxy delays by 300 ms: the object is replaced once the
+		// stage has begun writing it, with most of its GETs still to come.
+		_, err := mc.Put(ctx, "dset", "slow/blob.bin", randomBytes(2<<20, 98))
+		require.NoError(t, err)
 		px := toxitest.New(t, strings.TrimPrefix(mc.Endpoint(), "http://"))
-		px.Add("slow", "bandwidth", "downstream", map[string]any{"rate": 12000})
+		px.Add("slow", "latency", "upstream", map[string]any{"latency": 300})
 		t.Setenv("AWS_ENDPOINT_URL_S3", "http://"+px.Addr())
 		dst := t.TempDir()
 		type result struct {
@@ -220,7 +223,7 @@ func TestS3CommandLine(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			_, stderr, code := run(t, "stage", "--workers", "2", "s3://dset/run/part-0.bin", dst)
+			_, stderr, code := run(t, "stage", "--workers", "1", "--chunk-size", "256KiB", "s3://dset/slow/blob.bin", dst)
 			done <- result{stderr, code}
 		}()
 		deadline := time.Now().Add(20 * time.Second)
@@ -228,7 +231,7 @@ func TestS3CommandLine(t *testing.T) {
 			require.True(t, time.Now().Before(deadline), "the stage never started writing")
 			time.Sleep(5 * time.Millisecond)
 		}
-		_, err := mc.Put(ctx, "dset", "run/part-0.bin", randomBytes(9<<20+7, 99))
+		_, err = mc.Put(ctx, "dset", "slow/blob.bin", randomBytes(2<<20, 99))
 		require.NoError(t, err)
 		var res result
 		select {
@@ -239,7 +242,7 @@ func TestS3CommandLine(t *testing.T) {
 		require.NotEqual(t, 0, res.code, res.stderr)
 		require.Contains(t, res.stderr, "replaced or deleted after it was opened")
 		t.Logf("exit %d: %s", res.code, res.stderr)
-		require.NoFileExists(t, filepath.Join(dst, "part-0.bin"), "nothing under the final name")
+		require.NoFileExists(t, filepath.Join(dst, "blob.bin"), "nothing under the final name")
 		requireNoTemp(t, dst)
 	})
 }

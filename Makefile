@@ -85,8 +85,10 @@ demo: build
 # Binaries for the GPU machine (no Go there): carried in .gpu/. The build
 # records the git revision, which gpu-check.sh prints. The device tool
 # carries at most 64 MiB: the binaries and the Python package (library
-# included, in .gpu/python) must stay under GPU_CARRY_MIB.
-GPU_CARRY_MIB ?= 32
+# included, in .gpu/python) must stay under GPU_CARRY_MIB, which leaves
+# the working tree room: 39 MiB with the AWS SDK the s3:// support links
+# into all three (32 MiB before).
+GPU_CARRY_MIB ?= 48
 gpu-binaries: python
 	mkdir -p .gpu
 	CGO_ENABLED=1 $(GO) build -buildvcs=auto -ldflags='-s -w' -o .gpu/gdsload ./cmd/gdsload

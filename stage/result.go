@@ -67,15 +67,25 @@ const (
 )
 
 // PartialError is what Run returns, beside its result, when some sources
-// could not be staged and the others were.
+// could not be staged and the others were (or, when All, none could).
 type PartialError struct {
 	Failed []FileResult // Status failed, Error set
 	Files  int          // files in the plan
 }
 
+// All reports whether no file of the plan was staged.
+func (e *PartialError) All() bool { return len(e.Failed) == e.Files }
+
 func (e *PartialError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %s could not be staged; the others were:", len(e.Failed), humanize.Count(e.Files, "file"))
+	switch {
+	case e.All() && e.Files == 1:
+		b.WriteString("the file could not be staged:")
+	case e.All():
+		fmt.Fprintf(&b, "none of the %d files could be staged:", e.Files)
+	default:
+		fmt.Fprintf(&b, "%d of %s could not be staged; the others were:", len(e.Failed), humanize.Count(e.Files, "file"))
+	}
 	for _, f := range e.Failed {
 		fmt.Fprintf(&b, "\n  %s", f.Error)
 	}

@@ -517,6 +517,13 @@ func TestStageKeepsGoingPastFailedSources(t *testing.T) {
 	require.Equal(t, 4, res.Skipped)
 	requireSame(t, src, dst, rels...)
 
+	// When every file fails, the error says so: nothing was staged.
+	res, err = stage(t, t.TempDir(), Options{FS: bad}, "faulty://local"+filepath.Join(src, "f1.bin"))
+	require.ErrorAs(t, err, &pe)
+	require.True(t, pe.All())
+	require.ErrorContains(t, err, "the file could not be staged:")
+	require.Equal(t, 1, res.Failed)
+
 	// FailFast stops at the first: nothing of the failed file is left.
 	dst = t.TempDir()
 	_, err = stage(t, dst, Options{Workers: 2, FailFast: true, FS: bad}, "faulty://local"+src)

@@ -67,8 +67,8 @@ func exitCode(err error, interrupted bool, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "gdsload: %v\n", err)
 	var partial *stage.PartialError
-	if errors.As(err, &partial) {
-		return exitPartial
+	if errors.As(err, &partial) && !partial.All() {
+		return exitPartial // some staged, some not; nothing staged is a plain error
 	}
 	var u usageError
 	if errors.As(err, &u) || isCobraUsage(err) {

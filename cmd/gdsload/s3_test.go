@@ -239,7 +239,7 @@ func TestS3CommandLine(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("the stage hangs after the overwrite")
 		}
-		require.NotEqual(t, 0, res.code, res.stderr)
+		require.Equal(t, 1, res.code, "nothing staged is a failure, not a partial stage: %s", res.stderr)
 		require.Contains(t, res.stderr, "replaced or deleted after it was opened")
 		t.Logf("exit %d: %s", res.code, res.stderr)
 		require.NoFileExists(t, filepath.Join(dst, "blob.bin"), "nothing under the final name")

@@ -112,6 +112,9 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	if cmd.Flags().Changed("world-size") {
 		place.WorldSize = o.worldSize
 	}
+	if err := place.Validate(); err != nil {
+		return usageError{err}
+	}
 	direct, err := loader.ParseDirectMode(o.direct)
 	if err != nil {
 		return usageError{err}

@@ -135,6 +135,9 @@ func TestIterateErrors(t *testing.T) {
 	if _, _, err := execCmd(t, newIterateCmd(), dir, "--rank", "2", "--world-size", "2"); !errors.As(err, new(usageError)) {
 		t.Errorf("rank outside world: %v, want a usage error", err)
 	}
+	if _, _, err := execCmd(t, newIterateCmd(), dir, "--world-size", "0"); !errors.As(err, new(usageError)) {
+		t.Errorf("--world-size 0: %v, want a usage error", err)
+	}
 	if _, _, err := execCmd(t, newIterateCmd(), filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing source: %v", err)
 	}

@@ -350,6 +350,28 @@ func TestPlacementFromEnv(t *testing.T) {
 	}
 }
 
+// TestPlacementValidate: a world size given explicitly (a flag, say) must be
+// at least 1; issue 16 found "--world-size 0" read everything as "rank 0/0".
+func TestPlacementValidate(t *testing.T) {
+	for _, tt := range []struct {
+		p  Placement
+		ok bool
+	}{
+		{Placement{Rank: 0, WorldSize: 1}, true},
+		{Placement{Rank: 7, WorldSize: 8, LocalRank: 3}, true},
+		{Placement{Rank: 0, WorldSize: 0}, false},
+		{Placement{Rank: 0, WorldSize: -1}, false},
+		{Placement{Rank: 2, WorldSize: 2}, false},
+		{Placement{Rank: -1, WorldSize: 2}, false},
+		{Placement{Rank: 0, WorldSize: 1, LocalRank: -1}, false},
+		{Placement{Rank: 0, WorldSize: MaxPartitions + 1}, false},
+	} {
+		if err := tt.p.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%+v: Validate() = %v, want ok=%v", tt.p, err, tt.ok)
+		}
+	}
+}
+
 func TestEdgeCases(t *testing.T) {
 	// More partitions than samples, and more ranks than samples.
 	ds := makeShards(t, []int{2, 0, 3})

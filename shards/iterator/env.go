@@ -39,3 +39,19 @@ func placementFrom(lookup func(string) (string, bool)) (Placement, error) {
 	}
 	return p, nil
 }
+
+// Validate checks a placement given explicitly (FromEnv's results already
+// hold): a world size of at least 1 and at most MaxPartitions, and
+// 0 <= Rank < WorldSize. Unlike Options, whose zero WorldSize means 1, a
+// placement states the world size, so 0 is an error here.
+func (p Placement) Validate() error {
+	switch {
+	case p.WorldSize < 1 || p.WorldSize > MaxPartitions:
+		return fmt.Errorf("iterator: world size %d: want 1 to %d", p.WorldSize, MaxPartitions)
+	case p.Rank < 0 || p.Rank >= p.WorldSize:
+		return fmt.Errorf("iterator: rank %d outside world size %d: want 0 to %d", p.Rank, p.WorldSize, p.WorldSize-1)
+	case p.LocalRank < 0:
+		return fmt.Errorf("iterator: local rank %d is negative", p.LocalRank)
+	}
+	return nil
+}

@@ -229,6 +229,9 @@ func (r *Reader) nextMember() (*member, error) {
 		before := r.offset()
 		hdr, err := r.tr.Next()
 		if err == io.EOF {
+			if err := r.drain(); err != nil {
+				return nil, r.fail("", r.offset(), fmt.Errorf("checking the end of the %v stream after the tar archive: %w (the shard is damaged: copy or write it again)", r.comp, err))
+			}
 			r.err = io.EOF
 			return nil, io.EOF
 		}
@@ -239,6 +242,21 @@ func (r *Reader) nextMember() (*member, error) {
 			return m, nil
 		}
 	}
+}
+
+// drain reads a streamed shard to the end of its decompressed stream once
+// the tar archive has ended, so the decompressor reaches the trailer and
+// checks it (gzip's CRC-32 and size, zstd's frame checksum): a flipped
+// payload byte decompresses fine and only the trailer tells. What follows
+// the end-of-archive blocks (GNU tar pads to a 10 KiB record) is
+// discarded. A shard held in memory (ResetBytes) was checked whole by its
+// Decompressor.
+func (r *Reader) drain() error {
+	if r.mem != nil {
+		return nil
+	}
+	_, err := io.Copy(io.Discard, &r.src)
+	return err
 }
 
 // sampleMember is the member a tar entry gives a sample, and false for

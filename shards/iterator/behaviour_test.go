@@ -3,6 +3,7 @@ package iterator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -497,5 +498,59 @@ func TestOpenRefusesFIFO(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Open(FIFO) blocked")
+	}
+}
+
+// TestNonUTF8ShardNamesIterate: a dataset whose shard names are not UTF-8
+// iterates through its index.json (issue 16, bug 6: the manifest named
+// "s-\ufffd01.tar" and iterate failed with "no such file").
+func TestNonUTF8ShardNamesIterate(t *testing.T) {
+	ds := makeShards(t, []int{3, 4})
+	for i, s := range ds.Shards {
+		name := fmt.Sprintf("s-\xff%02d\xe9.tar", i)
+		if err := os.Rename(filepath.Join(ds.Root, s.Name), filepath.Join(ds.Root, name)); err != nil {
+			t.Skipf("this file system refuses the name %q: %v", name, err)
+		}
+	}
+	ctx := context.Background()
+	m, err := webdataset.BuildManifest(ctx, ds.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := webdataset.WriteManifest(ctx, ds.Root, m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Open(ctx, ds.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Shards[0].Name != "s-\xff00\xe9.tar" {
+		t.Fatalf("shard name %q read back from index.json", got.Shards[0].Name)
+	}
+	samples, _ := collect(t, got, Options{}, nil, 0)
+	if len(samples) != 7 || samples[0].Shard != got.Shards[0].Name {
+		t.Fatalf("%d samples, the first from %q; want 7", len(samples), samples[0].Shard)
+	}
+	// A manifest from before, with U+FFFD in place of the bytes, fails with
+	// a hint at the cause.
+	old := *m
+	old.Shards = slices.Clone(m.Shards)
+	for i := range old.Shards {
+		old.Shards[i].Name = strings.ToValidUTF8(old.Shards[i].Name, "\ufffd")
+	}
+	if err := webdataset.WriteManifest(ctx, ds.Root, &old); err != nil {
+		t.Fatal(err)
+	}
+	mangled, err := Open(ctx, ds.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := New(mangled, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	if _, err := it.Next(ctx); err == nil || !strings.Contains(err.Error(), "U+FFFD") {
+		t.Fatalf("mangled manifest: %v, want an error that explains the U+FFFD", err)
 	}
 }

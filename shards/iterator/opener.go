@@ -2,12 +2,16 @@ package iterator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/bits"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/webdataset"
@@ -50,7 +54,7 @@ func (o DirOpener) OpenSource(ctx context.Context, name string) (loader.Source, 
 	defer root.Close()
 	f, err := loader.OpenFileInRoot(root, filepath.FromSlash(name), o.Direct)
 	if err != nil {
-		return nil, nil, fmt.Errorf("iterator: opening shard %s in %s: %w", name, o.Root, err)
+		return nil, nil, fmt.Errorf("iterator: opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
 	}
 	return f, f.Close, nil
 }
@@ -62,9 +66,19 @@ func (o DirOpener) Open(ctx context.Context, name string) (io.ReadCloser, error)
 	}
 	f, err := os.OpenInRoot(o.Root, filepath.FromSlash(name))
 	if err != nil {
-		return nil, fmt.Errorf("iterator: opening shard %s in %s: %w", name, o.Root, err)
+		return nil, fmt.Errorf("iterator: opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
 	}
 	return f, nil
+}
+
+// mangledHint explains a missing shard whose name holds U+FFFD: gdsload
+// before issue 16 wrote bytes of non-UTF-8 file names that way into
+// index.json, naming files that do not exist.
+func mangledHint(name string, err error) string {
+	if !errors.Is(err, fs.ErrNotExist) || !strings.ContainsRune(name, utf8.RuneError) {
+		return ""
+	}
+	return "; the name holds U+FFFD, which older manifests wrote in place of bytes of file names that are not UTF-8: write the manifest again ('gdsload manifest')"
 }
 
 // bufferPool keeps a few shard-sized buffers alive between shards, so

@@ -1,0 +1,151 @@
+package webdataset
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+var nameCases = []string{
+	"s-000.tar",
+	"s-\xff01.tar",           // issue 16: a Latin-1 byte
+	"d\xff\xfe/f\xe9.bin",    // issue 16's name, as a path
+	"caf\u00e9.tar",          // valid UTF-8 stays as it is
+	"\ufffd.tar",             // a real U+FFFD is not an escaped byte
+	"\xed\xb2\x80.tar",       // UTF-8 of a surrogate is not valid UTF-8
+	"q\"b\\s\n\t\x01<&>.tar", // what encoding/json escapes
+	"\u2028\u2029.tar",
+	"\xf0\x9f\x98\x80\xf0\x9f.tar", // a whole and a cut four-byte sequence
+	"",
+}
+
+func TestNameJSONRoundTrip(t *testing.T) {
+	for _, name := range nameCases {
+		enc := appendNameJSON(nil, name)
+		if !json.Valid(enc) || !utf8.Valid(enc) {
+			t.Errorf("%q encodes as %s: not valid UTF-8 JSON", name, enc)
+		}
+		if utf8.ValidString(name) {
+			// UTF-8 names are written as encoding/json writes them, so
+			// manifests of such names are unchanged.
+			std, _ := json.Marshal(name)
+			if !bytes.Equal(enc, std) {
+				t.Errorf("%q encodes as %s, encoding/json as %s", name, enc, std)
+			}
+		} else if !bytes.Contains(enc, []byte(`\udc`)) {
+			t.Errorf("%q encodes as %s, without a \\udcXX escape", name, enc)
+		}
+		back, err := decodeNameJSON(enc)
+		if err != nil || back != name {
+			t.Errorf("%q -> %s -> %q, %v", name, enc, back, err)
+		}
+	}
+	// Strings other JSON writers produce decode as encoding/json decodes
+	// them, except lone surrogates: escaped bytes, or refused.
+	for _, tt := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{`"a\/b"`, "a/b", true},
+		{`"\u00e9\ud83d\ude00"`, "é😀", true},
+		{`"\udcff\udc80"`, "\xff\x80", true},
+		{`"\ud83d"`, "", false},
+		{`"\udc7f"`, "", false},
+		{`"\ud83d\u0041"`, "", false},
+		{`"x"`, "x", true},
+		{"\"raw \xff byte\"", "raw \xff byte", true},
+	} {
+		got, err := decodeNameJSON([]byte(tt.in))
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("decode %s = %q, %v; want %q (ok=%v)", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func FuzzNameJSON(f *testing.F) {
+	for _, n := range nameCases {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		enc := appendNameJSON(nil, name)
+		if !json.Valid(enc) {
+			t.Fatalf("%q encodes as invalid JSON %s", name, enc)
+		}
+		back, err := decodeNameJSON(enc)
+		if err != nil || back != name {
+			t.Fatalf("%q -> %s -> %q, %v", name, enc, back, err)
+		}
+		// Decoding arbitrary JSON strings never panics, and agrees with
+		// encoding/json wherever no surrogate escape is involved.
+		raw, _ := json.Marshal(name)
+		if got, err := decodeNameJSON(raw); err == nil && utf8.ValidString(name) && got != name {
+			t.Fatalf("decode %s = %q, want %q", raw, got, name)
+		}
+	})
+}
+
+// TestNonUTF8ShardNames: a shard whose file name is not UTF-8 keeps its
+// exact name through BuildManifest, WriteManifest and ReadManifest (issue
+// 16, bug 6: it came back with U+FFFD in it and could not be opened), and
+// Python reads the manifest to the same file.
+func TestNonUTF8ShardNames(t *testing.T) {
+	dir := t.TempDir()
+	plain := goTar(t, testMembers(false))
+	names := []string{"s-\xff01.tar", "s-caf\u00e9.tar", "s-\xe9t\xe9.tar"}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), plain, 0o644); err != nil {
+			t.Skipf("this file system refuses the name %q: %v", n, err)
+		}
+	}
+	ctx := context.Background()
+	m, err := BuildManifest(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteManifest(ctx, dir, m); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(raw) || !utf8.Valid(raw) || !bytes.Contains(raw, []byte(`"s-\udcff01.tar"`)) || bytes.Contains(raw, []byte("\ufffd")) {
+		t.Fatalf("index.json does not escape the name:\n%s", raw)
+	}
+	back, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range back.Shards {
+		got = append(got, e.Name)
+		if err := VerifyShard(filepath.Join(dir, e.Name), e); err != nil {
+			t.Errorf("shard %q: %v", e.Name, err)
+		}
+	}
+	if slices.Sort(names); !slices.Equal(got, names) {
+		t.Errorf("names read back %q, want %q", got, names)
+	}
+	// Python's json and os.fsencode (PEP 383) find the same files.
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is not installed: CI installs it (apt-get install python3)")
+	}
+	out, err := exec.Command(py, "-c", `
+import json, os, sys
+d = sys.argv[1]
+for s in json.load(open(os.path.join(d, "index.json")))["shards"]:
+    p = os.path.join(os.fsencode(d), os.fsencode(s["name"]))
+    print(os.path.getsize(p) == s["bytes"])
+`, dir).CombinedOutput()
+	if err != nil || strings.Count(string(out), "True") != len(names) {
+		t.Errorf("python does not find the shards from index.json: %v\n%s", err, out)
+	}
+}

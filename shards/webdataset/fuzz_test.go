@@ -134,20 +134,32 @@ func FuzzDecompressor(f *testing.F) {
 		w.Close()
 		f.Add(buf.Bytes(), false)
 	}
+	const maxOut = 1 << 20
+	// libzstd where installed, and the pure-Go decoders: the fuzz
+	// function runs one input at a time, so they are made once.
+	lib, err := NewDecompressor(maxOut, fuzzWindow)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer lib.Close()
+	pure, err := newDecompressor(maxOut, fuzzWindow, false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer pure.Close()
 	f.Fuzz(func(t *testing.T, data []byte, isZstd bool) {
-		const maxOut = 1 << 20
-		d, err := NewDecompressor(maxOut, fuzzWindow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
 		c := Gzip
 		if isZstd {
 			c = Zstd
 		}
-		out, err := d.Decompress(nil, data, c, "fuzz")
+		out, err := lib.Decompress(nil, data, c, "fuzz")
 		if err == nil && len(out) > maxOut {
 			t.Fatalf("%d bytes out, cap %d", len(out), maxOut)
+		}
+		// Where both accept a stream they agree on its bytes.
+		ref, rerr := pure.Decompress(nil, data, c, "fuzz")
+		if err == nil && rerr == nil && !bytes.Equal(out, ref) {
+			t.Fatalf("%s and the pure-Go decoder disagree: %d and %d bytes", lib.ZstdDecoder(), len(out), len(ref))
 		}
 	})
 }

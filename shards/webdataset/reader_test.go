@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -203,21 +204,45 @@ func TestDetectCompression(t *testing.T) {
 
 func TestDecompressorCaps(t *testing.T) {
 	plain := goTar(t, []tmember{{Name: "a.bin", Data: bytes.Repeat([]byte("z"), 3<<20)}})
-	for _, tool := range []string{"gzip", "zstd"} {
-		data := compressWith(t, tool, plain)
-		d, err := NewDecompressor(5<<19, 0) // above zstd -3's 2 MiB window, below the output
-		if err != nil {
-			t.Fatal(err)
+	for _, lib := range []bool{true, false} {
+		for _, tool := range []string{"gzip", "zstd"} {
+			data := compressWith(t, tool, plain)
+			d, err := newDecompressor(5<<19, 0, lib) // above zstd -3's 2 MiB window, below the output
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Decompress(nil, data, Auto, "big."+tool); !errors.Is(err, ErrShardTooLarge) || !strings.Contains(err.Error(), "big."+tool) {
+				t.Errorf("%s (%s) beyond the cap: %v, want ErrShardTooLarge naming the shard", tool, d.ZstdDecoder(), err)
+			}
+			d.Close()
+			d, _ = newDecompressor(0, 0, lib)
+			for _, verified := range []bool{false, true} {
+				decompress := d.Decompress
+				if verified {
+					decompress = d.DecompressVerified
+				}
+				out, err := decompress(make([]byte, 0, 10), data, Auto, "ok."+tool)
+				if err != nil || !bytes.Equal(out, plain) {
+					t.Errorf("%s (%s, verified %v): %d bytes, %v; want the tar back", tool, d.ZstdDecoder(), verified, len(out), err)
+				}
+			}
+			// A damaged frame checksum fails, unless the bytes were verified.
+			if tool == "zstd" {
+				bad := bytes.Clone(data)
+				bad[len(bad)-1] ^= 1
+				if _, err := d.Decompress(nil, bad, Zstd, "sum.tar.zst"); err == nil {
+					t.Errorf("%s: a wrong frame checksum was accepted", d.ZstdDecoder())
+				}
+				if out, err := d.DecompressVerified(nil, bad, Zstd, "sum.tar.zst"); err != nil || !bytes.Equal(out, plain) {
+					t.Errorf("%s: verified bytes: %d bytes, %v", d.ZstdDecoder(), len(out), err)
+				}
+			}
+			d.Close()
 		}
-		if _, err := d.Decompress(nil, data, Auto, "big."+tool); !errors.Is(err, ErrShardTooLarge) || !strings.Contains(err.Error(), "big."+tool) {
-			t.Errorf("%s beyond the cap: %v, want ErrShardTooLarge naming the shard", tool, err)
-		}
-		d.Close()
-		d, _ = NewDecompressor(0, 0)
-		out, err := d.Decompress(make([]byte, 0, 10), data, Auto, "ok."+tool)
-		if err != nil || !bytes.Equal(out, plain) {
-			t.Errorf("%s: %d bytes, %v; want the tar back", tool, len(out), err)
-		}
-		d.Close()
+	}
+	d, _ := NewDecompressor(0, 0)
+	defer d.Close()
+	if _, err := exec.LookPath("zstd"); err == nil && !strings.HasPrefix(d.ZstdDecoder(), "libzstd") {
+		t.Errorf("zstd is installed, and with it libzstd.so.1, but the Decompressor uses %s", d.ZstdDecoder())
 	}
 }

@@ -1,0 +1,251 @@
+// Package libzstd decodes whole zstd streams with the system's libzstd
+// (libzstd.so.1, what the zstd command uses), loaded at run time with
+// dlopen as gdsload loads CUDA: no build dependency, and a machine without
+// it still runs (callers fall back to github.com/klauspost/compress/zstd).
+//
+// Why: on text-like data that compresses 3x, the pure-Go decoder takes
+// about twice the CPU time libzstd does for the same frames (measured on
+// scripts/bench-iterate.sh's shards), and decoding is most of what reading
+// a .tar.zst shard costs.
+//
+// Only stable libzstd entry points are called, plus two experimental
+// decoder parameters that have kept their numbers since 1.4.x
+// (ZSTD_d_stableOutBuffer, ZSTD_d_forceIgnoreChecksum); a libzstd that
+// refuses them still decodes, with a copy more or the checksum checked.
+// Each call runs in one cgo call: libzstd keeps no pointer to Go memory
+// that it uses after a call returns.
+package libzstd
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+typedef struct { const void *src; size_t size; size_t pos; } gd_zin;
+typedef struct { void *dst; size_t size; size_t pos; } gd_zout;
+
+typedef struct {
+	void *(*createDCtx)(void);
+	size_t (*freeDCtx)(void *);
+	size_t (*setParameter)(void *, int, int);
+	size_t (*reset)(void *, int);
+	size_t (*decompressStream)(void *, gd_zout *, gd_zin *);
+	unsigned (*isError)(size_t);
+	const char *(*getErrorName)(size_t);
+	unsigned (*versionNumber)(void);
+	unsigned (*getErrorCode)(size_t);
+	void *dctx;
+	void *handle;
+} gd_zstd;
+
+// gd_zstd_load fills z from h; it returns the name of a missing symbol,
+// or NULL.
+static const char *gd_zstd_load(gd_zstd *z, void *h) {
+#define SYM(field, name) if ((*(void **)(&z->field) = dlsym(h, name)) == NULL) return name;
+	SYM(createDCtx, "ZSTD_createDCtx")
+	SYM(freeDCtx, "ZSTD_freeDCtx")
+	SYM(setParameter, "ZSTD_DCtx_setParameter")
+	SYM(reset, "ZSTD_DCtx_reset")
+	SYM(decompressStream, "ZSTD_decompressStream")
+	SYM(isError, "ZSTD_isError")
+	SYM(getErrorName, "ZSTD_getErrorName")
+	SYM(versionNumber, "ZSTD_versionNumber")
+	SYM(getErrorCode, "ZSTD_getErrorCode")
+#undef SYM
+	z->handle = h;
+	return NULL;
+}
+
+static int gd_zstd_create(gd_zstd *z) { z->dctx = z->createDCtx(); return z->dctx != NULL; }
+static void gd_zstd_free(gd_zstd *z) { if (z->dctx) z->freeDCtx(z->dctx); dlclose(z->handle); free(z); }
+static unsigned gd_zstd_version(gd_zstd *z) { return z->versionNumber(); }
+static const char *gd_zstd_error_name(gd_zstd *z, size_t code) { return z->getErrorName(code); }
+static unsigned gd_zstd_is_error(gd_zstd *z, size_t code) { return z->isError(code); }
+static unsigned gd_zstd_error_code(gd_zstd *z, size_t code) { return z->getErrorCode(code); }
+
+enum {
+	GD_ZSTD_RESET_SESSION = 1,       // ZSTD_reset_session_only
+	GD_ZSTD_WINDOW_LOG_MAX = 100,    // ZSTD_d_windowLogMax
+	GD_ZSTD_STABLE_OUT = 1001,       // ZSTD_d_stableOutBuffer
+	GD_ZSTD_IGNORE_CHECKSUM = 1002,  // ZSTD_d_forceIgnoreChecksum
+};
+
+// gd_zstd_setup resets d for a new stream and sets its parameters. It
+// returns 0, or a libzstd error code for the window cap (the others are
+// optional: bit 1 of *missing is set when the stable output buffer was
+// refused, bit 2 when ignoring checksums was).
+static size_t gd_zstd_setup(gd_zstd *z, int windowLog, int stableOut, int ignoreChecksum, int *missing) {
+	size_t r = z->reset(z->dctx, GD_ZSTD_RESET_SESSION);
+	if (z->isError(r)) return r;
+	r = z->setParameter(z->dctx, GD_ZSTD_WINDOW_LOG_MAX, windowLog);
+	if (z->isError(r)) return r;
+	*missing = 0;
+	if (z->isError(z->setParameter(z->dctx, GD_ZSTD_STABLE_OUT, stableOut))) *missing |= 1;
+	if (z->isError(z->setParameter(z->dctx, GD_ZSTD_IGNORE_CHECKSUM, ignoreChecksum))) *missing |= 2;
+	return 0;
+}
+
+// gd_zstd_decode decodes src[*inPos:] into dst[*outPos:dstCap] until the
+// input is consumed or the output is full. It returns libzstd's last
+// result: an error code, 0 when the last frame ended exactly, or a hint
+// that a frame is unfinished.
+static size_t gd_zstd_decode(gd_zstd *z, void *dst, size_t dstCap, size_t *outPos,
+                             const void *src, size_t srcSize, size_t *inPos) {
+	gd_zout out = { dst, dstCap, *outPos };
+	gd_zin in = { src, srcSize, *inPos };
+	size_t r = 0;
+	while (in.pos < in.size || r != 0) {
+		size_t before = out.pos, consumed = in.pos;
+		r = z->decompressStream(z->dctx, &out, &in);
+		if (z->isError(r)) break;
+		if (out.pos == out.size && r != 0) break;         // output full
+		if (out.pos == before && in.pos == consumed) break; // no progress: input ended mid-frame
+	}
+	*outPos = out.pos;
+	*inPos = in.pos;
+	return r;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"runtime"
+	"unsafe"
+)
+
+// names are tried in order by NewDecoder; GDSLOAD_LIBZSTD, when set, is
+// tried instead ("off" disables libzstd).
+var names = []string{"libzstd.so.1", "libzstd.so"}
+
+// ErrOutputFull reports output beyond the cap DecodeAll was given.
+var ErrOutputFull = errors.New("decoded output exceeds the cap")
+
+// zstdErrorDstSizeTooSmall is ZSTD_error_dstSize_tooSmall (error codes
+// are pinned since libzstd 1.3.1).
+const zstdErrorDstSizeTooSmall = 70
+
+// Decoder is a libzstd decompression context. It is not safe for
+// concurrent use; Close frees it.
+type Decoder struct {
+	z       *C.gd_zstd
+	version uint
+}
+
+// NewDecoder maps libzstd (dlopen counts references: each decoder maps
+// it once more, Close unmaps) and makes a context. The error says why
+// libzstd cannot be used; callers then decode another way.
+func NewDecoder() (*Decoder, error) {
+	try := names
+	if env := os.Getenv("GDSLOAD_LIBZSTD"); env == "off" {
+		return nil, errors.New("libzstd: disabled by GDSLOAD_LIBZSTD=off")
+	} else if env != "" {
+		try = []string{env}
+	}
+	runtime.LockOSThread() // dlerror's message is per thread
+	defer runtime.UnlockOSThread()
+	var errs []error
+	for _, name := range try {
+		cs := C.CString(name)
+		h := C.dlopen(cs, C.RTLD_NOW|C.RTLD_LOCAL)
+		C.free(unsafe.Pointer(cs))
+		if h == nil {
+			errs = append(errs, fmt.Errorf("libzstd: %s", C.GoString(C.dlerror())))
+			continue
+		}
+		z := (*C.gd_zstd)(C.calloc(1, C.sizeof_gd_zstd))
+		if missing := C.gd_zstd_load(z, h); missing != nil {
+			errs = append(errs, fmt.Errorf("libzstd: %s lacks %s", name, C.GoString(missing)))
+			C.free(unsafe.Pointer(z))
+			C.dlclose(h)
+			continue
+		}
+		d := &Decoder{z: z, version: uint(C.gd_zstd_version(z))}
+		if d.version < 10400 {
+			errs = append(errs, fmt.Errorf("libzstd: %s is version %d, want 1.4.0 or later", name, d.version))
+			d.Close()
+			continue
+		}
+		if C.gd_zstd_create(z) == 0 {
+			d.Close()
+			return nil, errors.New("libzstd: ZSTD_createDCtx failed")
+		}
+		return d, nil
+	}
+	return nil, errors.Join(errs...)
+}
+
+// Version returns libzstd's version number (major*10000 + minor*100 +
+// release).
+func (d *Decoder) Version() uint { return d.version }
+
+// Close frees the context and unmaps the library; safe to call twice.
+func (d *Decoder) Close() {
+	if d.z != nil {
+		C.gd_zstd_free(d.z)
+		d.z = nil
+	}
+}
+
+// DecodeAll decodes the zstd stream src (one or more frames, skippable
+// frames skipped) and appends the output to dst[:0]. Frames whose window
+// exceeds maxWindow fail, output beyond maxOut bytes fails with
+// ErrOutputFull, and so do input that ends inside a frame and bytes after
+// the last frame that are not a frame. ignoreChecksum skips the frames'
+// content checksums (see the package documentation).
+//
+// dst's capacity is used as is; when the output outgrows it, a buffer
+// twice as large (up to maxOut) is allocated and decoding starts over, so
+// size dst for the expected output.
+func (d *Decoder) DecodeAll(dst, src []byte, maxWindow uint64, maxOut int64, ignoreChecksum bool) ([]byte, error) {
+	if d.z == nil {
+		return nil, errors.New("libzstd: decoder closed")
+	}
+	windowLog := min(max(bits.Len64(maxWindow)-1, 10), 31)
+	ign := C.int(0)
+	if ignoreChecksum {
+		ign = 1
+	}
+	out := dst[:0]
+	for {
+		var missing C.int
+		if r := C.gd_zstd_setup(d.z, C.int(windowLog), 1, ign, &missing); C.gd_zstd_is_error(d.z, r) != 0 {
+			return nil, d.err(r)
+		}
+		var outPos, inPos C.size_t
+		var dp, sp unsafe.Pointer
+		if cap(out) > 0 {
+			dp = unsafe.Pointer(unsafe.SliceData(out[:cap(out)]))
+		}
+		if len(src) > 0 {
+			sp = unsafe.Pointer(unsafe.SliceData(src))
+		}
+		r := C.gd_zstd_decode(d.z, dp, C.size_t(cap(out)), &outPos, sp, C.size_t(len(src)), &inPos)
+		runtime.KeepAlive(out)
+		runtime.KeepAlive(src)
+		n := int(outPos)
+		isErr := C.gd_zstd_is_error(d.z, r) != 0
+		full := n == cap(out) || isErr && C.gd_zstd_error_code(d.z, r) == zstdErrorDstSizeTooSmall
+		switch {
+		case isErr && !full:
+			return out[:n], d.err(r)
+		case !isErr && r == 0 && int(inPos) == len(src):
+			return out[:n], nil
+		case !full:
+			return out[:n], errors.New("libzstd: the input ends inside a frame")
+		case int64(cap(out)) >= maxOut:
+			return out[:n], fmt.Errorf("%w (%d bytes)", ErrOutputFull, maxOut)
+		}
+		// Output full: start over with twice the room (the stable output
+		// buffer cannot move mid-stream).
+		out = make([]byte, 0, min(max(2*int64(cap(out)), 1<<20), maxOut))
+	}
+}
+
+func (d *Decoder) err(r C.size_t) error {
+	return fmt.Errorf("libzstd: %s", C.GoString(C.gd_zstd_error_name(d.z, r)))
+}

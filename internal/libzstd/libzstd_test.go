@@ -1,0 +1,167 @@
+package libzstd
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// newDecoder returns a libzstd decoder, skipping where libzstd.so.1 is
+// not installed (CI installs zstd, which brings it).
+func newDecoder(t testing.TB) *Decoder {
+	t.Helper()
+	d, err := NewDecoder()
+	if err != nil {
+		t.Skipf("libzstd not usable here: %v", err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
+// zstdCLI compresses data with the zstd command and the given flags.
+func zstdCLI(t *testing.T, data []byte, flags ...string) []byte {
+	t.Helper()
+	if _, err := exec.LookPath("zstd"); err != nil {
+		t.Skip("zstd not installed")
+	}
+	cmd := exec.Command("zstd", append([]string{"-q", "-c"}, flags...)...)
+	cmd.Stdin = bytes.NewReader(data)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("zstd %v: %v", flags, err)
+	}
+	return out
+}
+
+func testData(n int) []byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	words := []string{"alpha ", "beta ", "gamma ", "delta ", "epsilon "}
+	var b bytes.Buffer
+	for b.Len() < n/2 {
+		b.WriteString(words[rng.IntN(len(words))])
+	}
+	for b.Len() < n {
+		b.WriteByte(byte(rng.Uint32()))
+	}
+	return b.Bytes()
+}
+
+func TestDecodeAllMatchesTheCLI(t *testing.T) {
+	d := newDecoder(t)
+	plain := testData(3 << 20)
+	enc, _ := zstd.NewWriter(nil)
+	defer enc.Close()
+	for _, tt := range []struct {
+		name string
+		src  []byte
+	}{
+		{"level 3", zstdCLI(t, plain, "-3")},
+		{"no checksum", zstdCLI(t, plain, "--no-check")},
+		{"level 19 long", zstdCLI(t, plain, "-19", "--long=24")},
+		{"content size unknown", zstdCLI(t, plain, "--no-content-size")},
+		{"two frames", append(zstdCLI(t, plain[:1000]), zstdCLI(t, plain[1000:])...)},
+		{"skippable frame", append([]byte{0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 'a', 'b', 'c'}, zstdCLI(t, plain)...)},
+		{"Go encoder", enc.EncodeAll(plain, nil)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, size := range []int{0, 100, len(plain) + 10} {
+				out, err := d.DecodeAll(make([]byte, 0, size), tt.src, 128<<20, 1<<30, false)
+				if err != nil || !bytes.Equal(out, plain) {
+					t.Fatalf("dst cap %d: %d bytes, %v; want the %d bytes back", size, len(out), err, len(plain))
+				}
+			}
+		})
+	}
+	if out, err := d.DecodeAll(nil, nil, 1<<20, 1<<20, false); err != nil || len(out) != 0 {
+		t.Errorf("empty input: %d bytes, %v", len(out), err)
+	}
+}
+
+func TestDecodeAllRefuses(t *testing.T) {
+	d := newDecoder(t)
+	plain := testData(3 << 20)
+	src := zstdCLI(t, plain, "-3")
+	// The frame checksum is the last 4 bytes.
+	badSum := bytes.Clone(src)
+	badSum[len(badSum)-1] ^= 1
+	if _, err := d.DecodeAll(nil, badSum, 128<<20, 1<<30, false); err == nil {
+		t.Errorf("a wrong frame checksum was accepted")
+	}
+	if out, err := d.DecodeAll(nil, badSum, 128<<20, 1<<30, true); err != nil || !bytes.Equal(out, plain) {
+		t.Errorf("ignoring checksums: %d bytes, %v", len(out), err)
+	}
+	for _, tt := range []struct {
+		name      string
+		src       []byte
+		maxWindow uint64
+		maxOut    int64
+		want      string
+	}{
+		{"truncated", src[:len(src)/2], 128 << 20, 1 << 30, "ends inside a frame"},
+		{"truncated header", src[:3], 128 << 20, 1 << 30, ""},
+		{"trailing garbage", append(bytes.Clone(src), "garbage!"...), 128 << 20, 1 << 30, ""},
+		{"not zstd", []byte("plain tar bytes, not a frame"), 128 << 20, 1 << 30, ""},
+		{"window over the cap", zstdCLI(t, plain, "--long=22"), 1 << 20, 1 << 30, "memory"},
+		{"output over the cap", src, 128 << 20, 1 << 20, "exceeds the cap"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := d.DecodeAll(nil, tt.src, tt.maxWindow, tt.maxOut, false)
+			if err == nil {
+				t.Fatalf("accepted, %d bytes", len(out))
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not say %q", err, tt.want)
+			}
+			if strings.Contains(tt.want, "cap") && !errors.Is(err, ErrOutputFull) {
+				t.Fatalf("error %v is not ErrOutputFull", err)
+			}
+			if int64(len(out)) > tt.maxOut {
+				t.Fatalf("%d bytes out, cap %d", len(out), tt.maxOut)
+			}
+		})
+	}
+	// The decoder is usable after failures.
+	if out, err := d.DecodeAll(nil, src, 128<<20, 1<<30, false); err != nil || !bytes.Equal(out, plain) {
+		t.Errorf("after failures: %d bytes, %v", len(out), err)
+	}
+}
+
+func TestDisabledByEnvironment(t *testing.T) {
+	t.Setenv("GDSLOAD_LIBZSTD", "off")
+	if d, err := NewDecoder(); err == nil || !strings.Contains(err.Error(), "GDSLOAD_LIBZSTD") {
+		t.Fatalf("NewDecoder with GDSLOAD_LIBZSTD=off: %v, %v", d, err)
+	}
+	t.Setenv("GDSLOAD_LIBZSTD", "libnothing-such.so.9")
+	if _, err := NewDecoder(); err == nil || !strings.Contains(err.Error(), "libnothing-such") {
+		t.Fatalf("a missing library: %v", err)
+	}
+}
+
+// FuzzMatchesPureGo cross-checks libzstd with the pure-Go decoder, as
+// klauspost/compress's own fuzz tests check it against the reference:
+// where both accept a stream they give the same bytes, and the caps hold.
+func FuzzMatchesPureGo(f *testing.F) {
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderCRC(true))
+	for _, s := range [][]byte{nil, []byte("a"), testData(1000), bytes.Repeat([]byte("xyz"), 5000)} {
+		f.Add(enc.EncodeAll(s, nil))
+	}
+	const maxOut, maxWindow = 1 << 20, 1 << 20
+	d := newDecoder(f) // the fuzz function runs one input at a time
+	ref, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow), zstd.WithDecoderMaxMemory(maxOut))
+	defer ref.Close()
+	f.Fuzz(func(t *testing.T, src []byte) {
+		got, err := d.DecodeAll(nil, src, maxWindow, maxOut, false)
+		if len(got) > maxOut {
+			t.Fatalf("%d bytes out, cap %d", len(got), maxOut)
+		}
+		want, rerr := ref.DecodeAll(src, nil)
+		if err == nil && rerr == nil && !bytes.Equal(got, want) {
+			t.Fatalf("libzstd and the pure-Go decoder disagree: %d and %d bytes", len(got), len(want))
+		}
+	})
+}

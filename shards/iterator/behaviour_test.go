@@ -301,9 +301,16 @@ func TestShardIterator(t *testing.T) {
 func TestOpenSources(t *testing.T) {
 	ds := makeShards(t, []int{2, 3, 4})
 	fp := ds.Fingerprint()
-	m := &webdataset.Manifest{Format: webdataset.ManifestFormat, Version: webdataset.ManifestVersion}
-	for _, s := range ds.Shards {
-		m.Shards = append(m.Shards, webdataset.ShardEntry{Name: s.Name, Bytes: s.Bytes, Samples: s.Samples, SHA256: s.SHA256, SampleBytes: s.SampleBytes})
+	// The manifest's entries (streamed scan, SHA-256) give the dataset the
+	// fingerprint of Open's own scan (in memory, CRC-32C only).
+	m, err := webdataset.BuildManifest(context.Background(), ds.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range m.Shards {
+		if s := ds.Shards[i]; e.Name != s.Name || e.Bytes != s.Bytes || e.Samples != s.Samples || e.SampleBytes != s.SampleBytes || e.CRC32C != s.CRC32C || s.SHA256 != "" {
+			t.Errorf("manifest entry %+v, Open scanned %+v", e, s)
+		}
 	}
 	if err := webdataset.WriteManifest(context.Background(), ds.Root, m); err != nil {
 		t.Fatal(err)

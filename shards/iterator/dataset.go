@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/gdsload/gdsload/shards/webdataset"
@@ -24,9 +23,10 @@ type Shard struct {
 	// SampleBytes is the total field bytes of the shard's samples, the
 	// memory that holding them costs; 0 means unknown (Bytes is used).
 	SampleBytes int64
-	// SHA256 of the stored bytes, hex; empty when unknown. Checked on every
-	// read unless Options.SkipChecksum.
-	SHA256 string
+	// SHA256 and CRC32C of the stored bytes, hex; empty when unknown. One
+	// is checked on every read (CRC32C when known, unless Options.SHA256)
+	// unless Options.SkipChecksum.
+	SHA256, CRC32C string
 }
 
 func (s Shard) memBytes() int64 {
@@ -84,7 +84,7 @@ func (d *Dataset) Fingerprint() string {
 func FromManifest(root string, m *webdataset.Manifest) *Dataset {
 	d := &Dataset{Root: root}
 	for _, e := range m.Shards {
-		d.Shards = append(d.Shards, Shard{Name: e.Name, Bytes: e.Bytes, Samples: e.Samples, SampleBytes: e.SampleBytes, SHA256: e.SHA256})
+		d.Shards = append(d.Shards, shardOf(e, e.Name))
 	}
 	return d
 }
@@ -104,7 +104,9 @@ func FromManifest(root string, m *webdataset.Manifest) *Dataset {
 // for a URL: run 'gdsload manifest' where the shards are to skip it).
 // Shard names, sizes and sample counts come out the same for the same
 // files on a disk or a server, so the epoch order, a function of them, is
-// the same too. Iterators made with New read a URL dataset's shards
+// the same too. A local directory's shards are scanned several at a time
+// (see scanner), taking each shard's CRC-32C, not its SHA-256.
+// Iterators made with New read a URL dataset's shards
 // through the same Mux. A missing source is an error matching
 // fs.ErrNotExist. Close the Dataset when done with it.
 func Open(ctx context.Context, source string, opts ...OpenOption) (*Dataset, error) {
@@ -146,7 +148,15 @@ func openLocal(ctx context.Context, source string, opts []webdataset.Option) (*D
 			}
 			return FromManifest(source, m), nil
 		}
-		m, err := webdataset.BuildManifest(ctx, source, opts...)
+		names, _, err := webdataset.ShardFiles(source)
+		if err != nil {
+			return nil, err
+		}
+		sc := newScanner(opts)
+		defer sc.close()
+		m, err := webdataset.BuildManifestFrom(ctx, names, scanWorkers(), func(ctx context.Context, name string) (webdataset.ShardEntry, error) {
+			return sc.scan(ctx, filepath.Join(source, name))
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +171,9 @@ func openLocal(ctx context.Context, source string, opts []webdataset.Option) (*D
 		}
 		return FromManifest(filepath.Dir(source), m), nil
 	}
-	e, err := webdataset.ScanShard(ctx, source, opts...)
+	sc := newScanner(opts)
+	defer sc.close()
+	e, err := sc.scan(ctx, source)
 	if err != nil {
 		return nil, err
 	}
@@ -179,9 +191,9 @@ func openPattern(ctx context.Context, pattern string, opts []webdataset.Option) 
 	}
 	d := &Dataset{Root: filepath.Clean(root)}
 	// The shards are scanned in parallel, as a directory's are.
-	m, err := webdataset.BuildManifestFrom(ctx, paths, runtime.GOMAXPROCS(0), func(ctx context.Context, p string) (webdataset.ShardEntry, error) {
-		return webdataset.ScanShard(ctx, p, opts...)
-	})
+	sc := newScanner(opts)
+	defer sc.close()
+	m, err := webdataset.BuildManifestFrom(ctx, paths, scanWorkers(), sc.scan)
 	if err != nil {
 		return nil, err
 	}
@@ -196,5 +208,5 @@ func openPattern(ctx context.Context, pattern string, opts []webdataset.Option) 
 }
 
 func shardOf(e webdataset.ShardEntry, name string) Shard {
-	return Shard{Name: name, Bytes: e.Bytes, Samples: e.Samples, SampleBytes: e.SampleBytes, SHA256: e.SHA256}
+	return Shard{Name: name, Bytes: e.Bytes, Samples: e.Samples, SampleBytes: e.SampleBytes, SHA256: e.SHA256, CRC32C: e.CRC32C}
 }

@@ -51,10 +51,14 @@ type Options struct {
 	// 2*Workers): memory stays within about (Prefetch + Workers) shards plus
 	// the shuffle windows being emitted.
 	Workers, Prefetch int
-	// SkipChecksum skips checking each shard's SHA-256 against the
-	// dataset (its manifest). By default every shard read is checked where
-	// the manifest gives a digest; sizes are always checked.
-	SkipChecksum bool
+	// SkipChecksum skips checking each shard's digest against the dataset
+	// (its manifest). By default every shard read is checked where the
+	// manifest gives a digest: its CRC-32C when it has one (it detects
+	// damage, at a few percent of the cost of decoding), else its SHA-256;
+	// sizes are always checked. SHA256 checks the SHA-256 even where a
+	// CRC-32C is known, for manifests kept apart from shards that someone
+	// could tamper with (SHA-256 costs about as much as zstd decoding).
+	SkipChecksum, SHA256 bool
 	// MaxShardBytes caps one shard's decompressed size (default
 	// webdataset.DefaultMaxShardBytes).
 	MaxShardBytes int64
@@ -358,16 +362,28 @@ func (it *Iterator) Close() error {
 }
 
 // checkShard compares shard bytes as read with what the dataset says:
-// always the size, and the SHA-256 unless skipChecksum. Errors name the
-// shard and wrap webdataset.ErrShardSize or ErrShardChecksum.
-func checkShard(raw []byte, sh Shard, skipChecksum bool) error {
-	e := webdataset.ShardEntry{Name: sh.Name, Bytes: sh.Bytes, SHA256: sh.SHA256}
-	if sh.SHA256 == "" || skipChecksum {
-		e.SHA256 = ""
-		if sh.Bytes > 0 && int64(len(raw)) != sh.Bytes {
-			return webdataset.VerifyShardBytes(raw, e) // the size error
-		}
-		return nil
+// always the size, and a digest unless opts.SkipChecksum (see
+// Options.SkipChecksum). verified reports that a CRC-32C matched: the
+// bytes are those a scan read to the end of their compressed stream when
+// it made the manifest (see webdataset.ShardEntry), so decoding them may
+// skip the frame checksums. Errors name the shard and wrap
+// webdataset.ErrShardSize or ErrShardChecksum.
+func checkShard(raw []byte, sh Shard, opts Options) (verified bool, err error) {
+	e := webdataset.ShardEntry{Name: sh.Name, Bytes: sh.Bytes}
+	switch {
+	case opts.SkipChecksum:
+	case opts.SHA256 && sh.SHA256 != "":
+		e.SHA256 = sh.SHA256
+	case sh.CRC32C != "":
+		e.CRC32C = sh.CRC32C
+	default:
+		e.SHA256 = sh.SHA256
 	}
-	return webdataset.VerifyShardBytes(raw, e)
+	if e.SHA256 == "" && e.CRC32C == "" && sh.Bytes <= 0 {
+		return false, nil
+	}
+	if err := webdataset.VerifyShardBytesQuick(raw, e); err != nil {
+		return false, err
+	}
+	return (e.SHA256 != "" || e.CRC32C != "") && sh.CRC32C != "", nil
 }

@@ -104,7 +104,7 @@ func (p *bufferPool) get(size int64) []byte {
 		p.free = p.free[:n-1] // too small: let it go, allocate a bigger one
 	}
 	// Page aligned, so O_DIRECT reads land without a bounce copy.
-	return loader.AlignedBuffer(int(size))[:0]
+	return shardBuffer(int(size))[:0]
 }
 
 // poolSize rounds a request up to one of eight sizes per power of two
@@ -134,12 +134,7 @@ func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name strin
 	if size > 0 {
 		limit = size
 	}
-	tooLarge := func(n int64) error {
-		if size > 0 {
-			return fmt.Errorf("iterator: shard %s: %w: more than the %d bytes listed (%d found)", name, webdataset.ErrShardSize, size, n)
-		}
-		return fmt.Errorf("iterator: shard %s is larger than %d bytes (twice MaxShardBytes)", name, limit)
-	}
+	tooLarge := func(n int64) error { return tooLarge(name, size, limit, n) }
 	if so, ok := op.(SourceOpener); ok {
 		return loadShard(ctx, so, pool, name, limit, tooLarge)
 	}
@@ -173,6 +168,15 @@ func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name strin
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// tooLarge is the error for a shard of n bytes, more than the size listed
+// (when size > 0) or than limit.
+func tooLarge(name string, size, limit, n int64) error {
+	if size > 0 {
+		return fmt.Errorf("iterator: shard %s: %w: more than the %d bytes listed (%d found)", name, webdataset.ErrShardSize, size, n)
+	}
+	return fmt.Errorf("iterator: shard %s is larger than %d bytes (twice MaxShardBytes)", name, limit)
 }
 
 // shardLoadWorkers is the loader's parallelism for one shard; several

@@ -18,9 +18,10 @@ type job struct {
 	idx   []int64
 	offs  []int64
 	done  chan jobResult // buffered: a worker never blocks on it
-	// raw is the shard's bytes as read (a pooled buffer), or readErr why
-	// not; filled by the read stage before a decoder sees the job.
-	raw     []byte
+	// raw is the shard's bytes as read (a pooled buffer or a mapping), or
+	// readErr why not; filled by the read stage before a decoder sees the
+	// job.
+	raw     rawShard
 	readErr error
 }
 
@@ -150,12 +151,13 @@ func (it *Iterator) readLoop(ctx context.Context, reads <-chan *job, work chan<-
 			continue
 		}
 		sh := it.ds.Shards[j.shard]
-		j.raw, j.readErr = readShard(ctx, it.opts.Opener, it.rawPool, sh.Name, sh.Bytes, 2*it.opts.maxShardBytes())
+		compressed := webdataset.CompressionFromName(sh.Name) != webdataset.None
+		j.raw, j.readErr = readRaw(ctx, it.opts.Opener, it.rawPool, sh, 2*it.opts.maxShardBytes(), compressed)
 		select {
 		case work <- j:
 		case <-ctx.Done():
-			if j.raw != nil {
-				it.rawPool.put(j.raw)
+			if j.readErr == nil {
+				j.raw.release()
 			}
 		}
 	}
@@ -186,28 +188,16 @@ func (it *Iterator) decodeLoop(ctx context.Context, work <-chan *job) {
 func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webdataset.Decompressor, j *job) ([]*webdataset.Sample, *holder, error) {
 	sh := it.ds.Shards[j.shard]
 	raw, err := j.raw, j.readErr
-	j.raw = nil
+	j.raw = rawShard{}
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkShard(raw, sh, it.opts.SkipChecksum); err != nil {
-		it.rawPool.put(raw)
-		return nil, nil, err
+	tarData, tarPool, kept, err := it.unpack(raw, sh, dec)
+	if !kept {
+		raw.release()
 	}
-	tarData, tarPool := raw, it.rawPool
-	if c := webdataset.DetectCompression(sh.Name, raw); c != webdataset.None {
-		// A hint only (tar headers add about 1 KiB per sample), and trusted
-		// only up to 64 times the compressed bytes: output past it grows
-		// the buffer as it comes.
-		hint := max(sh.SampleBytes+sh.Samples<<10, 3*sh.Bytes)
-		out := it.pool.get(min(hint, 64*int64(len(raw))+1<<20, it.opts.maxShardBytes()))
-		tarData, err = dec.Decompress(out, raw, c, sh.Name)
-		tarPool = it.pool
-		it.rawPool.put(raw)
-		if err != nil {
-			it.pool.put(out)
-			return nil, nil, err
-		}
+	if err != nil {
+		return nil, nil, err
 	}
 	hold := &holder{buf: tarData, left: len(j.idx), pool: tarPool}
 	rd.ResetBytes(tarData, sh.Name)
@@ -235,6 +225,47 @@ func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webd
 		}
 	}
 	return out, hold, nil
+}
+
+// unpack checks a shard as read against the dataset and returns its tar
+// bytes in a buffer of the returned pool: raw's own buffer when the shard
+// is not compressed and was read into one (kept: the caller must not
+// release raw), else a buffer of its own. Unless kept, the caller
+// releases raw afterwards.
+func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor) (tarData []byte, pool *bufferPool, kept bool, err error) {
+	err = guardMapped(raw, sh.Name, func() error {
+		verified, err := checkShard(raw.data, sh, it.opts)
+		if err != nil {
+			return err
+		}
+		c := webdataset.DetectCompression(sh.Name, raw.data)
+		if c == webdataset.None {
+			if !raw.mapped {
+				tarData, pool, kept = raw.data, it.rawPool, true
+				return nil
+			}
+			// Misnamed: a mapping samples must not alias.
+			tarData, pool = append(it.rawPool.get(int64(len(raw.data))), raw.data...), it.rawPool
+			return nil
+		}
+		// A hint only (tar headers add about 1 KiB per sample), and trusted
+		// only up to 64 times the compressed bytes: output past it grows
+		// the buffer as it comes.
+		hint := max(sh.SampleBytes+sh.Samples<<10, 3*sh.Bytes)
+		out := it.pool.get(min(hint, 64*int64(len(raw.data))+1<<20, it.opts.maxShardBytes()))
+		if verified {
+			tarData, err = dec.DecompressVerified(out, raw.data, c, sh.Name)
+		} else {
+			tarData, err = dec.Decompress(out, raw.data, c, sh.Name)
+		}
+		if err != nil {
+			it.pool.put(out)
+			return err
+		}
+		pool = it.pool
+		return nil
+	})
+	return tarData, pool, kept, err
 }
 
 // load waits for all jobs of visit v and files their samples in v.

@@ -134,7 +134,7 @@ func (it *ShardIterator) startFeed(order []int, sch schedule) *shardFeed {
 			sh := it.ds.Shards[shard]
 			buf, err := readShard(ctx, it.opts.Opener, it.pool, sh.Name, sh.Bytes, 2*it.opts.maxShardBytes())
 			if err == nil {
-				err = checkShard(buf, sh, it.opts.SkipChecksum)
+				_, err = checkShard(buf, sh, it.opts)
 			}
 			select {
 			case f.out <- shardRead{shard: shard, g: g, buf: buf, err: err}:

@@ -173,7 +173,7 @@ func fromManifestAt(op urlOpener, mf *webdataset.Manifest) *Dataset {
 }
 
 // scanURL reads each named shard once, o.scanWorkers at a time, to count
-// its samples and hash it.
+// its samples and take its CRC-32C.
 func scanURL(ctx context.Context, op urlOpener, names []string, o openOptions) (*Dataset, error) {
 	mf, err := webdataset.BuildManifestFrom(ctx, names, o.scanWorkers, func(ctx context.Context, name string) (webdataset.ShardEntry, error) {
 		f, err := op.open(ctx, name)
@@ -183,7 +183,8 @@ func scanURL(ctx context.Context, op urlOpener, names []string, o openOptions) (
 		defer f.Close()
 		// Big buffered reads: each Read is a request, pipelined over the
 		// client's connections when it spans several chunks.
-		opts := append([]webdataset.Option{webdataset.WithName(f.Name())}, o.reader...)
+		// As a local scan, only the CRC-32C that reads are checked against.
+		opts := append([]webdataset.Option{webdataset.WithName(f.Name()), webdataset.WithSHA256(false)}, o.reader...)
 		return webdataset.ScanShardReader(ctx, bufio.NewReaderSize(vfs.NewReader(ctx, f), 4<<20), name, opts...)
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ type options struct {
 	maxZstdWindow   uint64
 	zstdConcurrency int
 	progress        func(int64)
+	sha256          bool
 }
 
 func defaultOptions() options {
@@ -25,6 +26,7 @@ func defaultOptions() options {
 		maxSample:       DefaultMaxSampleBytes,
 		maxZstdWindow:   DefaultMaxZstdWindow,
 		zstdConcurrency: 1,
+		sha256:          true,
 	}
 }
 
@@ -89,4 +91,14 @@ func WithZstdConcurrency(n int) Option {
 // at once when BuildManifest scans shards in parallel). Readers ignore it.
 func WithProgress(f func(n int64)) Option {
 	return func(o *options) error { o.progress = f; return nil }
+}
+
+// WithSHA256 sets whether ScanShard, ScanShardReader and BuildManifest
+// compute each shard's SHA-256 (default true). Without it an entry has an
+// empty SHA256 and only the CRC-32C, which is all a reader checking shards
+// as it reads them needs, at a small fraction of SHA-256's cost: opening a
+// dataset that has no manifest scans this way. WriteManifest refuses
+// entries without SHA-256.
+func WithSHA256(on bool) Option {
+	return func(o *options) error { o.sha256 = on; return nil }
 }

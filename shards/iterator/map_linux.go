@@ -1,0 +1,60 @@
+package iterator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gdsload/gdsload/internal/regular"
+	"github.com/gdsload/gdsload/loader"
+	"golang.org/x/sys/unix"
+)
+
+// MapShard maps Root/name read-only when Direct is DirectOff (the page
+// cache is wanted anyway); with O_DIRECT asked or allowed it returns
+// errors.ErrUnsupported, and shards are read into buffers. MAP_POPULATE
+// brings the whole file in here, in the read stage, so the decoders that
+// use the mapping wait for no I/O.
+func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() error, error) {
+	if o.Direct != loader.DirectOff {
+		return nil, nil, fmt.Errorf("iterator: mapping shard %s: direct reads asked: %w", name, errors.ErrUnsupported)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	root, err := os.OpenRoot(o.Root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("iterator: opening shard directory %s: %w", o.Root, err)
+	}
+	defer root.Close()
+	f, fi, err := regular.OpenWith(name, os.O_RDONLY, func(flag int) (*os.File, error) {
+		return root.OpenFile(filepath.FromSlash(name), flag, 0)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("iterator: opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
+	}
+	defer f.Close() // the mapping outlives the descriptor
+	b, unmap, err := mapFile(f, fi.Size())
+	if err != nil {
+		return nil, nil, fmt.Errorf("iterator: mapping shard %s in %s: %w", name, o.Root, err)
+	}
+	return b, unmap, nil
+}
+
+// mapFile maps the size bytes of f read-only, populated (read in) now.
+// The mapping outlives f. Readers of it must run under guardMapped.
+func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
+	if size == 0 {
+		return []byte{}, func() error { return nil }, nil
+	}
+	if int64(int(size)) != size {
+		return nil, nil, fmt.Errorf("%d bytes do not fit in memory", size)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, func() error { return unix.Munmap(b) }, nil
+}

@@ -1,0 +1,163 @@
+package iterator
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/webdataset"
+)
+
+// mapCounter is a DirOpener that counts the shards it maps.
+type mapCounter struct {
+	DirOpener
+	mapped *atomic.Int64
+}
+
+func (m mapCounter) MapShard(ctx context.Context, name string) ([]byte, func() error, error) {
+	b, unmap, err := m.DirOpener.MapShard(ctx, name)
+	if err == nil {
+		m.mapped.Add(1)
+	}
+	return b, unmap, err
+}
+
+// withManifest gives ds the entries of a manifest built from its files
+// (SHA-256 and CRC-32C), as a dataset opened from index.json has.
+func withManifest(t *testing.T, ds *Dataset) *Dataset {
+	t.Helper()
+	m, err := webdataset.BuildManifest(context.Background(), ds.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return FromManifest(ds.Root, m)
+}
+
+// TestMappedShardsReadAlike: compressed shards read through the page cache
+// are mapped and decoded from the mapping (Direct off); what comes out is
+// what reading them into buffers gives, sample for sample and byte for
+// byte, with checksums checked and not.
+func TestMappedShardsReadAlike(t *testing.T) {
+	ds := withManifest(t, makeShards(t, []int{4, 5, 6, 3, 2, 7}))
+	ref, _ := collect(t, ds, Options{Shuffle: true, Seed: 3, Workers: 2}, nil, 0)
+	for _, skip := range []bool{false, true} {
+		var mapped atomic.Int64
+		op := mapCounter{DirOpener{Root: ds.Root, Direct: loader.DirectOff}, &mapped}
+		got, _ := collect(t, ds, Options{Shuffle: true, Seed: 3, Workers: 2, Opener: op, SkipChecksum: skip}, nil, 0)
+		if len(got) != len(ref) {
+			t.Fatalf("mapped: %d samples, read: %d", len(got), len(ref))
+		}
+		for i := range ref {
+			if got[i].Key != ref[i].Key || got[i].Shard != ref[i].Shard {
+				t.Fatalf("sample %d: mapped %s/%s, read %s/%s", i, got[i].Shard, got[i].Key, ref[i].Shard, ref[i].Key)
+			}
+		}
+		// Shards 2 and 5 are compressed: mapped; the others are read.
+		if mapped.Load() != 2 {
+			t.Errorf("SkipChecksum %v: %d shards mapped, want the 2 compressed ones", skip, mapped.Load())
+		}
+	}
+	// With O_DIRECT allowed, nothing is mapped.
+	var mapped atomic.Int64
+	collect(t, ds, Options{Opener: mapCounter{DirOpener{Root: ds.Root}, &mapped}}, nil, 0)
+	if mapped.Load() != 0 {
+		t.Errorf("Direct auto: %d shards mapped", mapped.Load())
+	}
+}
+
+// TestDamagedCompressedShard: a flipped payload byte in a .tar.zst shard
+// fails the shard, naming it, on every read path: against the manifest's
+// CRC-32C by default, its SHA-256 when asked, and the zstd frame checksum
+// when checksums are skipped.
+func TestDamagedCompressedShard(t *testing.T) {
+	ds := withManifest(t, makeShards(t, []int{3, 3, 9}))
+	sh := ds.Shards[2]
+	if !strings.HasSuffix(sh.Name, ".zst") || sh.CRC32C == "" || sh.SHA256 == "" {
+		t.Fatalf("shard %+v: want a zstd shard with both digests", sh)
+	}
+	p := filepath.Join(ds.Root, sh.Name)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := slices.Clone(data)
+	bad[len(bad)/2] ^= 0x20
+	if err := os.WriteFile(p, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, direct := range []loader.DirectMode{loader.DirectAuto, loader.DirectOff} {
+		for _, tt := range []struct {
+			opts Options
+			want string
+		}{
+			{Options{}, "crc32c"},
+			{Options{SHA256: true}, "sha256"},
+			{Options{SkipChecksum: true}, sh.Name},
+		} {
+			tt.opts.Direct = direct
+			err := runToEnd(ds, tt.opts)
+			if err == nil || !strings.Contains(err.Error(), sh.Name) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("direct %v, %+v: %v; want an error naming %s and %q", direct, tt.opts, err, sh.Name, tt.want)
+			}
+			if !tt.opts.SkipChecksum && !errors.Is(err, webdataset.ErrShardChecksum) {
+				t.Errorf("direct %v, %+v: %v is not ErrShardChecksum", direct, tt.opts, err)
+			}
+		}
+	}
+	// A manifest whose SHA-256 is wrong but CRC-32C right passes the
+	// default check and fails the SHA-256 one.
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	forged := &Dataset{Root: ds.Root, Shards: slices.Clone(ds.Shards)}
+	forged.Shards[2].SHA256 = strings.Repeat("0", 64)
+	if err := runToEnd(forged, Options{}); err != nil {
+		t.Errorf("default check with a right CRC-32C: %v", err)
+	}
+	if err := runToEnd(forged, Options{SHA256: true}); !errors.Is(err, webdataset.ErrShardChecksum) {
+		t.Errorf("SHA256 with a wrong SHA-256: %v, want ErrShardChecksum", err)
+	}
+}
+
+// TestTruncatedMappingFails: a shard file truncated under its mapping
+// makes reading the mapping fail with an error naming the shard (SIGBUS
+// turned into an error), not crash the process.
+func TestTruncatedMappingFails(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.tar.zst")
+	if err := os.WriteFile(p, bytes.Repeat([]byte{7}, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data, unmap, err := DirOpener{Root: filepath.Dir(p), Direct: loader.DirectOff}.MapShard(context.Background(), "s.tar.zst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unmap()
+	if err := os.Truncate(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawShard{data: data, mapped: true}
+	var sum byte
+	err = guardMapped(raw, "s.tar.zst", func() error {
+		for _, b := range data[len(data)/2:] {
+			sum += b
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "s.tar.zst") || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("reading a truncated mapping: %v (sum %d)", err, sum)
+	}
+	// Other panics are not swallowed.
+	defer func() {
+		if r := recover(); r != "not a fault" {
+			t.Fatalf("recovered %v, want the panic to go on", r)
+		}
+	}()
+	_ = guardMapped(raw, "s.tar.zst", func() error { panic("not a fault") })
+}

@@ -1,6 +1,7 @@
 package webdataset
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -118,12 +119,14 @@ func TestManifestValidate(t *testing.T) {
 		"duplicate": {Format: "webdataset", Version: 1, Shards: []ShardEntry{good, good}},
 		"negative":  {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "a.tar", Samples: -1, SHA256: good.SHA256}}},
 		"sha":       {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "a.tar", SHA256: "xyz"}}},
+		"crc":       {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "a.tar", SHA256: good.SHA256, CRC32C: "12345"}}},
+		"crc hex":   {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "a.tar", SHA256: good.SHA256, CRC32C: "1234567g"}}},
 	} {
 		if err := m.Validate(); err == nil {
 			t.Errorf("%s: manifest %+v accepted", name, m)
 		}
 	}
-	ok := Manifest{Format: "webdataset", Version: 1, Shards: []ShardEntry{good, {Name: "sub/b.tar", SHA256: good.SHA256}}}
+	ok := Manifest{Format: "webdataset", Version: 1, Shards: []ShardEntry{good, {Name: "sub/b.tar", SHA256: good.SHA256, CRC32C: "0123abcd"}}}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("valid manifest refused: %v", err)
 	}
@@ -201,5 +204,82 @@ func TestManifestUppercaseDigest(t *testing.T) {
 	}
 	if err := VerifyShardBytes(data, m.Shards[0]); err != nil {
 		t.Errorf("uppercase digest: %v", err)
+	}
+}
+
+// TestScanShardBytesMatchesScanShard: the in-memory scan (what Open uses
+// without a manifest) counts what the streamed scan (what manifest
+// writes) counts, on tars GNU tar and Python write in every format,
+// plain, gzip and zstd, and fails where it fails.
+func TestScanShardBytesMatchesScanShard(t *testing.T) {
+	ctx := context.Background()
+	dec, err := NewDecompressor(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	var buf []byte
+	check := func(name string, data []byte) {
+		t.Helper()
+		want, werr := ScanShardReader(ctx, bytes.NewReader(data), name)
+		var got ShardEntry
+		got, buf, err = ScanShardBytes(ctx, data, name, dec, buf)
+		if (werr == nil) != (err == nil) {
+			t.Fatalf("%s: streamed scan: %v; in memory: %v", name, werr, err)
+		}
+		if werr != nil {
+			return
+		}
+		if got != want {
+			t.Fatalf("%s: in memory %+v, streamed %+v", name, got, want)
+		}
+		got, buf, _ = ScanShardBytes(ctx, data, name, dec, buf, WithSHA256(false))
+		if want.SHA256 = ""; got != want {
+			t.Fatalf("%s without SHA-256: %+v, want %+v", name, got, want)
+		}
+	}
+	for _, format := range []string{"ustar", "gnu", "pax"} {
+		plain := gnuTar(t, format, testMembers(format != "ustar"))
+		check(format+".tar", plain)
+		check(format+".tar.gz", compressWith(t, "gzip", plain))
+		check(format+".tar.zst", compressWith(t, "zstd", plain))
+		check(format+".truncated.tar", plain[:len(plain)/2+100])
+	}
+	check("python.tar", pyTar(t, "PAX_FORMAT", testMembers(true)))
+	check("flip.tar.gz", corruptShard(t, "gzip"))
+	check("flip.tar.zst", corruptShard(t, "zstd"))
+}
+
+func TestVerifyShardBytesQuick(t *testing.T) {
+	data := goTar(t, testMembers(false))
+	e, err := ScanShardReader(context.Background(), bytes.NewReader(data), "q.tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Clone(data)
+	bad[700] ^= 1
+	for _, tt := range []struct {
+		name string
+		e    ShardEntry
+		data []byte
+		want error
+	}{
+		{"both digests", e, data, nil},
+		{"damage, CRC-32C", e, bad, ErrShardChecksum},
+		{"damage, SHA-256 only", ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: e.SHA256}, bad, ErrShardChecksum},
+		{"damage, no digest: size only", ShardEntry{Name: e.Name, Bytes: e.Bytes}, bad, nil},
+		{"wrong SHA-256, CRC-32C right", ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: strings.Repeat("0", 64), CRC32C: e.CRC32C}, data, nil},
+		{"short", e, data[:len(data)-1], ErrShardSize},
+	} {
+		if err := VerifyShardBytesQuick(tt.data, tt.e); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	// The full check takes both digests.
+	if err := VerifyShardBytes(data, ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: strings.Repeat("0", 64), CRC32C: e.CRC32C}); !errors.Is(err, ErrShardChecksum) {
+		t.Errorf("VerifyShardBytes with a wrong SHA-256: %v", err)
+	}
+	if err := VerifyShardBytes(data, ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: e.SHA256, CRC32C: "00000000"}); !errors.Is(err, ErrShardChecksum) {
+		t.Errorf("VerifyShardBytes with a wrong CRC-32C: %v", err)
 	}
 }

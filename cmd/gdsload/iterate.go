@@ -13,6 +13,7 @@ import (
 	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/iterator"
+	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/spf13/cobra"
 )
 
@@ -32,6 +33,7 @@ type iterateOptions struct {
 	resume          string
 	limit           int64
 	asJSON          bool
+	skipBad         bool
 	remote          remoteFlags
 }
 
@@ -85,6 +87,7 @@ and a final summary line on stdout.`,
 	f.StringVar(&o.resume, "resume", "", "resume from a state file written by --state-out")
 	f.Int64Var(&o.limit, "limit", 0, "stop after this many samples (0: no limit)")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON line per sample and a summary line on stdout")
+	f.BoolVar(&o.skipBad, "skip-bad-shards", false, "warn about shards that cannot be read and go on without them (WebDataset's warn_and_continue); ranks may then yield unequal sample counts")
 	o.remote.addFlags(f)
 	return cmd
 }
@@ -149,12 +152,21 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	if err != nil {
 		return err
 	}
+	var onShardError webdataset.ShardErrorHandler
+	if o.skipBad {
+		onShardError = webdataset.WarnAndContinue(cmd.ErrOrStderr())
+		opts.OnShardError = onShardError
+	}
 	defer m.Close()
-	ds, err := iterator.Open(ctx, source, iterator.WithFS(m), iterator.WithScanWorkers(min(max(o.remote.connections, 1), iterator.MaxScanWorkers)))
+	ds, err := iterator.Open(ctx, source, iterator.WithFS(m), iterator.WithScanWorkers(min(max(o.remote.connections, 1), iterator.MaxScanWorkers)),
+		iterator.WithReaderOptions(webdataset.WithShardErrorHandler(onShardError)))
 	if err != nil {
 		return fmt.Errorf("opening dataset %s: %w", source, err)
 	}
 	log.Debug("dataset", "source", source, "shards", len(ds.Shards), "samples", ds.Samples())
+	for _, w := range ds.Warnings() {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+	}
 	it, err := iterator.New(ds, opts)
 	if errors.Is(err, iterator.ErrImpossibleShard) {
 		return err // the data, not the command line

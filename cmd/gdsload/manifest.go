@@ -93,9 +93,11 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 			return err
 		}
 	}
-	var samples, bytes int64
+	for _, w := range m.Warnings() {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+	}
+	samples, bytes := m.Samples(), int64(0) // a sample split across shards counts once
 	for _, e := range m.Shards {
-		samples += e.Samples
 		bytes += e.Bytes
 	}
 	verb := "wrote"

@@ -27,6 +27,9 @@ type Shard struct {
 	// is checked on every read (CRC32C when known, unless Options.SHA256)
 	// unless Options.SkipChecksum.
 	SHA256, CRC32C string
+	// SplitFirst: the shard's first sample continues the previous shard's
+	// last (see webdataset.ShardEntry.SplitFirst); both parts are yielded.
+	SplitFirst bool
 }
 
 func (s Shard) memBytes() int64 {
@@ -68,6 +71,17 @@ func (d *Dataset) Samples() int64 {
 	return n
 }
 
+// Warnings describes what in the dataset iterating handles but users
+// should know of: samples split across two shards (yielded as two samples
+// with the same key).
+func (d *Dataset) Warnings() []string {
+	m := &webdataset.Manifest{}
+	for _, s := range d.Shards {
+		m.Shards = append(m.Shards, webdataset.ShardEntry{Name: s.Name, SplitFirst: s.SplitFirst})
+	}
+	return m.Warnings()
+}
+
 // Fingerprint identifies the dataset for resumption: a hash of everything
 // that shapes the epoch order (shard names in order, sizes, sample counts,
 // sample bytes). A state taken on one dataset is refused on another.
@@ -105,8 +119,11 @@ func FromManifest(root string, m *webdataset.Manifest) *Dataset {
 // Shard names, sizes and sample counts come out the same for the same
 // files on a disk or a server, so the epoch order, a function of them, is
 // the same too. A local directory's shards are scanned several at a time
-// (see scanner), taking each shard's CRC-32C, not its SHA-256.
-// Iterators made with New read a URL dataset's shards
+// (see scanner), taking each shard's CRC-32C, not its SHA-256. With
+// webdataset.WithShardErrorHandler among WithReaderOptions, shards that
+// fail to scan are handed to it and, if it says so, left out of the
+// dataset (and of its fingerprint). Iterators made with New read a URL
+// dataset's shards
 // through the same Mux. A missing source is an error matching
 // fs.ErrNotExist. Close the Dataset when done with it.
 func Open(ctx context.Context, source string, opts ...OpenOption) (*Dataset, error) {
@@ -156,11 +173,14 @@ func openLocal(ctx context.Context, source string, opts []webdataset.Option) (*D
 		defer sc.close()
 		m, err := webdataset.BuildManifestFrom(ctx, names, scanWorkers(), func(ctx context.Context, name string) (webdataset.ShardEntry, error) {
 			return sc.scan(ctx, filepath.Join(source, name))
-		})
+		}, opts...)
 		if err != nil {
 			return nil, err
 		}
 		if len(m.Shards) == 0 {
+			if len(names) > 0 {
+				return nil, fmt.Errorf("iterator: none of the %d shards in %s could be read", len(names), source)
+			}
 			return nil, fmt.Errorf("iterator: no shards (*.tar, *.tar.gz, *.tgz, *.tar.zst) in %s", source)
 		}
 		return FromManifest(source, m), nil
@@ -173,11 +193,14 @@ func openLocal(ctx context.Context, source string, opts []webdataset.Option) (*D
 	}
 	sc := newScanner(opts)
 	defer sc.close()
-	e, err := sc.scan(ctx, source)
+	m, err := webdataset.BuildManifestFrom(ctx, []string{source}, 1, sc.scan, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &Dataset{Root: filepath.Dir(source), Shards: []Shard{shardOf(e, filepath.Base(source))}}, nil
+	if len(m.Shards) == 0 {
+		return nil, fmt.Errorf("iterator: shard %s could not be read", source)
+	}
+	return &Dataset{Root: filepath.Dir(source), Shards: []Shard{shardOf(m.Shards[0], filepath.Base(source))}}, nil
 }
 
 func openPattern(ctx context.Context, pattern string, opts []webdataset.Option) (*Dataset, error) {
@@ -193,14 +216,17 @@ func openPattern(ctx context.Context, pattern string, opts []webdataset.Option) 
 	// The shards are scanned in parallel, as a directory's are.
 	sc := newScanner(opts)
 	defer sc.close()
-	m, err := webdataset.BuildManifestFrom(ctx, paths, scanWorkers(), sc.scan)
+	m, err := webdataset.BuildManifestFrom(ctx, paths, scanWorkers(), sc.scan, opts...)
 	if err != nil {
 		return nil, err
 	}
-	for i, e := range m.Shards {
-		rel, err := filepath.Rel(d.Root, paths[i])
+	if len(m.Shards) == 0 {
+		return nil, fmt.Errorf("iterator: none of the %d shards of %s could be read", len(paths), pattern)
+	}
+	for _, e := range m.Shards { // e.Name is the path scanned
+		rel, err := filepath.Rel(d.Root, e.Name)
 		if err != nil {
-			return nil, fmt.Errorf("iterator: shard %s outside %s: %w", paths[i], d.Root, err)
+			return nil, fmt.Errorf("iterator: shard %s outside %s: %w", e.Name, d.Root, err)
 		}
 		d.Shards = append(d.Shards, shardOf(e, filepath.ToSlash(rel)))
 	}
@@ -208,5 +234,5 @@ func openPattern(ctx context.Context, pattern string, opts []webdataset.Option) 
 }
 
 func shardOf(e webdataset.ShardEntry, name string) Shard {
-	return Shard{Name: name, Bytes: e.Bytes, Samples: e.Samples, SampleBytes: e.SampleBytes, SHA256: e.SHA256, CRC32C: e.CRC32C}
+	return Shard{Name: name, Bytes: e.Bytes, Samples: e.Samples, SampleBytes: e.SampleBytes, SHA256: e.SHA256, CRC32C: e.CRC32C, SplitFirst: e.SplitFirst}
 }

@@ -73,6 +73,15 @@ type Options struct {
 	Direct loader.DirectMode
 	// ReaderOptions configure shard decoding (caps).
 	ReaderOptions []webdataset.Option
+	// OnShardError, when set, is told of each shard that cannot be read,
+	// checked or decoded (webdataset.WarnAndContinue writes a warning):
+	// returning nil skips the samples this rank wanted from it, and
+	// iteration goes on; returning an error stops with it. By default
+	// (nil) the error stops iteration. Skipped samples leave their
+	// positions empty, so this rank then yields fewer samples than the
+	// others that epoch: a distributed job must tolerate uneven ranks.
+	// States stay exact. It is called from Next's goroutine.
+	OnShardError webdataset.ShardErrorHandler
 }
 
 // Sample is one sample as the iterator yields it.
@@ -271,7 +280,10 @@ func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 				return nil, err
 			}
 		}
-		return it.emit(part, i, v), nil
+		if s := it.emit(part, i, v); s != nil {
+			return s, nil
+		}
+		// Its shard was skipped (OnShardError): on to the next position.
 	}
 }
 
@@ -318,13 +330,24 @@ func (it *Iterator) receive(ctx context.Context, v *visit) error {
 	if pv == nil || pv.part != v.part || pv.win != v.win || pv.lap != v.lap || pv.iStart != v.iStart {
 		return errors.New("iterator: internal error: prefetch and consumer disagree on the visit order")
 	}
-	if err := it.pipe.load(ctx, pv); err != nil {
+	if err := it.pipe.load(ctx, pv, it.skipShard); err != nil {
 		return err
 	}
 	v.perm, v.samples = pv.perm, pv.samples
 	return nil
 }
 
+// skipShard asks OnShardError about a shard that failed: nil means go on
+// without its samples.
+func (it *Iterator) skipShard(shard int, err error) error {
+	if it.opts.OnShardError == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return it.opts.OnShardError(it.ds.Shards[shard].Name, err)
+}
+
+// emit returns the sample at partition index i of visit v, nil when its
+// shard was skipped.
 func (it *Iterator) emit(part int, i int64, v *visit) *Sample {
 	win := &it.lay.windows[part][v.win]
 	off := i - win.start
@@ -332,6 +355,9 @@ func (it *Iterator) emit(part int, i int64, v *visit) *Sample {
 		off = int64(v.perm[off])
 	}
 	ld := v.samples[off]
+	if ld == nil {
+		return nil
+	}
 	delete(v.samples, off)
 	if ld.hold.left--; ld.hold.left == 0 {
 		it.release = append(it.release, ld.hold)

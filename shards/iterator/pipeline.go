@@ -268,8 +268,10 @@ func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor)
 	return tarData, pool, kept, err
 }
 
-// load waits for all jobs of visit v and files their samples in v.
-func (p *pipeline) load(ctx context.Context, v *visit) error {
+// load waits for all jobs of visit v and files their samples in v. A job
+// that failed is handed to skip with its shard: nil leaves its samples
+// out, an error is returned.
+func (p *pipeline) load(ctx context.Context, v *visit, skip func(shard int, err error) error) error {
 	v.samples = make(map[int64]*loaded, v.count())
 	for _, j := range v.jobs {
 		var r jobResult
@@ -280,7 +282,10 @@ func (p *pipeline) load(ctx context.Context, v *visit) error {
 		}
 		<-p.slots
 		if r.err != nil {
-			return r.err
+			if err := skip(j.shard, r.err); err != nil {
+				return err
+			}
+			continue
 		}
 		for k, s := range r.samples {
 			v.samples[j.offs[k]] = &loaded{shard: j.shard, index: j.idx[k], sample: s, hold: r.hold}

@@ -1,9 +1,11 @@
 package iterator
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,4 +162,134 @@ func TestTruncatedMappingFails(t *testing.T) {
 		}
 	}()
 	_ = guardMapped(raw, "s.tar.zst", func() error { panic("not a fault") })
+}
+
+// TestSkipBadShards: with a shard error handler, a corrupt shard no longer
+// stops a dataset without a manifest from opening (it is left out), and a
+// shard damaged after its manifest was written is skipped while
+// iterating, by the sample and the whole-shard iterators (issue 16: one
+// bad tar made the whole dataset refuse to open).
+func TestSkipBadShards(t *testing.T) {
+	ds := makeShards(t, []int{4, 5, 6, 3})
+	bad := ds.Shards[1]
+	p := filepath.Join(ds.Root, bad.Name)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Truncated inside the payload of sample 2's first member (a cut at a
+	// block boundary reads as a shorter tar, in Python's tarfile too):
+	// open fails without a handler.
+	if err := os.WriteFile(p, data[:2*2048+512+3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := Open(ctx, ds.Root); err == nil || !strings.Contains(err.Error(), bad.Name) {
+		t.Fatalf("Open without a handler: %v, want an error naming %s", err, bad.Name)
+	}
+	var told []string
+	note := func(name string, err error) error { told = append(told, name); return nil }
+	got, err := Open(ctx, ds.Root, WithReaderOptions(webdataset.WithShardErrorHandler(note)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Shards) != 3 || slices.ContainsFunc(got.Shards, func(s Shard) bool { return s.Name == bad.Name }) || !slices.Equal(told, []string{bad.Name}) {
+		t.Fatalf("opened %d shards, handler told of %q; want %s left out", len(got.Shards), told, bad.Name)
+	}
+	// Damaged after the dataset was opened whole: iteration skips it.
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	whole := withManifest(t, ds)
+	flipped := slices.Clone(data)
+	flipped[600] ^= 0x40
+	if err := os.WriteFile(p, flipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(whole, Options{}); !errors.Is(err, webdataset.ErrShardChecksum) {
+		t.Fatalf("without a handler: %v", err)
+	}
+	told = nil
+	samples, st := collect(t, whole, Options{Shuffle: true, Seed: 5, Workers: 2, OnShardError: note}, nil, 0)
+	if len(samples) != 18-5 || !slices.Equal(told, []string{bad.Name}) {
+		t.Fatalf("%d samples, handler told of %q; want 13, and %s", len(samples), told, bad.Name)
+	}
+	for _, s := range samples {
+		if s.Shard == bad.Name {
+			t.Fatalf("sample %s of the skipped shard yielded", s.Key)
+		}
+	}
+	if st.Epoch != 1 || st.Consumed != 0 {
+		t.Errorf("state after the epoch: %+v", st)
+	}
+	stop := errors.New("stop")
+	if err := runToEnd(whole, Options{OnShardError: func(string, error) error { return stop }}); !errors.Is(err, stop) {
+		t.Errorf("a stopping handler: %v", err)
+	}
+	told = nil
+	sit, err := NewShards(whole, Options{OnShardError: note})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sit.Close()
+	var names []string
+	for {
+		sd, err := sit.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, sd.Name)
+	}
+	if len(names) != 3 || slices.Contains(names, bad.Name) || !slices.Equal(told, []string{bad.Name}) {
+		t.Errorf("whole shards %q, handler told of %q", names, told)
+	}
+}
+
+// TestSplitSampleWarned: a sample split across two shards is yielded as
+// its two parts, and the dataset says so.
+func TestSplitSampleWarned(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, members ...string) {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, m := range members {
+			tw.WriteHeader(&tar.Header{Name: m, Mode: 0o644, Size: int64(len(m))})
+			tw.Write([]byte(m))
+		}
+		tw.Close()
+		if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.tar", "k1.txt", "k2.txt")
+	write("b.tar", "k2.cls", "k3.txt")
+	ds, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := ds.Warnings(); len(w) != 1 || !strings.Contains(w[0], "a.tar and b.tar") {
+		t.Fatalf("warnings %q", w)
+	}
+	it, err := New(ds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var keys []string
+	for {
+		s, err := it.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, s.Key)
+	}
+	if !slices.Equal(keys, []string{"k1", "k2", "k2", "k3"}) {
+		t.Errorf("keys %q", keys)
+	}
 }

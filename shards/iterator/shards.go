@@ -101,6 +101,12 @@ func (it *ShardIterator) Next(ctx context.Context) (*ShardData, error) {
 			return nil, it.err
 		}
 		if r.err != nil {
+			if h := it.opts.OnShardError; h != nil && !errors.Is(r.err, context.Canceled) {
+				if r.err = h(it.ds.Shards[r.shard].Name, r.err); r.err == nil {
+					it.k++ // skipped: on to the next shard
+					continue
+				}
+			}
 			it.err = r.err
 			return nil, r.err
 		}
@@ -141,7 +147,7 @@ func (it *ShardIterator) startFeed(order []int, sch schedule) *shardFeed {
 			case <-ctx.Done():
 				return
 			}
-			if err != nil {
+			if err != nil && it.opts.OnShardError == nil {
 				return
 			}
 		}

@@ -186,7 +186,7 @@ func scanURL(ctx context.Context, op urlOpener, names []string, o openOptions) (
 		// As a local scan, only the CRC-32C that reads are checked against.
 		opts := append([]webdataset.Option{webdataset.WithName(f.Name()), webdataset.WithSHA256(false)}, o.reader...)
 		return webdataset.ScanShardReader(ctx, bufio.NewReaderSize(vfs.NewReader(ctx, f), 4<<20), name, opts...)
-	})
+	}, o.reader...)
 	if err != nil {
 		return nil, err
 	}

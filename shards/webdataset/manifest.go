@@ -62,6 +62,13 @@ type Manifest struct {
 // a CRC32C also says that the shard was read to the end of its compressed
 // stream when the entry was made, so its gzip and zstd checksums held
 // (ScanShard does; entries made before CRC32C was added may not have).
+//
+// SplitFirst marks a shard whose first sample has the key of the last
+// sample of the shard before it: one sample split across two shards
+// (WebDataset writers never split a sample; a shard cut by hand may).
+// Each shard is read alone (in any order), so readers yield the two parts
+// as two samples with the same key, and Samples counts each part;
+// Manifest.Samples counts the sample once.
 type ShardEntry struct {
 	Name        string `json:"name"`
 	Bytes       int64  `json:"bytes"`
@@ -69,6 +76,38 @@ type ShardEntry struct {
 	SHA256      string `json:"sha256"`
 	CRC32C      string `json:"crc32c,omitempty"`
 	SampleBytes int64  `json:"sample_bytes,omitempty"`
+	SplitFirst  bool   `json:"split_first,omitempty"`
+
+	// FirstKey and LastKey are the keys of the first and last samples, as
+	// a scan saw them (BuildManifestFrom compares neighbours' to set
+	// SplitFirst); not written to the manifest.
+	FirstKey string `json:"-"`
+	LastKey  string `json:"-"`
+}
+
+// Samples returns the number of samples in the dataset, a sample split
+// across two shards counted once (see ShardEntry.SplitFirst).
+func (m *Manifest) Samples() int64 {
+	var n int64
+	for _, e := range m.Shards {
+		n += e.Samples
+		if e.SplitFirst {
+			n--
+		}
+	}
+	return n
+}
+
+// Warnings describes what in the dataset readers handle but users should
+// know of: samples split across two shards.
+func (m *Manifest) Warnings() []string {
+	var w []string
+	for i, e := range m.Shards {
+		if e.SplitFirst && i > 0 {
+			w = append(w, fmt.Sprintf("a sample is split across shards %s and %s (its members are at the end of one and the start of the other); each shard is read alone, so it is read as two samples with the same key: write it into one shard", m.Shards[i-1].Name, e.Name))
+		}
+	}
+	return w
 }
 
 // Validate checks the manifest's format, version and entries: names are
@@ -162,7 +201,39 @@ func BuildManifest(ctx context.Context, dir string, opts ...Option) (*Manifest, 
 	}
 	return BuildManifestFrom(ctx, names, runtime.GOMAXPROCS(0), func(ctx context.Context, name string) (ShardEntry, error) {
 		return ScanShard(ctx, filepath.Join(dir, name), opts...)
-	})
+	}, opts...)
+}
+
+// ErrShardSkipped marks a shard left out because a ShardErrorHandler said
+// to go on without it.
+var ErrShardSkipped = errors.New("shard skipped")
+
+// ShardErrorHandler decides what becomes of a shard that cannot be read
+// (corrupt, truncated, unreadable): return nil to leave it out and go on,
+// or an error (err itself, say) to stop with it. It is WebDataset's
+// handler= argument; see WarnAndContinue. name is the shard as the caller
+// knows it.
+type ShardErrorHandler func(name string, err error) error
+
+// WarnAndContinue returns a ShardErrorHandler that writes one line to w
+// for each shard that cannot be read and goes on without it, as
+// WebDataset's warn_and_continue does. Writes are serialized.
+func WarnAndContinue(w io.Writer) ShardErrorHandler {
+	var mu sync.Mutex
+	return func(name string, err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "warning: skipping shard %s: %v\n", name, err)
+		return nil
+	}
+}
+
+// WithShardErrorHandler has BuildManifest and BuildManifestFrom hand each
+// shard that fails to scan to h, and leave it out of the manifest when h
+// returns nil. By default (nil) the first failure fails the build, as a
+// manifest that silently lacks a shard is rarely wanted.
+func WithShardErrorHandler(h ShardErrorHandler) Option {
+	return func(o *options) error { o.onShardError = h; return nil }
 }
 
 // ShardFiles lists the shard files directly in dir (regular files that
@@ -190,8 +261,30 @@ func ShardFiles(dir string) (names []string, total int64, err error) {
 // BuildManifestFrom builds the manifest of the named shards with scan (a
 // local file or a remote one), up to workers scans at a time, entries in
 // the order of names. The first failing scan cancels the others and is the
-// error returned.
-func BuildManifestFrom(ctx context.Context, names []string, workers int, scan func(ctx context.Context, name string) (ShardEntry, error)) (*Manifest, error) {
+// error returned, unless WithShardErrorHandler is among opts (the only
+// option that applies here) and its handler says to skip the shard. A
+// shard whose first sample continues the previous shard's last one (by
+// the scans' FirstKey and LastKey) is marked SplitFirst.
+func BuildManifestFrom(ctx context.Context, names []string, workers int, scan func(ctx context.Context, name string) (ShardEntry, error), opts ...Option) (*Manifest, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	if h := o.onShardError; h != nil {
+		inner := scan
+		scan = func(ctx context.Context, name string) (ShardEntry, error) {
+			e, err := inner(ctx, name)
+			if err == nil || ctx.Err() != nil {
+				return e, err
+			}
+			if herr := h(name, err); herr != nil {
+				return e, herr
+			}
+			return e, fmt.Errorf("%w: %w", ErrShardSkipped, err)
+		}
+	}
 	m := &Manifest{Format: ManifestFormat, Version: ManifestVersion, Shards: make([]ShardEntry, len(names))}
 	errs := make([]error, len(names))
 	parent := ctx
@@ -204,7 +297,7 @@ func BuildManifestFrom(ctx context.Context, names []string, workers int, scan fu
 			for i := range next {
 				m.Shards[i], errs[i] = scan(ctx, names[i])
 				m.Shards[i].Name = names[i]
-				if errs[i] != nil {
+				if errs[i] != nil && !errors.Is(errs[i], ErrShardSkipped) {
 					cancel()
 				}
 			}
@@ -223,13 +316,26 @@ feed:
 	if err := parent.Err(); err != nil {
 		return nil, err
 	}
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
+	kept := m.Shards[:0]
+	var rest []error
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			kept = append(kept, m.Shards[i])
+		case errors.Is(err, ErrShardSkipped):
+		case !errors.Is(err, context.Canceled):
 			return nil, err
+		default:
+			rest = append(rest, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(rest...); err != nil {
 		return nil, err
+	}
+	m.Shards = kept
+	for i := 1; i < len(m.Shards); i++ {
+		prev, e := &m.Shards[i-1], &m.Shards[i]
+		e.SplitFirst = prev.Samples > 0 && e.Samples > 0 && prev.LastKey != "" && prev.LastKey == e.FirstKey
 	}
 	return m, nil
 }
@@ -275,15 +381,14 @@ func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Opti
 		if e.Samples%256 == 0 && ctx.Err() != nil {
 			return ShardEntry{}, ctx.Err()
 		}
-		_, size, err := rd.Skip()
+		key, size, err := rd.Skip()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return ShardEntry{}, err
 		}
-		e.Samples++
-		e.SampleBytes += size
+		e.countSample(key, size)
 	}
 	if _, err := io.Copy(io.Discard, cf); err != nil {
 		return ShardEntry{}, fmt.Errorf("webdataset: scanning shard %s: %w", name, err)
@@ -328,20 +433,29 @@ func ScanShardBytes(ctx context.Context, data []byte, name string, dec *Decompre
 		if e.Samples%256 == 0 && ctx.Err() != nil {
 			return ShardEntry{}, buf, ctx.Err()
 		}
-		_, size, err := rd.Skip()
+		key, size, err := rd.Skip()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return ShardEntry{}, buf, err
 		}
-		e.Samples++
-		e.SampleBytes += size
+		e.countSample(key, size)
 	}
 	if o.progress != nil {
 		o.progress(e.Bytes)
 	}
 	return e, buf, nil
+}
+
+// countSample adds a sample with key and size bytes to a scan's entry.
+func (e *ShardEntry) countSample(key string, size int64) {
+	if e.Samples == 0 {
+		e.FirstKey = key
+	}
+	e.LastKey = key
+	e.Samples++
+	e.SampleBytes += size
 }
 
 // VerifyShard checks the shard file at p against its manifest entry (size,

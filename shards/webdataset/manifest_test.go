@@ -74,7 +74,9 @@ func TestManifestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Shards) != 3 || back.Shards[1] != m.Shards[1] {
+	written := m.Shards[1]
+	written.FirstKey, written.LastKey = "", "" // not written
+	if len(back.Shards) != 3 || back.Shards[1] != written {
 		t.Fatalf("read back %+v, wrote %+v", back.Shards, m.Shards)
 	}
 }
@@ -281,5 +283,88 @@ func TestVerifyShardBytesQuick(t *testing.T) {
 	}
 	if err := VerifyShardBytes(data, ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: e.SHA256, CRC32C: "00000000"}); !errors.Is(err, ErrShardChecksum) {
 		t.Errorf("VerifyShardBytes with a wrong CRC-32C: %v", err)
+	}
+}
+
+// TestShardErrorHandler: a corrupt or truncated shard fails a manifest
+// build by default; with a handler that says to go on (WebDataset's
+// warn_and_continue) the build leaves it out and the handler names it.
+func TestShardErrorHandler(t *testing.T) {
+	dir := t.TempDir()
+	plain := goTar(t, testMembers(false))
+	files := map[string][]byte{
+		"a-ok.tar":          plain,
+		"b-trunc.tar":       plain[:len(plain)/3+100],
+		"c-garbage.tar.zst": []byte("\x28\xb5\x2f\xfdgarbage"),
+		"d-flip.tar.gz":     corruptShard(t, "gzip"),
+		"e-ok.tar.zst":      compressWith(t, "zstd", plain),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	if _, err := BuildManifest(ctx, dir); err == nil {
+		t.Fatal("corrupt shards accepted without a handler")
+	}
+	var warnings bytes.Buffer
+	m, err := BuildManifest(ctx, dir, WithShardErrorHandler(WarnAndContinue(&warnings)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Shards) != 2 || m.Shards[0].Name != "a-ok.tar" || m.Shards[1].Name != "e-ok.tar.zst" {
+		t.Fatalf("kept %+v, want the two good shards", m.Shards)
+	}
+	for _, bad := range []string{"b-trunc.tar", "c-garbage.tar.zst", "d-flip.tar.gz"} {
+		if !strings.Contains(warnings.String(), "skipping shard "+bad) {
+			t.Errorf("no warning for %s in:\n%s", bad, warnings.String())
+		}
+	}
+	if n := strings.Count(warnings.String(), "\n"); n != 3 {
+		t.Errorf("%d warning lines, want 3:\n%s", n, warnings.String())
+	}
+	// A handler that stops is obeyed, with its error.
+	stop := errors.New("stop here")
+	if _, err := BuildManifest(ctx, dir, WithShardErrorHandler(func(string, error) error { return stop })); !errors.Is(err, stop) {
+		t.Fatalf("a stopping handler: %v", err)
+	}
+}
+
+// TestSplitSampleAcrossShards: a sample whose members straddle two shards
+// is read as two samples (each shard alone), marked in the manifest, warned
+// of, and counted once in the manifest's total (issue 16).
+func TestSplitSampleAcrossShards(t *testing.T) {
+	dir := t.TempDir()
+	a := goTar(t, []tmember{{Name: "k1.jpg", Data: []byte("1")}, {Name: "k1.cls", Data: []byte("1")}, {Name: "k2.jpg", Data: []byte("2")}})
+	b := goTar(t, []tmember{{Name: "k2.cls", Data: []byte("2")}, {Name: "k3.jpg", Data: []byte("3")}, {Name: "k3.cls", Data: []byte("3")}})
+	c := goTar(t, []tmember{{Name: "k4.jpg", Data: []byte("4")}})
+	for name, data := range map[string][]byte{"s-0.tar": a, "s-1.tar": b, "s-2.tar": c} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	m, err := BuildManifest(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Shards[0].SplitFirst || !m.Shards[1].SplitFirst || m.Shards[2].SplitFirst {
+		t.Fatalf("split flags %v %v %v, want only s-1.tar's", m.Shards[0].SplitFirst, m.Shards[1].SplitFirst, m.Shards[2].SplitFirst)
+	}
+	if m.Shards[0].Samples+m.Shards[1].Samples+m.Shards[2].Samples != 5 || m.Samples() != 4 {
+		t.Errorf("shard counts %d+%d+%d (the parts as read), total %d; want 5 parts, 4 samples",
+			m.Shards[0].Samples, m.Shards[1].Samples, m.Shards[2].Samples, m.Samples())
+	}
+	w := m.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "s-0.tar") || !strings.Contains(w[0], "s-1.tar") {
+		t.Errorf("warnings %q, want one naming s-0.tar and s-1.tar", w)
+	}
+	if err := WriteManifest(ctx, dir, m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadManifest(dir)
+	if err != nil || !back.Shards[1].SplitFirst || back.Samples() != 4 {
+		t.Fatalf("read back: %+v, %v", back, err)
 	}
 }

@@ -18,6 +18,7 @@ type options struct {
 	zstdConcurrency int
 	progress        func(int64)
 	sha256          bool
+	onShardError    ShardErrorHandler
 }
 
 func defaultOptions() options {

@@ -11,7 +11,7 @@ import (
 
 // Array is an array to write as a .npy file.
 type Array struct {
-	Descr        string  // a descr ParseDescr accepts, e.g. "<f4"
+	Descr        string  // a descr ParseDescr accepts, not a record, e.g. "<f4"
 	FortranOrder bool    // column-major Data
 	Shape        []int64 // empty for a 0-d array
 	Data         []byte  // exactly elements × item size bytes, in the descr's byte order
@@ -32,6 +32,12 @@ func Encode(w io.Writer, a Array) error {
 	if err != nil {
 		return err
 	}
+	if d.Fields != nil {
+		return fail(ErrUnsupportedDtype, fmt.Sprintf("descr %q is a record: numpy writes those as a list of fields, which Encode does not", a.Descr))
+	}
+	if len(a.Shape) > maxDims {
+		return fail(ErrInvalidShape, fmt.Sprintf("%d dimensions, numpy allows %d", len(a.Shape), maxDims))
+	}
 	count := int64(1)
 	dims := make([]string, len(a.Shape))
 	for i, n := range a.Shape {
@@ -44,7 +50,7 @@ func Encode(w io.Writer, a Array) error {
 		count *= n
 		dims[i] = strconv.FormatInt(n, 10)
 	}
-	if count > math.MaxInt64/d.ItemSize || int64(len(a.Data)) != count*d.ItemSize {
+	if d.ItemSize > 0 && count > math.MaxInt64/d.ItemSize || int64(len(a.Data)) != count*d.ItemSize {
 		return fail(ErrDataLength, fmt.Sprintf("%d data bytes for %s%v", len(a.Data), a.Descr, a.Shape))
 	}
 	shape := "(" + strings.Join(dims, ", ") + ")"

@@ -15,14 +15,12 @@ var (
 	ErrHeaderTruncated  = errors.New("file too short for its header")
 	ErrHeaderEncoding   = errors.New("version 3.0 header is not valid UTF-8")
 	ErrHeaderSyntax     = errors.New("header is not a Python dict literal")
-	ErrDuplicateKey     = errors.New("header dict repeats a key")
 	ErrMissingKey       = errors.New("header dict lacks a required key")
 	ErrUnknownKey       = errors.New("header dict has an unknown key")
 	ErrFieldType        = errors.New("header value has the wrong type")
-	ErrInvalidShape     = errors.New("shape has a negative dimension")
+	ErrInvalidShape     = errors.New("shape numpy cannot read")
 	ErrShapeOverflow    = errors.New("array size overflows")
 	ErrObjectDtype      = errors.New("object arrays (dtype 'O') are not supported: they hold pickled Python objects, not raw data")
-	ErrStructuredDtype  = errors.New("structured dtypes are not supported")
 	ErrUnsupportedDtype = errors.New("unsupported dtype descr")
 	ErrDataLength       = errors.New("data length differs from dtype and shape")
 	ErrRead             = errors.New("read failed")
@@ -75,7 +73,7 @@ func hint(kind error) string {
 		return "check that the file is readable and was not changed or truncated meanwhile"
 	case ErrHeaderTruncated, ErrDataLength:
 		return "the file is truncated or has trailing bytes: copy or write it again"
-	case ErrObjectDtype, ErrStructuredDtype, ErrUnsupportedDtype:
+	case ErrObjectDtype, ErrUnsupportedDtype:
 		return "save a plain numeric array instead, e.g. np.save(path, np.ascontiguousarray(a, dtype=np.float32))"
 	default:
 		return "the file is corrupt or not written by numpy.save"

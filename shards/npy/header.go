@@ -22,17 +22,24 @@ const MaxHeaderSize = 1 << 20
 type Header struct {
 	// Version is the format version: {1, 0}, {2, 0} or {3, 0}.
 	Version [2]byte
-	// Descr is the dtype descr as written, e.g. "<f4"; Dtype is it parsed.
+	// Descr is the dtype descr as written: the string ("<f4"), or the
+	// literal's text for a list of fields or a (dtype, shape) tuple.
+	// Dtype is what numpy makes of it: for a subarray descr, the element
+	// dtype (numpy reads the subarrays' elements into Shape).
 	Descr string
 	Dtype Dtype
 	// FortranOrder reports column-major data.
 	FortranOrder bool
-	// Shape is the array shape; empty for a 0-d array (one element).
+	// Shape is the array shape as numpy.load gives it (a dimension written
+	// as -1 is worked out from the data's length); empty for a 0-d array.
 	Shape []int64
-	// DataOffset is the file offset of the data; DataLen its length, which
-	// is elements × item size and runs to end of file.
+	// DataOffset is the file offset of the data; DataLen its length:
+	// elements × item size.
 	DataOffset int64
 	DataLen    int64
+	// Trailing counts the bytes after the data, which numpy.load ignores
+	// (two arrays saved one after the other in one file, say).
+	Trailing int64
 }
 
 // Elements returns the number of elements: the product of Shape, 1 for a
@@ -46,10 +53,22 @@ func (h *Header) Elements() int64 {
 }
 
 // ParseHeader reads and validates the header of a .npy file of size bytes
-// readable through r: magic, a supported version, a header length at most
-// MaxHeaderSize (checked before allocating), the dict literal with exactly
-// the keys descr, fortran_order and shape, a supported plain dtype, an
-// element count that does not overflow, and data that runs exactly to size.
+// readable through r, accepting every header numpy.load (numpy 1.24, with
+// allow_pickle=False) accepts and refusing the rest, object arrays
+// included: magic, version 1.0, 2.0 or 3.0, a header length at most
+// MaxHeaderSize (checked before allocating), the header text (Latin-1 for
+// versions 1 and 2, UTF-8 for 3) evaluated as Python's ast.literal_eval
+// does after numpy drops Python 2's "L" suffixes from version 1 and 2
+// headers, a dict whose keys are exactly descr, fortran_order and shape
+// (in any order, a repeated key keeping its last value), a shape of ints,
+// fortran_order True or False, a descr numpy.dtype accepts (see
+// ParseDescr; lists of fields and (dtype, shape) tuples as
+// numpy.lib.format.descr_to_dtype reads them), and data that fill the
+// shape: numpy reads elements × item size bytes (all whole items for a
+// dimension of -1) and ignores what follows (Trailing). Exceptions:
+// \N{name} escapes in header strings, (base, new) union dtypes, dtype
+// metadata dicts and sets of several fields as a descr are refused.
+//
 // It reads only the header. Failures are *Error values wrapping one Err*
 // sentinel; Path is empty (ParseFile fills it). It is safe for concurrent
 // use if r is.
@@ -94,95 +113,176 @@ func ParseHeader(r io.ReaderAt, size int64) (*Header, error) {
 	if h.Version[0] == 3 && !utf8.Valid(buf) {
 		return nil, &Error{Offset: start, Kind: ErrHeaderEncoding}
 	}
-	if err := h.interpret(buf, start); err != nil {
-		return nil, err
-	}
 	h.DataOffset = start + hlen
-	count := int64(1)
-	for _, d := range h.Shape {
-		if d != 0 && count > math.MaxInt64/d {
-			return nil, &Error{Offset: start, Kind: ErrShapeOverflow, Detail: fmt.Sprintf("shape %v", h.Shape)}
-		}
-		count *= d
-	}
-	if count > math.MaxInt64/h.Dtype.ItemSize {
-		return nil, &Error{Offset: start, Kind: ErrShapeOverflow, Detail: fmt.Sprintf("%d elements of %d bytes", count, h.Dtype.ItemSize)}
-	}
-	h.DataLen = count * h.Dtype.ItemSize
-	if h.DataLen != size-h.DataOffset {
-		return nil, &Error{Offset: h.DataOffset, Kind: ErrDataLength,
-			Detail: fmt.Sprintf("%s%v needs %d data bytes, the file has %d after the header", h.Descr, h.Shape, h.DataLen, size-h.DataOffset)}
+	if err := h.interpret(buf, start, size-h.DataOffset); err != nil {
+		return nil, err
 	}
 	return h, nil
 }
 
-// interpret parses the header dict text and fills Descr, Dtype,
-// FortranOrder and Shape; start is the text's file offset.
-func (h *Header) interpret(text []byte, start int64) error {
-	entries, lerr := parseDict(string(text))
+// interpret evaluates the header text raw (at file offset start) as
+// numpy.lib.format._read_array_header and read_array do, for avail data
+// bytes, and fills h.
+func (h *Header) interpret(raw []byte, start, avail int64) error {
+	text := string(raw)
+	offset := func(at int) int64 { return start + int64(at) }
+	if h.Version[0] < 3 {
+		text = latin1(text)
+		offset = func(at int) int64 { return start + int64(utf8.RuneCountInString(text[:min(at, len(text))])) }
+	}
+	v, lerr := evalLiteral(text, h.Version[0] < 3)
 	if lerr != nil {
-		return &Error{Offset: start + int64(lerr.at), Kind: lerr.kind, Detail: lerr.msg}
+		return &Error{Offset: offset(lerr.at), Kind: lerr.kind, Detail: lerr.msg}
 	}
-	decode := func(s string) string {
-		if h.Version[0] < 3 {
-			return latin1(s)
-		}
-		return s
+	if v.kind != pyDict {
+		return &Error{Offset: offset(v.at), Kind: ErrHeaderSyntax, Detail: fmt.Sprintf("header is %v, not a dict", v.kind)}
 	}
-	var have [3]bool
-	for _, e := range entries {
-		at := start + int64(e.at)
-		typeErr := func(want string) error {
-			return &Error{Offset: at, Kind: ErrFieldType, Detail: fmt.Sprintf("%q is %v, want %s", e.key, e.val.kind, want)}
+	var descr, order, shape *pyValue
+	for i, k := range v.keys {
+		if k.kind != pyStr {
+			return &Error{Offset: offset(k.at), Kind: ErrUnknownKey, Detail: fmt.Sprintf("key is %v; allowed are descr, fortran_order, shape", k.kind)}
 		}
-		switch decode(e.key) {
+		switch k.str {
 		case "descr":
-			have[0] = true
-			switch e.val.kind {
-			case pyList:
-				return &Error{Offset: at, Kind: ErrStructuredDtype, Detail: "descr is a list of fields"}
-			case pyStr:
-			default:
-				return typeErr("a string")
-			}
-			h.Descr = decode(e.val.str)
-			d, err := ParseDescr(h.Descr)
-			if err != nil {
-				err.(*Error).Offset = at
-				return err
-			}
-			h.Dtype = d
+			descr = &v.items[i]
 		case "fortran_order":
-			have[1] = true
-			if e.val.kind != pyBool {
-				return typeErr("True or False")
-			}
-			h.FortranOrder = e.val.b
+			order = &v.items[i]
 		case "shape":
-			have[2] = true
-			if e.val.kind != pyTuple {
-				return typeErr("a tuple of ints")
-			}
-			h.Shape = make([]int64, len(e.val.items))
-			for i, v := range e.val.items {
-				if v.kind != pyInt {
-					return typeErr("a tuple of ints")
-				}
-				if v.i < 0 {
-					return &Error{Offset: at, Kind: ErrInvalidShape, Detail: fmt.Sprintf("dimension %d is %d", i, v.i)}
-				}
-				h.Shape[i] = v.i
-			}
+			shape = &v.items[i]
 		default:
-			return &Error{Offset: at, Kind: ErrUnknownKey, Detail: fmt.Sprintf("key %q; allowed are descr, fortran_order, shape", decode(e.key))}
+			return &Error{Offset: offset(k.at), Kind: ErrUnknownKey, Detail: fmt.Sprintf("key %q; allowed are descr, fortran_order, shape", k.str)}
 		}
 	}
-	for i, k := range []string{"descr", "fortran_order", "shape"} {
-		if !have[i] {
-			return &Error{Offset: start, Kind: ErrMissingKey, Detail: fmt.Sprintf("no %q", k)}
+	for _, m := range []struct {
+		v    *pyValue
+		name string
+	}{{descr, "descr"}, {order, "fortran_order"}, {shape, "shape"}} {
+		if m.v == nil {
+			return &Error{Offset: start, Kind: ErrMissingKey, Detail: fmt.Sprintf("no %q", m.name)}
 		}
 	}
+	// numpy checks the shape, then fortran_order, then the descr.
+	if shape.kind != pyTuple {
+		return &Error{Offset: offset(shape.at), Kind: ErrFieldType, Detail: fmt.Sprintf("shape is %v, want a tuple of ints", shape.kind)}
+	}
+	dims := make([]int64, len(shape.items))
+	for i, d := range shape.items {
+		switch d.kind {
+		case pyInt:
+			dims[i] = d.i
+		case pyBigInt:
+			return &Error{Offset: offset(d.at), Kind: ErrShapeOverflow, Detail: fmt.Sprintf("dimension %d does not fit in 64 bits", i)}
+		default:
+			return &Error{Offset: offset(d.at), Kind: ErrFieldType, Detail: fmt.Sprintf("shape dimension %d is %v, want an int", i, d.kind)}
+		}
+	}
+	if order.kind != pyBool {
+		return &Error{Offset: offset(order.at), Kind: ErrFieldType, Detail: fmt.Sprintf("fortran_order is %v, want True or False", order.kind)}
+	}
+	h.FortranOrder = order.i == 1
+	h.Descr = text[descr.at:descr.end]
+	if descr.kind == pyStr {
+		h.Descr = descr.str
+	}
+	d, sub, err := descrDtype(*descr, 0)
+	if err != nil {
+		if e, ok := err.(*Error); ok {
+			e.Offset = offset(descr.at)
+		}
+		return err
+	}
+	if d.hasObject() {
+		return &Error{Offset: offset(descr.at), Kind: ErrObjectDtype, Detail: fmt.Sprintf("descr %s", h.Descr)}
+	}
+	h.Dtype = d
+	return h.fill(dims, sub, avail, offset(shape.at))
+}
+
+// fill works out the shape and data length as numpy.load does: it reads
+// prod(dims) items of the descr's dtype (a subarray of sub elements each),
+// or all whole items there are when that product is negative, and reshapes
+// their elements to dims, where one negative dimension is worked out.
+func (h *Header) fill(dims, sub []int64, avail, at int64) error {
+	shapeErr := func(kind error, format string, args ...any) error {
+		return &Error{Offset: at, Kind: kind, Detail: fmt.Sprintf(format, args...)}
+	}
+	if len(dims) > maxDims {
+		return shapeErr(ErrInvalidShape, "%d dimensions, numpy allows %d", len(dims), maxDims)
+	}
+	subElems := int64(1)
+	for _, n := range sub {
+		subElems *= n // bounded: a subarray is at most 2^31 bytes and items
+	}
+	itemSize := h.Dtype.ItemSize * subElems
+	count := int64(1)
+	for _, n := range dims {
+		count *= n // wraps as numpy's int64 product does; checked below
+	}
+	var items int64
+	if count < 0 {
+		if itemSize == 0 {
+			return shapeErr(ErrInvalidShape, "shape %v: a dimension to work out from the data needs items of a size", dims)
+		}
+		items = avail / itemSize
+	} else {
+		items = count
+		if itemSize > 0 && items > avail/itemSize {
+			return &Error{Offset: h.DataOffset, Kind: ErrDataLength,
+				Detail: fmt.Sprintf("%s%v needs %d items of %d bytes, the file has %d bytes after the header", h.Descr, dims, items, itemSize, avail)}
+		}
+	}
+	elems, ok := mulNonNeg(items, subElems)
+	if !ok {
+		return shapeErr(ErrShapeOverflow, "%d items of %d elements", items, subElems)
+	}
+	unknown := -1
+	known := int64(1)
+	for i, n := range dims {
+		if n < 0 {
+			if unknown >= 0 {
+				return shapeErr(ErrInvalidShape, "shape %v: only one dimension can be worked out from the data", dims)
+			}
+			unknown = i
+			continue
+		}
+		if known, ok = mulNonNeg(known, n); !ok {
+			return shapeErr(ErrShapeOverflow, "shape %v", dims)
+		}
+	}
+	shape := append([]int64{}, dims...)
+	switch {
+	case unknown >= 0 && (known == 0 || elems%known != 0):
+		return &Error{Offset: h.DataOffset, Kind: ErrDataLength,
+			Detail: fmt.Sprintf("%d elements in the data do not fill shape %v", elems, dims)}
+	case unknown >= 0:
+		shape[unknown] = elems / known
+	case known != elems:
+		return &Error{Offset: h.DataOffset, Kind: ErrDataLength,
+			Detail: fmt.Sprintf("%s%v: the data holds %d elements, the shape %d", h.Descr, dims, elems, known)}
+	}
+	// numpy refuses arrays whose dimensions (zeros aside) and item size
+	// multiply beyond 64 bits.
+	bytes := max(h.Dtype.ItemSize, 1)
+	for _, n := range shape {
+		if n == 0 {
+			continue
+		}
+		if bytes, ok = mulNonNeg(bytes, n); !ok {
+			return shapeErr(ErrShapeOverflow, "shape %v of %d-byte items", shape, h.Dtype.ItemSize)
+		}
+	}
+	h.Shape = shape
+	h.DataLen = items * itemSize
+	h.Trailing = avail - h.DataLen
 	return nil
+}
+
+// mulNonNeg multiplies non-negative a and b, reporting overflow.
+func mulNonNeg(a, b int64) (int64, bool) {
+	if a != 0 && b > math.MaxInt64/a {
+		return 0, false
+	}
+	return a * b, true
 }
 
 // latin1 decodes ISO-8859-1 bytes, the encoding of version 1 and 2 headers.

@@ -3,9 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"strings"
 	"time"
@@ -34,6 +37,7 @@ type iterateOptions struct {
 	limit           int64
 	asJSON          bool
 	skipBad         bool
+	checksum        string
 	remote          remoteFlags
 }
 
@@ -87,6 +91,7 @@ and a final summary line on stdout.`,
 	f.StringVar(&o.resume, "resume", "", "resume from a state file written by --state-out")
 	f.Int64Var(&o.limit, "limit", 0, "stop after this many samples (0: no limit)")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON line per sample and a summary line on stdout")
+	f.StringVar(&o.checksum, "checksum", "", "sha256: print the SHA-256 of the samples' field bytes, in the order yielded (to check a run against another reader)")
 	f.BoolVar(&o.skipBad, "skip-bad-shards", false, "warn about shards that cannot be read and go on without them (WebDataset's warn_and_continue); ranks may then yield unequal sample counts")
 	o.remote.addFlags(f)
 	return cmd
@@ -180,6 +185,14 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 			return fmt.Errorf("resuming from %s: %w", o.resume, err)
 		}
 	}
+	var digest hash.Hash
+	switch o.checksum {
+	case "":
+	case "sha256":
+		digest = sha256.New()
+	default:
+		return usagef("--checksum %q: want sha256", o.checksum)
+	}
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 256<<10)
 	// Every way out flushes the lines written so far, each one whole.
 	defer func() {
@@ -201,6 +214,11 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 			break
 		}
 		n := s.Bytes()
+		if digest != nil {
+			for _, f := range s.Fields {
+				digest.Write(f.Data)
+			}
+		}
 		samples++
 		bytes += n
 		if o.asJSON {
@@ -211,6 +229,9 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	}
 	sum := newSummary(samples, bytes, time.Since(start))
 	sum.Rank, sum.WorldSize, sum.State = place.Rank, place.WorldSize, it.State()
+	if digest != nil {
+		sum.SHA256 = hex.EncodeToString(digest.Sum(nil))
+	}
 	// The state is exact even after an error or interruption: save it.
 	if o.stateOut != "" {
 		if err := iterator.WriteStateFile(context.WithoutCancel(ctx), o.stateOut, sum.State); err != nil {

@@ -27,6 +27,7 @@ type iterateSummary struct {
 	MBPerS      float64        `json:"mb_per_s"`
 	Rank        int            `json:"rank"`
 	WorldSize   int            `json:"world_size"`
+	SHA256      string         `json:"sha256,omitempty"` // --checksum sha256
 	State       iterator.State `json:"state"`
 }
 
@@ -41,6 +42,10 @@ func newSummary(samples, bytes int64, elapsed time.Duration) iterateSummary {
 
 // String is the human line printed to stderr.
 func (s iterateSummary) String() string {
-	return fmt.Sprintf("iterate: rank %d/%d: %s, %s in %.2fs: %.0f samples/s, %.1f MB/s; state epoch %d, consumed %d",
+	line := fmt.Sprintf("iterate: rank %d/%d: %s, %s in %.2fs: %.0f samples/s, %.1f MB/s; state epoch %d, consumed %d",
 		s.Rank, s.WorldSize, humanize.Count(s.Samples, "sample"), humanize.Bytes(s.Bytes), s.Seconds, s.SamplesPerS, s.MBPerS, s.State.Epoch, s.State.Consumed)
+	if s.SHA256 != "" {
+		line += "; sha256 " + s.SHA256
+	}
+	return line
 }

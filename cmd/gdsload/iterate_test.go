@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,5 +178,28 @@ func TestManifestCommand(t *testing.T) {
 	// The iterator uses the manifest: the changed shard is named.
 	if _, _, err := execCmd(t, newIterateCmd(), dir, "--verify"); err == nil || !strings.Contains(err.Error(), "shard-1.tar") {
 		t.Fatalf("iterate --verify: %v", err)
+	}
+}
+
+// TestIterateChecksum: --checksum sha256 is the SHA-256 of the samples'
+// field bytes in the order yielded, what scripts/bench-iterate.sh checks
+// against Python's tarfile.
+func TestIterateChecksum(t *testing.T) {
+	dir := writeShards(t, 3, 2)
+	h := sha256.New()
+	for _, n := range []int{3, 2} {
+		for i := range n {
+			h.Write([]byte(strings.Repeat("x", 10+i)))
+		}
+	}
+	out, _, err := execCmd(t, newIterateCmd(), dir, "--shuffle=false", "--checksum", "sha256", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, sum := parseLines(t, out); sum["sha256"] != hex.EncodeToString(h.Sum(nil)) {
+		t.Errorf("sha256 %v, want %x", sum["sha256"], h.Sum(nil))
+	}
+	if _, _, err := execCmd(t, newIterateCmd(), dir, "--checksum", "md5"); !errors.As(err, new(usageError)) {
+		t.Errorf("--checksum md5: %v, want a usage error", err)
 	}
 }

@@ -36,23 +36,28 @@ func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() er
 		return nil, nil, fmt.Errorf("iterator: opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
 	}
 	defer f.Close() // the mapping outlives the descriptor
-	b, unmap, err := mapFile(f, fi.Size())
+	b, unmap, err := mapFile(f, fi.Size(), true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("iterator: mapping shard %s in %s: %w", name, o.Root, err)
 	}
 	return b, unmap, nil
 }
 
-// mapFile maps the size bytes of f read-only, populated (read in) now.
-// The mapping outlives f. Readers of it must run under guardMapped.
-func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
+// mapFile maps the size bytes of f read-only, populated (read in) now
+// unless not populate. The mapping outlives f. Readers of it must run
+// under guardMapped.
+func mapFile(f *os.File, size int64, populate bool) ([]byte, func() error, error) {
 	if size == 0 {
 		return []byte{}, func() error { return nil }, nil
 	}
 	if int64(int(size)) != size {
 		return nil, nil, fmt.Errorf("%d bytes do not fit in memory", size)
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	flags := unix.MAP_SHARED
+	if populate {
+		flags |= unix.MAP_POPULATE
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, flags)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,7 +14,7 @@ func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() er
 }
 
 // mapFile reads the size bytes of f (no mapping here).
-func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
+func mapFile(f *os.File, size int64, _ bool) ([]byte, func() error, error) {
 	b := make([]byte, size)
 	if _, err := io.ReadFull(f, b); err != nil {
 		return nil, nil, err

@@ -18,6 +18,7 @@ type options struct {
 	zstdConcurrency int
 	progress        func(int64)
 	sha256          bool
+	crc32c          bool
 	onShardError    ShardErrorHandler
 }
 
@@ -28,6 +29,7 @@ func defaultOptions() options {
 		maxZstdWindow:   DefaultMaxZstdWindow,
 		zstdConcurrency: 1,
 		sha256:          true,
+		crc32c:          true,
 	}
 }
 
@@ -102,4 +104,12 @@ func WithProgress(f func(n int64)) Option {
 // entries without SHA-256.
 func WithSHA256(on bool) Option {
 	return func(o *options) error { o.sha256 = on; return nil }
+}
+
+// WithCRC32C sets whether ScanShardBytes takes each shard's CRC-32C
+// (default true). Without it and WithSHA256(false), scanning an
+// uncompressed shard held in a mapping reads only its tar headers: the
+// pages of the payloads are never touched.
+func WithCRC32C(on bool) Option {
+	return func(o *options) error { o.crc32c = on; return nil }
 }

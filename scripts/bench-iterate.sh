@@ -1,47 +1,76 @@
 #!/usr/bin/env bash
-# bench-iterate.sh: WebDataset iteration throughput against the zstd CLI.
+# bench-iterate.sh: WebDataset .tar.zst iteration against the zstd CLI, in
+# CPU seconds per GiB (one core each) and wall time.
 #
-# Makes N .tar.zst shards (about TOTAL_MIB MiB of compressible, random-ish
-# text samples in all), then times, from outside the processes and in
-# alternating order (zstd, 1 worker, 2 workers, then the reverse, PAIRS
-# times):
-#   A  zstd -d -T1 -c SHARDS > /dev/null          (the peer)
-#   B1 gdsload iterate DIR --workers 1 --shuffle=false --direct off
-#   B2 gdsload iterate DIR --workers 2 --shuffle=false --direct off
-# and prints the medians and median ratios. Targets: B1 >= 0.6x A;
-# B2 >= 1.7x B1 (needs 2 free cores).
+# Two data sets, made once: "text" (N_TEXT shards of words drawn from a
+# small vocabulary: compresses about 3x, like text corpora) and "rand"
+# (N_RAND shards of 20-57 KiB random payloads, like JPEG/WebP/encoded audio:
+# zstd stores them, so it runs at memory speed). Each has an index.json
+# (gdsload manifest) and a twin directory of hard links without one.
 #
-# Environment: GDSLOAD (default ./bin/gdsload), N (64), TOTAL_MIB (1536),
-# PAIRS (3), WORK (a temporary directory, removed afterwards unless given).
+# Timed from outside (GNU time: wall, user, sys), alternating A B C ... then
+# the reverse, PAIRS times, page cache warm:
+#   zstd      taskset -c 0 zstd -d -T1 -v -c SHARDS > /dev/null   (the peer)
+#   noverify  taskset -c 0 GOMAXPROCS=1 gdsload iterate --verify=false
+#   verify    taskset -c 0 GOMAXPROCS=1 gdsload iterate   (manifest CRC-32C)
+#   noindex   taskset -c 0 GOMAXPROCS=1 gdsload iterate DIR-WITHOUT-INDEX
+#   w1, w2    taskset -c 0,1 GOMAXPROCS=2 gdsload iterate --workers 1 / 2
+# All gdsload runs: --shuffle=false --direct off --json (zstd reads through
+# the page cache too). CPU s/GiB is (user+sys) per GiB of the uncompressed
+# tar stream, the same bytes for both sides.
+#
+# Checked bytes: every timed run's own report is compared with a reference
+# taken once, untimed, with Python's tarfile over `zstd -dc` (samples,
+# field bytes, and the tar bytes per shard): gdsload's --json summary
+# (samples, bytes) and zstd -v's per-file byte counts. One checksummed run
+# per configuration: gdsload --checksum sha256 against the SHA-256 Python
+# computes over the same fields, zstd -dc | sha256sum against the SHA-256
+# of each tar stream recorded when the shard was written.
+#
+# Targets (issue 14): noverify >= 0.9x zstd, verify >= 0.6x, w2 >= 1.8x w1
+# (needs two free cores).
+#
+# Environment: GDSLOAD (default ./bin/gdsload), N_TEXT (32), N_RAND (32),
+# SHARD_MIB (32, uncompressed payload per shard), PAIRS (5), SETS ("text
+# rand"), WORK (a temporary directory, removed afterwards unless given).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib-bench.sh
 . "$here/lib-bench.sh"
 
 GDSLOAD=${GDSLOAD:-./bin/gdsload}
-N=${N:-64}
-TOTAL_MIB=${TOTAL_MIB:-1536}
-PAIRS=${PAIRS:-3}
+N_TEXT=${N_TEXT:-32}
+N_RAND=${N_RAND:-32}
+SHARD_MIB=${SHARD_MIB:-32}
+PAIRS=${PAIRS:-5}
+SETS=${SETS:-"text rand"}
 need zstd zstd
 need python3 python3
+need taskset util-linux
+[ -x /usr/bin/time ] || need time time
 [ -x "$GDSLOAD" ] || { echo "gdsload binary not found at $GDSLOAD (set GDSLOAD or run: go build -o bin/gdsload ./cmd/gdsload)" >&2; exit 1; }
+GDSLOAD=$(cd "$(dirname "$GDSLOAD")" && pwd)/$(basename "$GDSLOAD")
+ncpu=$(nproc)
 
 if [ -z "${WORK:-}" ]; then
   WORK=$(mktemp -d)
   trap 'rm -rf "$WORK"' EXIT
 fi
-data=$WORK/shards
-mkdir -p "$data"
 
-# Shards: samples of one .txt (2-30 KiB of words drawn from a small
-# vocabulary: compresses about 3-4x, like text corpora) and one .json.
-if [ ! -f "$data/index.json" ]; then
-  echo "writing $N shards, ~$TOTAL_MIB MiB uncompressed, to $data" >&2
-  for s in $(seq 0 $((N - 1))); do
-    name=$(printf 'shard-%06d.tar.zst' "$s")
-    python3 - "$s" "$((TOTAL_MIB * 1048576 / N))" <<'PY' | zstd -q -3 -T1 -o "$data/$name"
+# make_set NAME COUNT KIND: COUNT shards of KIND (text or rand) in
+# $WORK/NAME, with index.json, $WORK/NAME-noindex (hard links) and
+# per-shard tar SHA-256s in $WORK/NAME.tarsums.
+make_set() {
+  local name=$1 count=$2 kind=$3 dir=$WORK/$1
+  [ -f "$dir/index.json" ] && return 0
+  mkdir -p "$dir"
+  echo "writing $count $kind shards of ~$SHARD_MIB MiB to $dir" >&2
+  : >"$WORK/$name.tarsums"
+  for s in $(seq 0 $((count - 1))); do
+    local shard; shard=$(printf 'shard-%06d.tar.zst' "$s")
+    python3 - "$s" "$((SHARD_MIB * 1048576))" "$kind" <<'PY' >"$WORK/tmp.tar"
 import io, json, random, sys, tarfile
-shard, budget = int(sys.argv[1]), int(sys.argv[2])
+shard, budget, kind = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 rnd = random.Random(shard)
 words = ["".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randint(2, 9))) for _ in range(4000)]
 out = sys.stdout.buffer
@@ -49,61 +78,158 @@ with tarfile.open(fileobj=out, mode="w|", format=tarfile.USTAR_FORMAT) as tf:
     used, i = 0, 0
     while used < budget:
         key = "s%06d-%06d" % (shard, i)
-        text = " ".join(rnd.choices(words, k=rnd.randint(300, 4500))).encode()
-        meta = json.dumps({"key": key, "len": len(text)}).encode()
-        for ext, data in (("txt", text), ("json", meta)):
+        if kind == "text":
+            fields = [("txt", " ".join(rnd.choices(words, k=rnd.randint(300, 4500))).encode())]
+        else:
+            fields = [("jpg", rnd.randbytes(rnd.randint(20000, 58000))), ("cls", str(i % 1000).encode())]
+        fields.append(("json", json.dumps({"key": key, "n": i}).encode()))
+        for ext, data in fields:
             ti = tarfile.TarInfo(key + "." + ext)
             ti.size = len(data)
             tf.addfile(ti, io.BytesIO(data))
-        used += len(text) + len(meta)
+            used += len(data)
         i += 1
 PY
+    echo "$shard $(sha256sum <"$WORK/tmp.tar" | cut -d' ' -f1)" >>"$WORK/$name.tarsums"
+    zstd -q -3 -T1 -f -o "$dir/$shard" "$WORK/tmp.tar"
   done
-  "$GDSLOAD" manifest "$data" >&2
-fi
-
-shards=("$data"/*.tar.zst)
-compressed=$(cat "${shards[@]}" | wc -c)
-uncompressed=$(zstd -d -T1 -c "${shards[@]}" | wc -c)
-echo "data: ${#shards[@]} shards, $compressed bytes compressed, $uncompressed uncompressed" >&2
-
-# ns_run FILE CMD...: runs CMD with output discarded, appends its wall
-# seconds (nanosecond clock, measured from outside) to FILE.
-ns_run() {
-  local out=$1; shift
-  local t0 t1
-  t0=$(date +%s%N)
-  if ! "$@" >/dev/null 2>"$WORK/err"; then
-    echo "command failed: $*" >&2; cat "$WORK/err" >&2; exit 1
-  fi
-  t1=$(date +%s%N)
-  awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.4f\n", (b-a)/1e9}' >>"$out"
+  rm -f "$WORK/tmp.tar"
+  mkdir -p "$dir-noindex"
+  ln -f "$dir"/*.tar.zst "$dir-noindex/"
+  "$GDSLOAD" manifest "$dir" >&2
 }
 
-run_zstd() { ns_run "$WORK/t.zstd" zstd -d -T1 -c "${shards[@]}"; }
-# --direct off: zstd reads the shards through the page cache, and so does
-# gdsload here, so both sides decode the same warm data.
-run_w1() { ns_run "$WORK/t.w1" "$GDSLOAD" iterate "$data" --workers 1 --shuffle=false --direct off; }
-run_w2() { ns_run "$WORK/t.w2" "$GDSLOAD" iterate "$data" --workers 2 --shuffle=false --direct off; }
+# reference NAME: samples, field bytes, tar bytes and the SHA-256 of the
+# fields in order, by Python's tarfile over zstd -dc (WebDataset grouping:
+# a sample is a run of members with the same key).
+reference() {
+  local dir=$WORK/$1
+  for f in "$dir"/*.tar.zst; do zstd -q -dc "$f"; done | python3 -c '
+import hashlib, sys, tarfile
+class Count:
+    def __init__(self, f): self.f, self.n = f, 0
+    def read(self, k=-1):
+        b = self.f.read(k); self.n += len(b); return b
+src = Count(sys.stdin.buffer)
+h, samples, fbytes, last = hashlib.sha256(), 0, 0, None
+with tarfile.open(fileobj=src, mode="r|*", ignore_zeros=True) as tf:
+    for m in tf:
+        base = m.name.rsplit("/", 1)[-1]
+        if not m.isreg() or "." not in base:
+            continue
+        key = m.name[: len(m.name) - len(base)] + base.split(".", 1)[0]
+        data = tf.extractfile(m).read()
+        h.update(data)
+        fbytes += len(data)
+        if key != last:
+            samples, last = samples + 1, key
+rest = src.read()
+print(samples, fbytes, src.n, h.hexdigest())'
+}
 
-rm -f "$WORK"/t.*
-# Warm the page cache and both programs once, untimed.
-zstd -d -T1 -c "${shards[@]}" >/dev/null
-"$GDSLOAD" iterate "$data" --workers 2 --shuffle=false >/dev/null 2>&1
-for _ in $(seq 1 "$PAIRS"); do
-  run_zstd; run_w1; run_w2
-  run_w2; run_w1; run_zstd
+# check_json FILE SAMPLES BYTES: the --json summary in FILE matches.
+check_json() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1], "rb").read().splitlines()[-1])
+if (s["samples"], s["bytes"]) != (int(sys.argv[2]), int(sys.argv[3])):
+    sys.exit("gdsload reported %d samples, %d bytes; the reference has %s, %s" % (s["samples"], s["bytes"], sys.argv[2], sys.argv[3]))
+PY
+}
+
+# check_zstd FILE TARBYTES: zstd -v's per-file byte counts add up.
+check_zstd() {
+  local got
+  got=$(grep -v 'bytes total' "$1" | grep -o ': [0-9]* bytes' | awk '{n += $2} END {print n + 0}')
+  [ "$got" = "$2" ] || { echo "zstd decoded $got bytes, the tar streams hold $2" >&2; cat "$1" >&2; exit 1; }
+}
+
+# run_timed OUT CHECK... -- CMD...: one timed run (GNU time), stdout to
+# $WORK/out and stderr to $WORK/err, then the check.
+run_timed() {
+  local out=$1; shift
+  local check=()
+  while [ "$1" != "--" ]; do check+=("$1"); shift; done
+  shift
+  if ! /usr/bin/time -f '%e %U %S' -o "$WORK/t" "$@" >"$WORK/out" 2>"$WORK/err"; then
+    echo "command failed: $*" >&2; cat "$WORK/err" >&2; exit 1
+  fi
+  tail -n 1 "$WORK/t" >>"$out"
+  "${check[@]}"
+}
+
+
+date -u +"bench-iterate.sh: %Y-%m-%d %H:%M UTC on $(hostname), $ncpu CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+for set in $SETS; do
+  case $set in
+    text) make_set text "$N_TEXT" text ;;
+    rand) make_set rand "$N_RAND" rand ;;
+    *) echo "unknown set $set" >&2; exit 2 ;;
+  esac
+  dir=$WORK/$set
+  shards=("$dir"/*.tar.zst)
+  read -r samples fbytes tarbytes fsum < <(reference "$set")
+  compressed=$(cat "${shards[@]}" | wc -c)
+  echo
+  echo "== $set: ${#shards[@]} shards, $compressed bytes compressed, $tarbytes bytes of tar ($samples samples, $fbytes field bytes)"
+
+  # One checksummed run per configuration, untimed.
+  zsums=$(for f in "${shards[@]}"; do echo "$(basename "$f") $(zstd -q -dc "$f" | sha256sum | cut -d' ' -f1)"; done)
+  [ "$zsums" = "$(cat "$WORK/$set.tarsums")" ] || { echo "zstd -dc | sha256sum differs from the tar streams written" >&2; exit 1; }
+  for cfg in "--verify=false" "--verify=true" "--workers 2"; do
+    # shellcheck disable=SC2086
+    got=$("$GDSLOAD" iterate "$dir" --shuffle=false --direct off $cfg --checksum sha256 --json 2>/dev/null | tail -n 1 |
+      python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["sha256"])')
+    [ "$got" = "$fsum" ] || { echo "gdsload iterate $cfg: sha256 $got, the reference $fsum" >&2; exit 1; }
+  done
+  got=$("$GDSLOAD" iterate "$dir-noindex" --shuffle=false --direct off --checksum sha256 --json 2>/dev/null | tail -n 1 |
+    python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["sha256"])')
+  [ "$got" = "$fsum" ] || { echo "gdsload iterate (no index): sha256 $got, the reference $fsum" >&2; exit 1; }
+  echo "checksummed runs: zstd per shard and gdsload (noverify, verify, 2 workers, no index) match the reference"
+
+  rm -f "$WORK"/t."$set".*
+  one=(taskset -c 0 env GOMAXPROCS=1 "$GDSLOAD" iterate --shuffle=false --direct off --json)
+  two=(taskset -c 0,1 env GOMAXPROCS=2 "$GDSLOAD" iterate --shuffle=false --direct off --json)
+  jcheck=(check_json "$WORK/out" "$samples" "$fbytes")
+  r_zstd() { run_timed "$WORK/t.$set.zstd" check_zstd "$WORK/err" "$tarbytes" -- taskset -c 0 zstd -d -T1 -v -c "${shards[@]}"; }
+  r_noverify() { run_timed "$WORK/t.$set.noverify" "${jcheck[@]}" -- "${one[@]}" --verify=false "$dir"; }
+  r_verify() { run_timed "$WORK/t.$set.verify" "${jcheck[@]}" -- "${one[@]}" "$dir"; }
+  r_noindex() { run_timed "$WORK/t.$set.noindex" "${jcheck[@]}" -- "${one[@]}" "$dir-noindex"; }
+  r_w1() { run_timed "$WORK/t.$set.w1" "${jcheck[@]}" -- "${two[@]}" --workers 1 "$dir"; }
+  r_w2() { run_timed "$WORK/t.$set.w2" "${jcheck[@]}" -- "${two[@]}" --workers 2 "$dir"; }
+  # Warm the page cache and both programs, untimed.
+  zstd -q -d -T1 -c "${shards[@]}" >/dev/null
+  "$GDSLOAD" iterate "$dir" --direct off >/dev/null 2>&1
+  for _ in $(seq 1 "$PAIRS"); do
+    r_zstd; r_noverify; r_verify; r_noindex; r_w1; r_w2
+    r_w2; r_w1; r_noindex; r_verify; r_noverify; r_zstd
+  done
+
+  gib() { awk -v b="$tarbytes" 'BEGIN {printf "%.6f", b/1073741824}'; }
+  cpu() { awk -v g="$(gib)" '{printf "%.4f\n", ($2+$3)/g}' "$1"; }
+  for c in zstd noverify verify noindex w1 w2; do cpu "$WORK/t.$set.$c" >"$WORK/c.$set.$c"; awk '{print $1}' "$WORK/t.$set.$c" >"$WORK/w.$set.$c"; done
+  echo "runs per configuration: $((2 * PAIRS)), alternating; medians (spread); CPU s/GiB of tar; ratio = peer CPU / ours (higher is better)"
+  printf '%-44s %10s %22s %10s\n' "configuration" "wall s" "CPU s/GiB" "ratio"
+  for c in zstd noverify verify noindex w1 w2; do
+    case $c in
+      zstd) label="zstd -d -T1 (1 core)" ;;
+      noverify) label="gdsload iterate --verify=false (1 core)" ;;
+      verify) label="gdsload iterate, CRC-32C checked (1 core)" ;;
+      noindex) label="gdsload iterate, no index.json (1 core)" ;;
+      w1) label="gdsload --workers 1 (2 cores)" ;;
+      w2) label="gdsload --workers 2 (2 cores)" ;;
+    esac
+    ratio="-"
+    if [ "$c" != zstd ] && [ "$c" != w1 ] && [ "$c" != w2 ]; then
+      ratios "$WORK/c.$set.zstd" "$WORK/c.$set.$c" >"$WORK/r.$set.$c"
+      ratio=$(printf '%.2fx (%s)' "$(median <"$WORK/r.$set.$c")" "$(spread <"$WORK/r.$set.$c")")
+    fi
+    printf '%-44s %10.3f %10.3f (%s) %s\n' "$label" "$(median <"$WORK/w.$set.$c")" "$(median <"$WORK/c.$set.$c")" "$(spread <"$WORK/c.$set.$c")" "$ratio"
+  done
+  ratios "$WORK/w.$set.w1" "$WORK/w.$set.w2" >"$WORK/r.$set.w2"
+  verdict() { awk -v r="$1" -v t="$2" 'BEGIN {print (r >= t) ? "meets" : "BELOW"}'; }
+  rn=$(median <"$WORK/r.$set.noverify"); rv=$(median <"$WORK/r.$set.verify"); r2=$(median <"$WORK/r.$set.w2")
+  printf '%s: --verify=false %.2fx zstd per core (target 0.9: %s); verified %.2fx (target 0.6: %s); 2 workers %.2fx 1 (spread %s; target 1.8: %s%s)\n' \
+    "$set" "$rn" "$(verdict "$rn" 0.9)" "$rv" "$(verdict "$rv" 0.6)" "$r2" "$(spread <"$WORK/r.$set.w2")" "$(verdict "$r2" 1.8)" \
+    "$([ "$ncpu" -lt 2 ] && echo ", only $ncpu CPU")"
 done
-
-ratios "$WORK/t.zstd" "$WORK/t.w1" >"$WORK/r.w1"   # B1 throughput / A throughput
-ratios "$WORK/t.w1" "$WORK/t.w2" >"$WORK/r.w2"     # B2 throughput / B1 throughput
-mz=$(median <"$WORK/t.zstd"); m1=$(median <"$WORK/t.w1"); m2=$(median <"$WORK/t.w2")
-r1=$(median <"$WORK/r.w1"); r2=$(median <"$WORK/r.w2")
-mbps() { awk -v b="$uncompressed" -v t="$1" 'BEGIN {printf "%.0f", b/1e6/t}'; }
-echo "runs per program: $((2 * PAIRS)), alternating; uncompressed MB/s from the medians"
-printf 'zstd -d -T1            median %.3fs  %s MB/s\n' "$mz" "$(mbps "$mz")"
-printf 'gdsload iterate -w 1   median %.3fs  %s MB/s\n' "$m1" "$(mbps "$m1")"
-printf 'gdsload iterate -w 2   median %.3fs  %s MB/s\n' "$m2" "$(mbps "$m2")"
-verdict() { awk -v r="$1" -v t="$2" 'BEGIN {print (r >= t) ? "meets" : "BELOW"}'; }
-printf '1 worker / zstd -T1:   median ratio %.2f (spread %s), target >= 0.6: %s\n' "$r1" "$(spread <"$WORK/r.w1")" "$(verdict "$r1" 0.6)"
-printf '2 workers / 1 worker:  median ratio %.2f (spread %s), target >= 1.7: %s\n' "$r2" "$(spread <"$WORK/r.w2")" "$(verdict "$r2" 1.7)"

@@ -53,9 +53,6 @@ type pyValue struct {
 	end   int       // where it ends
 }
 
-// isSeq reports whether v is a sequence numpy would unpack.
-func (v pyValue) isSeq() bool { return v.kind == pyTuple || v.kind == pyList }
-
 // hashable reports whether Python could use v as a dict key or set element.
 func (v pyValue) hashable() bool {
 	switch v.kind {
@@ -477,7 +474,7 @@ func unescape(body string, isBytes bool) (string, error) {
 				b.WriteByte(e)
 				continue
 			}
-			if k+digits >= len(body)+0 && k+digits > len(body)-1+1 || k+1+digits > len(body) {
+			if k+1+digits > len(body) {
 				return "", fmt.Errorf(`truncated \%c escape`, e)
 			}
 			n, err := strconv.ParseUint(body[k+1:k+1+digits], 16, 32)

@@ -109,14 +109,16 @@ func structured(fields []pyValue, depth int) (Dtype, error) {
 			if title.kind == pyStr {
 				f.Title = title.str
 			}
-			for _, n := range []string{name.str, f.Title} {
-				if n == "" && (n != name.str || title.kind != pyStr) {
-					continue
+			// Names, and titles that are strings, are unique among both.
+			if seen[name.str] {
+				return bad("field name %q already used as a name or title", name.str)
+			}
+			seen[name.str] = true
+			if title.kind == pyStr {
+				if seen[title.str] {
+					return bad("field title %q already used as a name or title", title.str)
 				}
-				if seen[n] {
-					return bad("field name or title %q used twice", n)
-				}
-				seen[n] = true
+				seen[title.str] = true
 			}
 			d.Fields = append(d.Fields, f)
 		}

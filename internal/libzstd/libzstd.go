@@ -87,21 +87,22 @@ static size_t gd_zstd_setup(gd_zstd *z, int windowLog, int stableOut, int ignore
 }
 
 // gd_zstd_decode decodes src[*inPos:] into dst[*outPos:dstCap] until the
-// input is consumed or the output is full. It returns libzstd's last
+// input is consumed or the output is full, calling libzstd at least once
+// (to learn whether a frame is still open). It returns libzstd's last
 // result: an error code, 0 when the last frame ended exactly, or a hint
 // that a frame is unfinished.
 static size_t gd_zstd_decode(gd_zstd *z, void *dst, size_t dstCap, size_t *outPos,
                              const void *src, size_t srcSize, size_t *inPos) {
 	gd_zout out = { dst, dstCap, *outPos };
 	gd_zin in = { src, srcSize, *inPos };
-	size_t r = 0;
-	while (in.pos < in.size || r != 0) {
+	size_t r;
+	do {
 		size_t before = out.pos, consumed = in.pos;
 		r = z->decompressStream(z->dctx, &out, &in);
 		if (z->isError(r)) break;
 		if (out.pos == out.size && r != 0) break;         // output full
 		if (out.pos == before && in.pos == consumed) break; // no progress: input ended mid-frame
-	}
+	} while (in.pos < in.size || r != 0);
 	*outPos = out.pos;
 	*inPos = in.pos;
 	return r;
@@ -198,9 +199,11 @@ func (d *Decoder) Close() {
 // the last frame that are not a frame. ignoreChecksum skips the frames'
 // content checksums (see the package documentation).
 //
-// dst's capacity is used as is; when the output outgrows it, a buffer
-// twice as large (up to maxOut) is allocated and decoding starts over, so
-// size dst for the expected output.
+// Output that fits dst's capacity is decoded straight into it. When it
+// does not, decoding starts over through libzstd's own window buffer into
+// a buffer that grows as output arrives (so a damaged frame header that
+// claims a huge size allocates nothing for it): size dst for the expected
+// output.
 func (d *Decoder) DecodeAll(dst, src []byte, maxWindow uint64, maxOut int64, ignoreChecksum bool) ([]byte, error) {
 	if d.z == nil {
 		return nil, errors.New("libzstd: decoder closed")
@@ -211,39 +214,51 @@ func (d *Decoder) DecodeAll(dst, src []byte, maxWindow uint64, maxOut int64, ign
 		ign = 1
 	}
 	out := dst[:0]
-	for {
+	if len(src) == 0 {
+		return out, nil // no frames, as the pure-Go decoder has it
+	}
+	for _, stable := range []C.int{1, 0} {
 		var missing C.int
-		if r := C.gd_zstd_setup(d.z, C.int(windowLog), 1, ign, &missing); C.gd_zstd_is_error(d.z, r) != 0 {
+		if r := C.gd_zstd_setup(d.z, C.int(windowLog), stable, ign, &missing); C.gd_zstd_is_error(d.z, r) != 0 {
 			return nil, d.err(r)
 		}
 		var outPos, inPos C.size_t
-		var dp, sp unsafe.Pointer
-		if cap(out) > 0 {
-			dp = unsafe.Pointer(unsafe.SliceData(out[:cap(out)]))
+		for {
+			var dp, sp unsafe.Pointer
+			if cap(out) > 0 {
+				dp = unsafe.Pointer(unsafe.SliceData(out[:cap(out)]))
+			}
+			if len(src) > 0 {
+				sp = unsafe.Pointer(unsafe.SliceData(src))
+			}
+			r := C.gd_zstd_decode(d.z, dp, C.size_t(cap(out)), &outPos, sp, C.size_t(len(src)), &inPos)
+			runtime.KeepAlive(out)
+			runtime.KeepAlive(src)
+			n := int(outPos)
+			isErr := C.gd_zstd_is_error(d.z, r) != 0
+			// Out of room: libzstd says so, or filled the buffer with a
+			// frame still open.
+			full := isErr && C.gd_zstd_error_code(d.z, r) == zstdErrorDstSizeTooSmall || !isErr && r != 0 && n == cap(out)
+			switch {
+			case isErr && !full:
+				return out[:n], d.err(r)
+			case !isErr && r == 0 && int(inPos) == len(src):
+				return out[:n], nil
+			case !full:
+				return out[:n], errors.New("libzstd: the input ends inside a frame")
+			case stable == 0 && int64(n) >= maxOut:
+				return out[:n], fmt.Errorf("%w (%d bytes)", ErrOutputFull, maxOut)
+			}
+			if stable == 1 || isErr {
+				break // start over without the stable output buffer
+			}
+			// Out of room: grow by what has arrived and go on.
+			grown := make([]byte, n, min(max(2*int64(cap(out)), 1<<20), maxOut))
+			copy(grown, out[:n])
+			out = grown
 		}
-		if len(src) > 0 {
-			sp = unsafe.Pointer(unsafe.SliceData(src))
-		}
-		r := C.gd_zstd_decode(d.z, dp, C.size_t(cap(out)), &outPos, sp, C.size_t(len(src)), &inPos)
-		runtime.KeepAlive(out)
-		runtime.KeepAlive(src)
-		n := int(outPos)
-		isErr := C.gd_zstd_is_error(d.z, r) != 0
-		full := n == cap(out) || isErr && C.gd_zstd_error_code(d.z, r) == zstdErrorDstSizeTooSmall
-		switch {
-		case isErr && !full:
-			return out[:n], d.err(r)
-		case !isErr && r == 0 && int(inPos) == len(src):
-			return out[:n], nil
-		case !full:
-			return out[:n], errors.New("libzstd: the input ends inside a frame")
-		case int64(cap(out)) >= maxOut:
-			return out[:n], fmt.Errorf("%w (%d bytes)", ErrOutputFull, maxOut)
-		}
-		// Output full: start over with twice the room (the stable output
-		// buffer cannot move mid-stream).
-		out = make([]byte, 0, min(max(2*int64(cap(out)), 1<<20), maxOut))
 	}
+	return nil, errors.New("libzstd: output does not fit and decoding cannot go on")
 }
 
 func (d *Decoder) err(r C.size_t) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -124,6 +125,25 @@ func TestDecodeAllRefuses(t *testing.T) {
 				t.Fatalf("%d bytes out, cap %d", len(out), tt.maxOut)
 			}
 		})
+	}
+	// A damaged frame header claiming a huge size allocates nothing for
+	// it: output grows as it arrives, and the cap holds.
+	// The CLI's frame of piped input has no content size: its descriptor
+	// is followed by the window byte. Claim 1 TiB: an 8-byte size after it.
+	small := zstdCLI(t, plain[:1000], "-3")
+	if small[4]&0xe3 != 0 {
+		t.Fatalf("unexpected frame header % x", small[:8])
+	}
+	huge := append(append(append([]byte{}, small[:4]...), small[4]|0xc0, small[5]), 0, 0, 0, 0, 0, 1, 0, 0)
+	huge = append(huge, small[6:]...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := d.DecodeAll(nil, huge, 128<<20, 1<<40, false); err == nil {
+		t.Errorf("a frame claiming 1 TiB of content was accepted")
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("decoding a frame that claims a huge size allocated %d bytes", grew)
 	}
 	// The decoder is usable after failures.
 	if out, err := d.DecodeAll(nil, src, 128<<20, 1<<30, false); err != nil || !bytes.Equal(out, plain) {

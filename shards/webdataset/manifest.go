@@ -231,7 +231,8 @@ func WarnAndContinue(w io.Writer) ShardErrorHandler {
 // WithShardErrorHandler has BuildManifest and BuildManifestFrom hand each
 // shard that fails to scan to h, and leave it out of the manifest when h
 // returns nil. By default (nil) the first failure fails the build, as a
-// manifest that silently lacks a shard is rarely wanted.
+// manifest that silently lacks a shard is rarely wanted. Shards are
+// scanned in parallel: h may be called from several goroutines at once.
 func WithShardErrorHandler(h ShardErrorHandler) Option {
 	return func(o *options) error { o.onShardError = h; return nil }
 }
@@ -276,8 +277,11 @@ func BuildManifestFrom(ctx context.Context, names []string, workers int, scan fu
 		inner := scan
 		scan = func(ctx context.Context, name string) (ShardEntry, error) {
 			e, err := inner(ctx, name)
-			if err == nil || ctx.Err() != nil {
-				return e, err
+			if err == nil {
+				return e, nil
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				return e, cerr // stopping already: the error that stopped it is the one to report
 			}
 			if herr := h(name, err); herr != nil {
 				return e, herr

@@ -159,7 +159,6 @@ run_timed() {
 }
 
 
-date -u +"bench-iterate.sh: %Y-%m-%d %H:%M UTC on $(hostname), $ncpu CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for set in $SETS; do
   case $set in
     text) make_set text "$N_TEXT" text ;;
@@ -170,8 +169,7 @@ for set in $SETS; do
   shards=("$dir"/*.tar.zst)
   read -r samples fbytes tarbytes fsum < <(reference "$set")
   compressed=$(cat "${shards[@]}" | wc -c)
-  echo
-  echo "== $set: ${#shards[@]} shards, $compressed bytes compressed, $tarbytes bytes of tar ($samples samples, $fbytes field bytes)"
+  echo "$set: ${#shards[@]} shards, $tarbytes bytes of tar, $samples samples" >&2
 
   # One checksummed run per configuration, untimed.
   zsums=$(for f in "${shards[@]}"; do echo "$(basename "$f") $(zstd -q -dc "$f" | sha256sum | cut -d' ' -f1)"; done)
@@ -185,7 +183,7 @@ for set in $SETS; do
   got=$("$GDSLOAD" iterate "$dir-noindex" --shuffle=false --direct off --checksum sha256 --json 2>/dev/null | tail -n 1 |
     python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["sha256"])')
   [ "$got" = "$fsum" ] || { echo "gdsload iterate (no index): sha256 $got, the reference $fsum" >&2; exit 1; }
-  echo "checksummed runs: zstd per shard and gdsload (noverify, verify, 2 workers, no index) match the reference"
+  echo "checksummed runs: zstd per shard and gdsload (noverify, verify, 2 workers, no index) match the reference" >&2
 
   rm -f "$WORK"/t."$set".*
   one=(taskset -c 0 env GOMAXPROCS=1 "$GDSLOAD" iterate --shuffle=false --direct off --json)
@@ -208,28 +206,33 @@ for set in $SETS; do
   gib() { awk -v b="$tarbytes" 'BEGIN {printf "%.6f", b/1073741824}'; }
   cpu() { awk -v g="$(gib)" '{printf "%.4f\n", ($2+$3)/g}' "$1"; }
   for c in zstd noverify verify noindex w1 w2; do cpu "$WORK/t.$set.$c" >"$WORK/c.$set.$c"; awk '{print $1}' "$WORK/t.$set.$c" >"$WORK/w.$set.$c"; done
-  echo "runs per configuration: $((2 * PAIRS)), alternating; medians (spread); CPU s/GiB of tar; ratio = peer CPU / ours (higher is better)"
-  printf '%-44s %10s %22s %10s\n' "configuration" "wall s" "CPU s/GiB" "ratio"
+  for c in noverify verify noindex; do ratios "$WORK/c.$set.zstd" "$WORK/c.$set.$c" >"$WORK/r.$set.$c"; done
+  ratios "$WORK/w.$set.w1" "$WORK/w.$set.w2" >"$WORK/r.$set.w2"
+  echo
+  echo "#### \`scripts/bench-iterate.sh\`: $set shards, $((2 * PAIRS)) runs each, $(stamp)"
+  echo
+  echo "${#shards[@]} shards, $compressed bytes compressed, $tarbytes bytes of tar, $samples samples ($fbytes field bytes), page cache warm; every run's samples and bytes checked, each configuration's SHA-256 checked once. Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  echo
+  echo "| configuration | wall s (median) | CPU s/GiB (median) | spread |"
+  echo "| --- | --- | --- | --- |"
   for c in zstd noverify verify noindex w1 w2; do
     case $c in
-      zstd) label="zstd -d -T1 (1 core)" ;;
-      noverify) label="gdsload iterate --verify=false (1 core)" ;;
-      verify) label="gdsload iterate, CRC-32C checked (1 core)" ;;
-      noindex) label="gdsload iterate, no index.json (1 core)" ;;
-      w1) label="gdsload --workers 1 (2 cores)" ;;
-      w2) label="gdsload --workers 2 (2 cores)" ;;
+      zstd) label="\`zstd -d -T1\`, 1 core" ;;
+      noverify) label="\`gdsload iterate --verify=false\`, 1 core" ;;
+      verify) label="\`gdsload iterate\` (CRC-32C checked), 1 core" ;;
+      noindex) label="\`gdsload iterate\`, no \`index.json\`, 1 core" ;;
+      w1) label="\`gdsload iterate --workers 1\`, 2 cores" ;;
+      w2) label="\`gdsload iterate --workers 2\`, 2 cores" ;;
     esac
-    ratio="-"
-    if [ "$c" != zstd ] && [ "$c" != w1 ] && [ "$c" != w2 ]; then
-      ratios "$WORK/c.$set.zstd" "$WORK/c.$set.$c" >"$WORK/r.$set.$c"
-      ratio=$(printf '%.2fx (%s)' "$(median <"$WORK/r.$set.$c")" "$(spread <"$WORK/r.$set.$c")")
-    fi
-    printf '%-44s %10.3f %10.3f (%s) %s\n' "$label" "$(median <"$WORK/w.$set.$c")" "$(median <"$WORK/c.$set.$c")" "$(spread <"$WORK/c.$set.$c")" "$ratio"
+    printf '| %s | %.3f | %.3f | %s |\n' "$label" "$(median <"$WORK/w.$set.$c")" "$(median <"$WORK/c.$set.$c")" "$(spread <"$WORK/c.$set.$c")"
   done
-  ratios "$WORK/w.$set.w1" "$WORK/w.$set.w2" >"$WORK/r.$set.w2"
-  verdict() { awk -v r="$1" -v t="$2" 'BEGIN {print (r >= t) ? "meets" : "BELOW"}'; }
-  rn=$(median <"$WORK/r.$set.noverify"); rv=$(median <"$WORK/r.$set.verify"); r2=$(median <"$WORK/r.$set.w2")
-  printf '%s: --verify=false %.2fx zstd per core (target 0.9: %s); verified %.2fx (target 0.6: %s); 2 workers %.2fx 1 (spread %s; target 1.8: %s%s)\n' \
-    "$set" "$rn" "$(verdict "$rn" 0.9)" "$rv" "$(verdict "$rv" 0.6)" "$r2" "$(spread <"$WORK/r.$set.w2")" "$(verdict "$r2" 1.8)" \
-    "$([ "$ncpu" -lt 2 ] && echo ", only $ncpu CPU")"
+  echo
+  note=""
+  [ "$ncpu" -lt 2 ] && note=" (only $ncpu CPU)"
+  echo "| ratio (per round, then median) | median | spread | target |"
+  echo "| --- | --- | --- | --- |"
+  printf '| zstd CPU / gdsload CPU, --verify=false | %.2fx | %s | >= 0.9x |\n' "$(median <"$WORK/r.$set.noverify")" "$(spread <"$WORK/r.$set.noverify")"
+  printf '| zstd CPU / gdsload CPU, CRC-32C checked | %.2fx | %s | >= 0.6x |\n' "$(median <"$WORK/r.$set.verify")" "$(spread <"$WORK/r.$set.verify")"
+  printf '| zstd CPU / gdsload CPU, no index.json | %.2fx | %s | none |\n' "$(median <"$WORK/r.$set.noindex")" "$(spread <"$WORK/r.$set.noindex")"
+  printf '| 2 workers / 1 worker, wall%s | %.2fx | %s | >= 1.8x |\n' "$note" "$(median <"$WORK/r.$set.w2")" "$(spread <"$WORK/r.$set.w2")"
 done

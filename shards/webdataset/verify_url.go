@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 
 	"github.com/gdsload/gdsload/vfs"
@@ -27,7 +28,8 @@ func ReadManifestAt(ctx context.Context, m *vfs.Mux, p string) (*Manifest, error
 
 // VerifyShardsAt is VerifyShards for a directory named by a path or URL,
 // read through m: each shard m lists is read once, in large sequential
-// reads, and checked for size and SHA-256.
+// reads, and checked for size, SHA-256 and, where the entry has one,
+// CRC-32C.
 func VerifyShardsAt(ctx context.Context, m *vfs.Mux, dir string, man *Manifest, onProgress func(int64)) error {
 	var errs []error
 	for _, e := range man.Shards {
@@ -56,10 +58,13 @@ func verifyShardAt(ctx context.Context, m *vfs.Mux, u string, e ShardEntry) erro
 	if f.Size() != e.Bytes {
 		return fmt.Errorf("webdataset: shard %s (%s): %w: %d bytes stored, %d in manifest", e.Name, u, ErrShardSize, f.Size(), e.Bytes)
 	}
-	h := sha256.New()
+	h, crc := sha256.New(), crc32.New(castagnoli)
 	// 8 MiB reads: a remote file reads each over its connections at once.
-	if _, err := io.Copy(h, bufio.NewReaderSize(vfs.NewReader(ctx, f), 8<<20)); err != nil {
+	if _, err := io.Copy(io.MultiWriter(h, crc), bufio.NewReaderSize(vfs.NewReader(ctx, f), 8<<20)); err != nil {
 		return fmt.Errorf("webdataset: verifying shard %s (%s): %w", e.Name, u, err)
 	}
-	return checkSum(e, h.Sum(nil))
+	if err := checkSum(e, h.Sum(nil)); err != nil {
+		return err
+	}
+	return checkCRC(e, crc.Sum32())
 }

@@ -1,38 +1,17 @@
 package main
 
-import (
-	"runtime"
-	"runtime/debug"
-)
+import "github.com/gdsload/gdsload/internal/buildinfo"
 
-// versionInfo is gdsload_build_info's document.
+// versionInfo is gdsload_build_info's document: the build (as `gdsload
+// version --json` prints it) and the C ABI version.
 type versionInfo struct {
-	ABI      int    `json:"abi"`
-	Version  string `json:"version"`
-	Revision string `json:"revision,omitempty"`
-	Modified bool   `json:"modified,omitempty"`
-	Go       string `json:"go"`
+	ABI int `json:"abi"`
+	buildinfo.Info
 }
 
 // abiVersion is GDSLOAD_ABI_VERSION; a test checks they agree.
 const abiVersion = 1
 
 func buildVersion() versionInfo {
-	v := versionInfo{ABI: abiVersion, Version: "(devel)", Go: runtime.Version()}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
-	}
-	if bi.Main.Version != "" {
-		v.Version = bi.Main.Version
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Revision = s.Value
-		case "vcs.modified":
-			v.Modified = s.Value == "true"
-		}
-	}
-	return v
+	return versionInfo{ABI: abiVersion, Info: buildinfo.Read()}
 }

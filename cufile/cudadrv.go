@@ -1,6 +1,7 @@
 package cufile
 
 /*
+#cgo LDFLAGS: -ldl
 #include "dlsym.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -68,12 +69,12 @@ func OpenCUDADriver(cfg Config) (*CUDADriver, error) {
 		return nil, err
 	}
 	f := (*C.gd_cuda)(C.calloc(1, C.sizeof_gd_cuda))
-	if missing := C.gd_cuda_load(l.h, f); missing != nil {
+	if missing := C.gd_cuda_load(l.Handle, f); missing != nil {
 		C.free(unsafe.Pointer(f))
-		return nil, spec.lacks(l.path, C.GoString(missing))
+		return nil, spec.lacks(l.Path, C.GoString(missing))
 	}
-	d := &CUDADriver{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}}
-	d.lib.Version = libraryVersion(l.path, func() (string, error) {
+	d := &CUDADriver{f: f, lib: Library{Name: spec.name, Found: true, Path: l.Path}}
+	d.lib.Version = libraryVersion(l.Path, func() (string, error) {
 		var v C.int
 		if code := C.gd_cuDriverGetVersion(f, &v); code != 0 {
 			return "", d.check(code, "cuDriverGetVersion")

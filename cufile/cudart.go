@@ -28,12 +28,12 @@ func OpenRuntime(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	f := (*C.gd_cudart)(C.calloc(1, C.sizeof_gd_cudart))
-	if missing := C.gd_cudart_load(l.h, f); missing != nil {
+	if missing := C.gd_cudart_load(l.Handle, f); missing != nil {
 		C.free(unsafe.Pointer(f))
-		return nil, spec.lacks(l.path, C.GoString(missing))
+		return nil, spec.lacks(l.Path, C.GoString(missing))
 	}
-	r := &Runtime{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}}
-	r.lib.Version = libraryVersion(l.path, func() (string, error) {
+	r := &Runtime{f: f, lib: Library{Name: spec.name, Found: true, Path: l.Path}}
+	r.lib.Version = libraryVersion(l.Path, func() (string, error) {
 		v, err := r.RuntimeVersion()
 		return formatCUDAVersion(v), err
 	})

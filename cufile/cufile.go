@@ -35,7 +35,7 @@ func OpenCuFile(cfg Config) (*CuFile, error) {
 		rt := specCUDART
 		rt.explicit = cfg.CUDART
 		if l, err := cfg.open(rt); err == nil {
-			spec.first = besideRuntime(l.path, spec.files[0])
+			spec.first = besideRuntime(l.Path, spec.files[0])
 		}
 	}
 	l, err := cfg.open(spec)
@@ -43,13 +43,13 @@ func OpenCuFile(cfg Config) (*CuFile, error) {
 		return nil, err
 	}
 	f := (*C.gd_cufile)(C.calloc(1, C.sizeof_gd_cufile))
-	if missing := C.gd_cufile_load(l.h, f); missing != nil {
+	if missing := C.gd_cufile_load(l.Handle, f); missing != nil {
 		C.free(unsafe.Pointer(f))
-		return nil, spec.lacks(l.path, C.GoString(missing))
+		return nil, spec.lacks(l.Path, C.GoString(missing))
 	}
-	c := &CuFile{f: f, lib: Library{Name: spec.name, Found: true, Path: l.path}, cfg: cfg}
+	c := &CuFile{f: f, lib: Library{Name: spec.name, Found: true, Path: l.Path}, cfg: cfg}
 	c.driver = &Driver{c: c}
-	c.lib.Version = libraryVersion(l.path, func() (string, error) {
+	c.lib.Version = libraryVersion(l.Path, func() (string, error) {
 		v, err := c.Version()
 		return strconv.Itoa(v), err
 	})

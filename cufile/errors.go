@@ -121,7 +121,7 @@ func (e *CUDAError) Error() string {
 	s := fmt.Sprintf("%s failed: %s (%s %d)", e.Op, e.Msg, name, e.Code)
 	switch e.Code {
 	case cudaErrorInsufficientDriver:
-		s += "; update the NVIDIA driver or use an older CUDA runtime"
+		s += "; no NVIDIA driver is loaded, or it is older than this CUDA runtime: install or update the driver, or use an older runtime"
 	case cudaErrorNoDevice:
 		s += "; check nvidia-smi and CUDA_VISIBLE_DEVICES"
 	case cudaErrorMemoryAllocation:

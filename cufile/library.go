@@ -55,7 +55,7 @@ func ProbeLibrary(file string) Library {
 	if err != nil {
 		return missingLibrary(file, err)
 	}
-	return Library{Name: file, Found: true, Path: l.path, Version: libraryVersion(l.path, nil)}
+	return Library{Name: file, Found: true, Path: l.Path, Version: libraryVersion(l.Path, nil)}
 }
 
 // libraryVersion is what the library at path reports through ask (nil:

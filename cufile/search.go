@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gdsload/gdsload/internal/dl"
 )
 
 // Config says where to find the libraries. The zero value searches the
@@ -177,11 +179,11 @@ func (c Config) sitePackages() []string {
 // does, the error is the first candidate that exists but failed to load (a
 // missing dependency, a wrong architecture), which says more than "no such
 // file" for the others.
-func (c Config) open(spec libSpec) (*dlib, error) {
+func (c Config) open(spec libSpec) (*dl.Lib, error) {
 	tried := c.candidates(spec)
 	var failed error
 	for _, p := range tried {
-		l, err := dlopen(p)
+		l, err := dl.Open(p)
 		if err == nil {
 			return l, nil
 		}

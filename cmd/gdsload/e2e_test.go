@@ -1,60 +1,24 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/gdsload/gdsload/internal/clitest"
 	"github.com/stretchr/testify/require"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// testBinDir holds the binaries the tests build, this process's own; the
-// test binary's TestMain removes it.
-func testBinDir() string {
-	return filepath.Join(os.TempDir(), fmt.Sprintf("gdsload-test-bin-%d", os.Getpid()))
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	_ = os.RemoveAll(testBinDir())
+	clitest.Cleanup()
 	os.Exit(code)
 }
 
 // gdsloadBinary builds the real binary once per test run, so servers run
 // as separate processes as users run them.
-func gdsloadBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		dir := testBinDir()
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "gdsload")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("building gdsload for the end-to-end test failed: %v", binErr)
-	}
-	return binPath
-}
+func gdsloadBinary(t *testing.T) string { return clitest.Binary(t, ".") }
 
 // startServer runs `gdsload serve` on root with a token and returns its
 // address once it says it listens; the server is stopped (SIGTERM) and
@@ -68,48 +32,7 @@ func startServer(t *testing.T, root, token string) string {
 // startServerProcess is startServer that also returns the process.
 func startServerProcess(t *testing.T, root, token string) (string, *os.Process) {
 	t.Helper()
-	tok := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(tok, []byte(token+"\n"), 0o600))
-	cmd := exec.Command(gdsloadBinary(t), "serve", "--root", root, "--listen", "127.0.0.1:0", "--token-file", tok)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var addr string
-	select {
-	case line, ok := <-lines:
-		if !ok {
-			_ = cmd.Wait()
-			t.Fatalf("server exited before listening: %s", stderr.String())
-		}
-		require.True(t, strings.HasPrefix(line, "listening on "), line)
-		addr = strings.TrimPrefix(line, "listening on ")
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("server did not say it listens within 20 s")
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			require.NoError(t, err, "server exits 0 on SIGTERM")
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("server did not drain and exit within 10 s of SIGTERM")
-		}
-	})
-	return addr, cmd.Process
+	return clitest.Serve(t, gdsloadBinary(t), root, []byte(token))
 }
 
 func TestLoadFromRemoteServerProcess(t *testing.T) {

@@ -6,26 +6,21 @@ package main_test
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdsload/gdsload/internal/clitest"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/shards/checkpoint"
@@ -36,80 +31,15 @@ import (
 	"github.com/gdsload/gdsload/vfs"
 )
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
 // gdsload builds the real binary once; a failed build fails the test with
 // the compiler's output.
-func gdsload(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		// The directory package main's TestMain removes at the end.
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("gdsload-test-bin-%d", os.Getpid()))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "gdsload-library-test")
-		if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building gdsload: %v", buildErr)
-	}
-	return binary
-}
+func gdsload(t *testing.T) string { return clitest.Binary(t, ".") }
 
 // serveProcess runs `gdsload serve` on root and returns its rdmafs:// URL
 // prefix; the server must drain and exit 0 on SIGTERM at cleanup.
 func serveProcess(t *testing.T, root string, token []byte) string {
 	t.Helper()
-	tok := filepath.Join(t.TempDir(), "token")
-	require.NoError(t, os.WriteFile(tok, append(token, '\n'), 0o600))
-	cmd := exec.Command(gdsload(t), "serve", "--root", root, "--listen", "127.0.0.1:0", "--token-file", tok)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			line <- sc.Text()
-		}
-		close(line)
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	var addr string
-	select {
-	case l, ok := <-line:
-		if !ok || !strings.HasPrefix(l, "listening on ") {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("serve did not say where it listens (%q): %s", l, stderr.String())
-		}
-		addr = strings.TrimPrefix(l, "listening on ")
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("serve did not listen within 20 s")
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			require.NoError(t, err, "serve exits 0 on SIGTERM: %s", stderr.String())
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("serve did not drain within 10 s of SIGTERM")
-		}
-	})
+	addr, _ := clitest.Serve(t, gdsload(t), root, token)
 	return "rdmafs://" + addr
 }
 

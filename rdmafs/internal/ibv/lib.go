@@ -1,6 +1,7 @@
 package ibv
 
 /*
+#cgo LDFLAGS: -ldl
 #include <stdlib.h>
 #include "lib.h"
 */
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"github.com/gdsload/gdsload/internal/dl"
 )
 
 // Library file names and the environment variables that override them.
@@ -49,14 +52,15 @@ func Load() (*Lib, error) {
 	if v := os.Getenv(CMEnv); v != "" {
 		cfile = v
 	}
-	vh, vpath, err := dlopen(vfile)
+	v, err := dl.Open(vfile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v (install rdma-core's libibverbs1, or point %s at it)", ErrMissing, err, VerbsEnv)
 	}
-	ch, cpath, err := dlopen(cfile)
+	cm, err := dl.Open(cfile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v (install rdma-core's librdmacm1, or point %s at it)", ErrMissing, err, CMEnv)
 	}
+	vh, ch, vpath, cpath := v.Handle, cm.Handle, v.Path, cm.Path
 	l := &Lib{c: (*C.struct_gdv_lib)(C.calloc(1, C.sizeof_struct_gdv_lib)), VerbsPath: vpath, CMPath: cpath}
 	if missing := C.gdv_load(vh, ch, l.c); missing != nil {
 		name := C.GoString(missing)

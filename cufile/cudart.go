@@ -6,6 +6,7 @@ package cufile
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 )
@@ -71,10 +72,28 @@ func (r *Runtime) ErrorString(code int) string {
 func (r *Runtime) DeviceCount() (int, error) {
 	var n C.int
 	if err := r.check(C.gd_getDeviceCount(r.f, &n), "cudaGetDeviceCount"); err != nil {
+		var ce *CUDAError
+		if errors.As(err, &ce) && ce.Code == cudaErrorInsufficientDriver {
+			// "Driver too old" is also what the runtime says when there
+			// is no driver at all; a driver version of 0 tells them apart.
+			if v, verr := r.DriverVersion(); verr == nil && v == 0 {
+				err = &noDriverError{ce}
+			}
+		}
 		return 0, markUnavailable(err)
 	}
 	return int(n), nil
 }
+
+// noDriverError is cudaErrorInsufficientDriver on a machine with no NVIDIA
+// driver installed, said as such.
+type noDriverError struct{ err *CUDAError }
+
+func (e *noDriverError) Error() string {
+	return fmt.Sprintf("no NVIDIA driver installed (%s: cudaErrorInsufficientDriver, driver version 0)", e.err.Op)
+}
+
+func (e *noDriverError) Unwrap() error { return e.err }
 
 // DriverVersion returns cudaDriverGetVersion's value (1000*major+10*minor);
 // 0 means no driver is installed.

@@ -23,6 +23,7 @@ func TestDeviceCount(t *testing.T) {
 		{"devices=3", 3, ""},
 		{"devices=0", 0, "no CUDA-capable device"},
 		{"fault=init", 0, "CUDA driver version is insufficient"},
+		{"fault=nodriver", 0, "no NVIDIA driver installed (cudaGetDeviceCount: cudaErrorInsufficientDriver, driver version 0)"},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			reset(t, tc.cmd)

@@ -272,13 +272,19 @@ EXPORT const char *cudaGetErrorString(int e) {
   return "unrecognized error code";
 }
 
-EXPORT int cudaDriverGetVersion(int *v) { *v = 13000; return 0; }
+/* fault "nodriver": no NVIDIA driver at all, as Debian's libcudart sees it
+ * on a machine without one: no device count, and a driver version of 0. */
+EXPORT int cudaDriverGetVersion(int *v) {
+  init();
+  *v = fault_is("nodriver", NULL) ? 0 : 13000;
+  return 0;
+}
 EXPORT int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }
 
 EXPORT int cudaGetDeviceCount(int *n) {
   init();
   *n = 0;
-  if (fault_is("init", NULL)) return cudaErrorInsufficientDriver;
+  if (fault_is("init", NULL) || fault_is("nodriver", NULL)) return cudaErrorInsufficientDriver;
   if (ndev <= 0) return cudaErrorNoDevice;
   *n = ndev;
   return 0;

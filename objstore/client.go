@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/ssocreds"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
 // Client reads objects from one S3-compatible store. It is safe for
@@ -52,6 +53,10 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	}
 	load := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(c.newHTTPClient(o)),
+		// The SDK's own lines ("falling back to IMDSv1", ...) go to the
+		// logger at debug level, not straight to stderr: what matters
+		// reaches the caller as an error.
+		config.WithLogger(sdkLogger{c.log}),
 		// Retries are ours: per range, resuming where a body broke, up
 		// to a deadline (the SDK's retryer sees only the response head).
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
@@ -187,4 +192,11 @@ func describeSource(s string) string {
 		return "an unnamed provider"
 	}
 	return s
+}
+
+// sdkLogger passes the AWS SDK's log lines to slog at debug level.
+type sdkLogger struct{ log *slog.Logger }
+
+func (l sdkLogger) Logf(class logging.Classification, format string, v ...any) {
+	l.log.Debug("aws sdk: "+fmt.Sprintf(format, v...), "class", string(class))
 }

@@ -1,0 +1,111 @@
+package crc32c
+
+import (
+	"bytes"
+	"hash/crc32"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestUpdateMatchesHashCRC32 cross-checks Update (folding where the CPU
+// has it) against hash/crc32 over lengths around every threshold and
+// step of the folding code, at every alignment, from several CRCs so far.
+func TestUpdateMatchesHashCRC32(t *testing.T) {
+	t.Logf("folding with AVX-512 VPCLMULQDQ: %v", foldingAvailable())
+	r := rand.New(rand.NewPCG(3, 4))
+	data := make([]byte, 64<<10+64)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	std := crc32.MakeTable(crc32.Castagnoli)
+	var lengths []int
+	for n := 0; n <= 2100; n++ {
+		lengths = append(lengths, n)
+	}
+	for _, n := range []int{4095, 4096, 4097, 4111, 4112, 8191, 65535, 65536} {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		for _, align := range []int{0, 1, 7, 15, 33, 63} {
+			p := data[align : align+n]
+			for _, crc := range []uint32{0, 0xffffffff, 0x12345678} {
+				if got, want := Update(crc, p), crc32.Update(crc, std, p); got != want {
+					t.Fatalf("Update(%08x, %d bytes at alignment %d) = %08x, want %08x", crc, n, align, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestUpdateInPieces checks that summing a buffer in pieces of every size
+// gives the CRC of the whole.
+func TestUpdateInPieces(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	want := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+	for _, piece := range []int{1, 15, 16, 255, 256, 1000, 1024, 1040, 4096, 128 << 10, 1 << 20} {
+		var crc uint32
+		for p := data; len(p) > 0; {
+			k := min(piece, len(p))
+			crc = Update(crc, p[:k])
+			p = p[k:]
+		}
+		if crc != want {
+			t.Errorf("in pieces of %d: %08x, want %08x", piece, crc, want)
+		}
+	}
+}
+
+// FuzzUpdate cross-checks Update against hash/crc32 on any input.
+func FuzzUpdate(f *testing.F) {
+	f.Add(uint32(0), make([]byte, 1024))
+	f.Add(uint32(0xdeadbeef), make([]byte, 4111))
+	std := crc32.MakeTable(crc32.Castagnoli)
+	f.Fuzz(func(t *testing.T, crc uint32, p []byte) {
+		if got, want := Update(crc, p), crc32.Update(crc, std, p); got != want {
+			t.Fatalf("Update(%08x, %d bytes) = %08x, want %08x", crc, len(p), got, want)
+		}
+		// Fuzzed inputs are short: repeated, they reach the folding code.
+		if len(p) > 0 {
+			long := bytes.Repeat(p, 1+(2*vpclmulMin)/len(p))
+			if got, want := Update(crc, long), crc32.Update(crc, std, long); got != want {
+				t.Fatalf("Update(%08x, %d bytes repeated to %d) = %08x, want %08x", crc, len(p), len(long), got, want)
+			}
+		}
+	})
+}
+
+func BenchmarkUpdate(b *testing.B) {
+	std := crc32.MakeTable(crc32.Castagnoli)
+	for _, n := range []int{1 << 10, 128 << 10, 1 << 20} {
+		p := make([]byte, n)
+		b.Run("crc32c/"+itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				Update(0, p)
+			}
+		})
+		b.Run("hash-crc32/"+itoa(n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				crc32.Update(0, std, p)
+			}
+		})
+	}
+}
+
+func itoa(n int) string {
+	switch {
+	case n >= 1<<20:
+		return string(rune('0'+n>>20)) + "MiB"
+	default:
+		s := ""
+		for k := n >> 10; k > 0; k /= 10 {
+			s = string(rune('0'+k%10)) + s
+		}
+		return s + "KiB"
+	}
+}

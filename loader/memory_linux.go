@@ -15,6 +15,17 @@ const hugePageThreshold = 2 << 20
 // in it without a bounce copy. Release it with FreeHost; it is never
 // garbage-collected.
 func AllocHost(n int) ([]byte, error) {
+	b, err := allocHostUntouched(n)
+	if err != nil {
+		return nil, err
+	}
+	prefault(b)
+	return b, nil
+}
+
+// allocHostUntouched is AllocHost without the pre-touch: the caller
+// touches the memory (prefault) before it uses it.
+func allocHostUntouched(n int) ([]byte, error) {
 	if n == 0 {
 		return []byte{}, nil
 	}
@@ -25,7 +36,6 @@ func AllocHost(n int) ([]byte, error) {
 	if n >= hugePageThreshold {
 		_ = unix.Madvise(b, unix.MADV_HUGEPAGE) // advice only: fine where THP is off
 	}
-	prefault(b)
 	return b, nil
 }
 

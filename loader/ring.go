@@ -13,25 +13,36 @@ import (
 // bounded by count × size whatever the file sizes, and nothing is allocated
 // per load. A Ring is reused across loads; Close frees its memory.
 type Ring struct {
-	size int64
-	mem  []byte
-	free chan []byte
-	once sync.Once
+	size    int64
+	mem     []byte
+	free    chan []byte
+	touched chan struct{} // closed once every buffer is touched and free
+	once    sync.Once
 }
 
-// NewRing allocates count buffers of size bytes each, page aligned.
+// NewRing allocates count buffers of size bytes each, page aligned. It
+// returns at once: the buffers are touched (their first-touch page faults
+// taken) one after the other in the background, and each is handed out
+// only once touched, so a load starts on the first buffer while the
+// others are prepared (touching 64 MiB takes 7 to 20 ms on a development
+// VM, and 150 ms when the kernel compacts memory for huge pages).
 func NewRing(count int, size int64) (*Ring, error) {
 	if count <= 0 || size <= 0 {
 		return nil, fmt.Errorf("ring of %d buffers of %d bytes: both must be positive", count, size)
 	}
-	mem, err := AllocHost(count * int(size))
+	mem, err := allocHostUntouched(count * int(size))
 	if err != nil {
 		return nil, err
 	}
-	r := &Ring{size: size, mem: mem, free: make(chan []byte, count)}
-	for i := range count {
-		r.free <- mem[int64(i)*size : int64(i+1)*size : int64(i+1)*size]
-	}
+	r := &Ring{size: size, mem: mem, free: make(chan []byte, count), touched: make(chan struct{})}
+	go func() {
+		defer close(r.touched)
+		for i := range count {
+			b := mem[int64(i)*size : int64(i+1)*size : int64(i+1)*size]
+			prefault(b)
+			r.free <- b
+		}
+	}()
 	return r, nil
 }
 
@@ -62,9 +73,13 @@ func (r *Ring) Span(ctx context.Context, off, n int64) (Span, error) {
 // Flush does nothing: committed bytes need no further work.
 func (r *Ring) Flush(context.Context) error { return nil }
 
-// Close frees the ring's memory. No load may use it afterwards.
+// Close frees the ring's memory, once its buffers are all touched. No load
+// may use it afterwards.
 func (r *Ring) Close() error {
 	var err error
-	r.once.Do(func() { err = FreeHost(r.mem) })
+	r.once.Do(func() {
+		<-r.touched
+		err = FreeHost(r.mem)
+	})
 	return err
 }

@@ -1,0 +1,56 @@
+package loader
+
+import (
+	"context"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRingHandsOutEachBufferOnce checks that the buffers NewRing touches in
+// the background all reach Span, page aligned and distinct, that Span
+// waits while every buffer is out, and that a committed buffer comes back.
+func TestRingHandsOutEachBufferOnce(t *testing.T) {
+	for _, tc := range []struct {
+		count int
+		size  int64
+	}{{1, 4096}, {3, 8192}, {16, 1 << 20}} {
+		r, err := NewRing(tc.count, tc.size)
+		require.NoError(t, err)
+		seen := map[uintptr]bool{}
+		var spans []Span
+		for range tc.count {
+			s, err := r.Span(context.Background(), 0, tc.size)
+			require.NoError(t, err)
+			require.Len(t, s.Buf, int(tc.size))
+			p := uintptr(unsafe.Pointer(unsafe.SliceData(s.Buf)))
+			require.Zero(t, p%4096, "buffer not page aligned")
+			require.False(t, seen[p], "buffer handed out twice")
+			seen[p] = true
+			spans = append(spans, s)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		_, err = r.Span(ctx, 0, tc.size)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, "a span while every buffer is out")
+		require.NoError(t, spans[0].Commit(context.Background()))
+		s, err := r.Span(context.Background(), 0, tc.size)
+		require.NoError(t, err)
+		require.Equal(t, unsafe.SliceData(spans[0].Buf), unsafe.SliceData(s.Buf), "the committed buffer comes back")
+		require.NoError(t, r.Close())
+		require.NoError(t, r.Close(), "a second Close")
+	}
+}
+
+// TestRingCloseRightAfterNew closes a ring whose buffers may still be being
+// touched: Close waits for that (the memory is unmapped after), and
+// nothing is left running (goleak, TestMain).
+func TestRingCloseRightAfterNew(t *testing.T) {
+	for range 20 {
+		r, err := NewRing(8, 1<<20)
+		require.NoError(t, err)
+		require.NoError(t, r.Close())
+	}
+}

@@ -56,6 +56,7 @@ func dialConn(ctx context.Context, cfg *clientConfig, addr string) (*clientConn,
 	_ = c.SetDeadline(time.Time{})
 	cc := &clientConn{
 		c:       c,
+		r:       newStreamReader(c),
 		welcome: w,
 		credits: make(chan struct{}, min(int(w.Credits), cfg.perConn)),
 		timeout: cfg.timeout,

@@ -16,6 +16,7 @@ import (
 // straight into the call's destination buffer.
 type clientConn struct {
 	c       net.Conn
+	r       io.Reader // reads c
 	welcome wire.Welcome
 	credits chan struct{}
 	regions RegionRegistrar // nil on stream transports
@@ -98,7 +99,7 @@ func (cc *clientConn) lookup(id uint32, remove bool) *call {
 
 func (cc *clientConn) readFrames(buf []byte) error {
 	for {
-		h, p, err := wire.ReadFrame(cc.c, buf, wire.MaxPayload)
+		h, p, err := wire.ReadFrame(cc.r, buf, wire.MaxPayload)
 		if err != nil {
 			if isPeerMismatch(err) {
 				return fmt.Errorf("%w: %v", ErrProtocol, err)
@@ -160,7 +161,7 @@ func (cc *clientConn) readData(id uint32, p []byte) error {
 	}
 	dst := cl.buf[d.Offset : d.Offset+d.N]
 	if !cl.sum {
-		if _, err := io.ReadFull(cc.c, dst); err != nil {
+		if _, err := io.ReadFull(cc.r, dst); err != nil {
 			return fmt.Errorf("%w: connection lost in data: %v", ErrServerGone, err)
 		}
 		cl.got += d.N
@@ -171,7 +172,7 @@ func (cc *clientConn) readData(id uint32, p []byte) error {
 	// afterwards would read it back from memory.
 	for len(dst) > 0 {
 		seg := dst[:min(len(dst), crcSegment)]
-		if _, err := io.ReadFull(cc.c, seg); err != nil {
+		if _, err := io.ReadFull(cc.r, seg); err != nil {
 			return fmt.Errorf("%w: connection lost in data: %v", ErrServerGone, err)
 		}
 		cl.crc = crc32c(cl.crc, seg)

@@ -39,9 +39,6 @@ func (sc *serverConn) sendfilePieces(id uint32, f *os.File, fi os.FileInfo, name
 	if total == 0 {
 		return 0, eof, 0, nil
 	}
-	if _, err := f.Seek(int64(m.Offset), io.SeekStart); err != nil {
-		return 0, false, 0, refuse(wire.CodeIO, "read %s: seek: %v", name, err)
-	}
 	wantCRC := m.Flags&wire.ReadCRC != 0
 	var fd *fileDigests
 	if wantCRC {
@@ -61,7 +58,7 @@ func (sc *serverConn) sendfilePieces(id uint32, f *os.File, fi os.FileInfo, name
 			}
 			summed = upto
 		}
-		if err := sc.sendfileOne(id, f, sent, n); err != nil {
+		if err := sc.sendfileOne(id, f, int64(m.Offset)+int64(sent), sent, n); err != nil {
 			return sent, false, 0, refuse(wire.CodeShuttingDown, "read %s: %v", name, err)
 		}
 		sent += n
@@ -70,21 +67,18 @@ func (sc *serverConn) sendfilePieces(id uint32, f *os.File, fi os.FileInfo, name
 	return sent, eof, crc, nil
 }
 
-func (sc *serverConn) sendfileOne(id uint32, f *os.File, off, n uint32) error {
+func (sc *serverConn) sendfileOne(id uint32, f *os.File, fileOff int64, off, n uint32) error {
 	fb := dataFrame(id, off, n)
 	if err := sc.lockForWrite(); err != nil {
 		return err
 	}
 	defer sc.wmu.Unlock()
-	if _, err := sc.c.Write(fb[:]); err != nil {
-		return sc.writeFailed(fmt.Errorf("write to client: %w", err))
-	}
-	w, err := sc.c.(*net.TCPConn).ReadFrom(io.LimitReader(f, int64(n)))
-	if err == nil && w != int64(n) {
-		err = fmt.Errorf("file shrank during the read: sent %d of %d bytes", w, n)
-	}
+	w, err := sendFileData(sc.c.(*net.TCPConn), fb[:], f, fileOff, int64(n))
 	if err != nil {
-		return sc.writeFailed(err)
+		return sc.writeFailed(fmt.Errorf("send to client: %w", err))
+	}
+	if w != int64(n) {
+		return sc.writeFailed(fmt.Errorf("file shrank during the read: sent %d of %d bytes", w, n))
 	}
 	return nil
 }

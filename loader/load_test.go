@@ -277,7 +277,7 @@ func TestLoadCancellationIsPromptAndLeaksNothing(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("load did not return within 2 s of cancellation")
 	}
-	require.Equal(t, ring.Count(), len(ring.free), "every ring buffer returned")
+	require.Equal(t, ring.Count(), ring.free(), "every ring buffer returned")
 }
 
 func TestLoadProgressAndStats(t *testing.T) {

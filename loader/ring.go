@@ -15,7 +15,9 @@ import (
 type Ring struct {
 	size    int64
 	mem     []byte
-	free    chan []byte
+	avail   chan struct{} // a token per buffer on the stack
+	mu      sync.Mutex
+	stack   [][]byte      // free buffers, the last freed on top
 	touched chan struct{} // closed once every buffer is touched and free
 	once    sync.Once
 }
@@ -34,13 +36,13 @@ func NewRing(count int, size int64) (*Ring, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Ring{size: size, mem: mem, free: make(chan []byte, count), touched: make(chan struct{})}
+	r := &Ring{size: size, mem: mem, avail: make(chan struct{}, count), stack: make([][]byte, 0, count), touched: make(chan struct{})}
 	go func() {
 		defer close(r.touched)
 		for i := range count {
 			b := mem[int64(i)*size : int64(i+1)*size : int64(i+1)*size]
 			prefault(b)
-			r.free <- b
+			r.put(b)
 		}
 	}()
 	return r, nil
@@ -50,24 +52,42 @@ func NewRing(count int, size int64) (*Ring, error) {
 func (r *Ring) BufferSize() int64 { return r.size }
 
 // Count is the number of buffers.
-func (r *Ring) Count() int { return cap(r.free) }
+func (r *Ring) Count() int { return cap(r.avail) }
+
+// free is the number of buffers free.
+func (r *Ring) free() int { return len(r.avail) }
+
+func (r *Ring) put(b []byte) {
+	r.mu.Lock()
+	r.stack = append(r.stack, b)
+	r.mu.Unlock()
+	r.avail <- struct{}{}
+}
 
 // Kind returns "ring".
 func (r *Ring) Kind() string { return "ring" }
 
-// Span waits for a free buffer. The destination offset is ignored: a ring
-// keeps no bytes once they are committed.
+// Span waits for a free buffer and hands out the one freed last: it is the
+// likeliest to be still in the CPU's cache, and the buffers a load does
+// not need at once stay out of the cache altogether (handing them out in
+// turn made a streaming load write to 64 MiB instead of the 32 its eight
+// workers hold, and cost 3% of rdmafs throughput). The destination offset
+// is ignored: a ring keeps no bytes once they are committed.
 func (r *Ring) Span(ctx context.Context, off, n int64) (Span, error) {
 	if n > r.size {
 		return Span{}, fmt.Errorf("ring: chunk of %d bytes exceeds its %d-byte buffers", n, r.size)
 	}
 	select {
-	case b := <-r.free:
-		put := func() { r.free <- b }
-		return Span{Buf: b[:n], Commit: func(context.Context) error { put(); return nil }, Abort: put}, nil
+	case <-r.avail:
 	case <-ctx.Done():
 		return Span{}, ctx.Err()
 	}
+	r.mu.Lock()
+	b := r.stack[len(r.stack)-1]
+	r.stack = r.stack[:len(r.stack)-1]
+	r.mu.Unlock()
+	put := func() { r.put(b) }
+	return Span{Buf: b[:n], Commit: func(context.Context) error { put(); return nil }, Abort: put}, nil
 }
 
 // Flush does nothing: committed bytes need no further work.

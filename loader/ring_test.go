@@ -44,6 +44,28 @@ func TestRingHandsOutEachBufferOnce(t *testing.T) {
 	}
 }
 
+// TestRingReusesTheLastFreedBuffer checks that a Ring hands out the
+// buffer freed last: the one likeliest to be in the CPU's cache.
+func TestRingReusesTheLastFreedBuffer(t *testing.T) {
+	r, err := NewRing(4, 1<<20)
+	require.NoError(t, err)
+	defer r.Close()
+	var spans []Span
+	for range 4 {
+		s, err := r.Span(context.Background(), 0, 1<<20)
+		require.NoError(t, err)
+		spans = append(spans, s)
+	}
+	for _, i := range []int{2, 0, 3} {
+		require.NoError(t, spans[i].Commit(context.Background()))
+	}
+	for _, want := range []int{3, 0, 2} {
+		s, err := r.Span(context.Background(), 0, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, unsafe.SliceData(spans[want].Buf), unsafe.SliceData(s.Buf), "expected buffer %d, freed later than the others still free", want)
+	}
+}
+
 // TestRingCloseRightAfterNew closes a ring whose buffers may still be being
 // touched: Close waits for that (the memory is unmapped after), and
 // nothing is left running (goleak, TestMain).

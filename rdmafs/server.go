@@ -48,6 +48,12 @@ type ServerConfig struct {
 	// summed go out with sendfile (default 1,048,576 blocks: 4 MiB of
 	// CRCs for 1 TiB of files; negative: keep none, sum every READ).
 	DigestBlocks int
+	// TCPCongestion is the congestion control of the server's TCP
+	// connections, the direction that carries the data (default
+	// DefaultTCPCongestion; SystemTCPCongestion keeps the kernel's
+	// default). A name the kernel lacks or refuses leaves the kernel's
+	// default and is logged once. Why cubic: docs/PROTOCOL.md, Transports.
+	TCPCongestion string
 	// HandshakeTimeout bounds the handshake (default 10 s); ReadTimeout
 	// bounds reading one frame once its first byte arrived (default 30 s);
 	// WriteTimeout bounds writing one frame or data piece (default 30 s);
@@ -87,6 +93,36 @@ func (c *ServerConfig) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.TCPCongestion == "" {
+		c.TCPCongestion = DefaultTCPCongestion
+	}
+}
+
+// DefaultTCPCongestion is the congestion control a Server asks for on its
+// TCP connections unless ServerConfig says otherwise: cubic, which sends
+// from the writer's and the ACKs' context, where bbr (a common system
+// default) without the fq queueing discipline paces every connection with
+// a timer and sends from softirq context (half the throughput on fast
+// links; docs/PROTOCOL.md).
+const DefaultTCPCongestion = "cubic"
+
+// SystemTCPCongestion as ServerConfig.TCPCongestion keeps the kernel's
+// default congestion control (net.ipv4.tcp_congestion_control).
+const SystemTCPCongestion = "system"
+
+// CheckTCPCongestion reports whether name can be ServerConfig.TCPCongestion:
+// SystemTCPCongestion, or a Linux congestion control name (1 to 15 bytes of
+// lower-case letters, digits and underscores). Whether the kernel has it is
+// only known when a connection asks for it.
+func CheckTCPCongestion(name string) error {
+	ok := len(name) > 0 && len(name) <= 15
+	for _, r := range name {
+		ok = ok && (r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+	}
+	if !ok {
+		return fmt.Errorf("TCP congestion control %q: want a kernel name such as cubic or bbr (1 to 15 lower-case letters, digits, _), or %q", name, SystemTCPCongestion)
+	}
+	return nil
 }
 
 // Server exports one directory read-only over the rdmafs protocol. Every
@@ -130,6 +166,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.BufferSize < 4096 || cfg.BufferSize > 1<<30 || cfg.MaxRead > 1<<30 {
 		return nil, fmt.Errorf("rdmafs server: buffer size %d outside 4096 B to 1 GiB, or max read %d over 1 GiB", cfg.BufferSize, cfg.MaxRead)
 	}
+	if err := CheckTCPCongestion(cfg.TCPCongestion); err != nil {
+		return nil, fmt.Errorf("rdmafs server: %w", err)
+	}
 	if int64(cfg.PoolBuffers)*int64(cfg.BufferSize) > maxPoolBytes {
 		return nil, fmt.Errorf("rdmafs server: %d buffers of %d bytes is over the %d GiB limit on data buffers", cfg.PoolBuffers, cfg.BufferSize, maxPoolBytes>>30)
 	}
@@ -171,6 +210,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("rdmafs server: %w", err)
 		}
 	}
+	s.setCongestion(ln)
 	acceptErr := make(chan error, 1)
 	go func() { acceptErr <- s.acceptLoop(ln) }()
 	var err error
@@ -232,6 +272,25 @@ func (s *Server) startConn(c net.Conn) {
 		delete(s.conns, sc)
 		s.mu.Unlock()
 	}()
+}
+
+// setCongestion puts a TCP listener on ServerConfig.TCPCongestion before
+// it accepts anything: connections take the congestion control of their
+// listener when they are set up. (Switching an established connection
+// from bbr is not the same: bbr turns on the kernel's pacing, and the
+// connection keeps it.) Failing leaves the kernel's default; either way
+// it is logged.
+func (s *Server) setCongestion(ln net.Listener) {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok || s.cfg.TCPCongestion == SystemTCPCongestion {
+		return
+	}
+	if err := setTCPCongestion(tl, s.cfg.TCPCongestion); err != nil {
+		s.log.Warn("rdmafs: cannot set the TCP congestion control; connections keep the kernel's default (see net.ipv4.tcp_available_congestion_control and tcp_allowed_congestion_control)",
+			"congestion", s.cfg.TCPCongestion, "err", err)
+		return
+	}
+	s.log.Debug("rdmafs TCP congestion control", "congestion", s.cfg.TCPCongestion)
 }
 
 // drain asks every connection to finish and waits, force-closing after

@@ -24,6 +24,7 @@ type serveOptions struct {
 	credits       int
 	poolBuffers   int
 	bufferSize    string
+	tcpCongestion string
 	logLevel      slog.Level
 }
 
@@ -66,6 +67,7 @@ stops accepting, lets in-flight reads finish and exits 0.`,
 	f.IntVar(&o.credits, "credits", 16, "outstanding requests allowed per client connection")
 	f.IntVar(&o.poolBuffers, "pool-buffers", 64, "number of server data buffers (bounds memory with --buffer-size)")
 	f.StringVar(&o.bufferSize, "buffer-size", "1MiB", "size of each server data buffer (4KiB to 1GiB; e.g. 1MiB); reads are served in pieces of this size")
+	f.StringVar(&o.tcpCongestion, "tcp-congestion", rdmafs.DefaultTCPCongestion, "TCP congestion control of client connections (a kernel name such as cubic or bbr; "+rdmafs.SystemTCPCongestion+": the kernel's default)")
 	_ = cmd.MarkFlagRequired("root")
 	return cmd
 }
@@ -79,6 +81,9 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		intFlagIn("--buffer-size", int(min(bufferSize, 1<<31)), 4096, 1<<30)); err != nil {
 		return err
 	}
+	if err := rdmafs.CheckTCPCongestion(o.tcpCongestion); err != nil {
+		return usageError{fmt.Errorf("--tcp-congestion: %w", err)}
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
 	cfg := rdmafs.ServerConfig{
 		Root:            o.root,
@@ -86,6 +91,7 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		Credits:         o.credits,
 		PoolBuffers:     o.poolBuffers,
 		BufferSize:      int(bufferSize),
+		TCPCongestion:   o.tcpCongestion,
 		Logger:          log,
 	}
 	tok, err := rdmafs.ClientToken(o.tokenFile)

@@ -30,6 +30,15 @@ func TestServeCmdTokenFromEnvAndSizeUnits(t *testing.T) {
 	serveAndStat(t, "--buffer-size", "1MiB")
 }
 
+// serve takes any congestion control name, and keeps serving when the
+// kernel lacks it.
+func TestServeCmdTCPCongestion(t *testing.T) {
+	t.Setenv("GDSLOAD_TOKEN", "0123456789abcdef0123\n")
+	for _, cc := range []string{"reno", "system", "no_such_cc"} {
+		serveAndStat(t, "--tcp-congestion", cc)
+	}
+}
+
 // serveAndStat runs serve with args, stats a file through it with the
 // token 0123456789abcdef0123, and checks that serve drains on cancel.
 func serveAndStat(t *testing.T, args ...string) {
@@ -88,6 +97,7 @@ func TestServeCmdRefusals(t *testing.T) {
 		{"missing root", []string{"--root", filepath.Join(root, "nope"), "--listen", "127.0.0.1:0", "--insecure-no-token"}, "export root"},
 		{"buffer size not a size", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--buffer-size", "lots"}, "--buffer-size"},
 		{"buffer size too small", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--buffer-size", "1KiB"}, "--buffer-size"},
+		{"congestion control not a name", []string{"--root", root, "--listen", "127.0.0.1:0", "--insecure-no-token", "--tcp-congestion", "Cubic!"}, "--tcp-congestion"},
 	}
 	t.Setenv("GDSLOAD_TOKEN", "")
 	os.Unsetenv("GDSLOAD_TOKEN")

@@ -13,6 +13,12 @@
 #   gdsload-nocrc  the same with --crc=false (no integrity; for reference)
 #   nginx-N        N curls, each fetching one 1/N byte range, in parallel
 #   iperf3-N       iperf3 -c -P N -n SIZE (raw TCP, N streams)
+#   iperf3-N-cc    the same with -C CC, CC the congestion control gdsload
+#                  serve puts its connections on (read from its --help):
+#                  raw TCP on the same footing as gdsload
+#   gdsload-syscc  gdsload against a second server started with
+#                  --tcp-congestion system: the kernel's default congestion
+#                  control, as nginx and iperf3-N use it
 #   gdsload-1      gdsload with --connections 1
 #   nginx-1        one curl of the whole file
 # Every transfer is timed from outside its process (GNU time: wall, and the
@@ -48,11 +54,15 @@ need python3 python3
 GDSLOAD=$(cd "$(dirname "$GDSLOAD")" && pwd)/$(basename "$GDSLOAD")
 N=$("$GDSLOAD" load --help | sed -n 's/.*--connections int.*(default \([0-9]*\)).*/\1/p')
 [ -n "$N" ] || { echo "cannot read the default of --connections from gdsload load --help" >&2; exit 1; }
+CC=$("$GDSLOAD" serve --help | sed -n 's/.*--tcp-congestion string.*(default "\([a-z0-9_]*\)").*/\1/p')
+[ -n "$CC" ] || { echo "cannot read the default of --tcp-congestion from gdsload serve --help" >&2; exit 1; }
+SYSCC=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
 
 if [ -z "${WORK:-}" ]; then WORK=$(mktemp -d /tmp/bench-rdmafs.XXXXXX); own_work=1; else own_work=; fi
-spid= ipid=
+spid= spid2= ipid=
 cleanup() {
   [ -n "$spid" ] && kill "$spid" 2>/dev/null || true
+  [ -n "$spid2" ] && kill "$spid2" 2>/dev/null || true
   [ -n "$ipid" ] && kill "$ipid" 2>/dev/null || true
   [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null || true
   wait 2>/dev/null || true
@@ -78,6 +88,14 @@ for _ in $(seq 100); do grep -q '^listening on ' "$WORK/serve.out" 2>/dev/null &
 raddr=$(sed -n 's/^listening on //p' "$WORK/serve.out")
 [ -n "$raddr" ] || { echo "gdsload serve did not start:" >&2; cat "$WORK/serve.log" >&2; exit 1; }
 url=rdmafs://$raddr/data.bin
+
+# A second gdsload serve on the kernel's default congestion control.
+"$GDSLOAD" serve --root "$WORK/export" --listen 127.0.0.1:0 --token-file "$WORK/token" --tcp-congestion system >"$WORK/serve2.out" 2>"$WORK/serve2.log" &
+spid2=$!
+for _ in $(seq 100); do grep -q '^listening on ' "$WORK/serve2.out" 2>/dev/null && break; sleep 0.1; done
+raddr2=$(sed -n 's/^listening on //p' "$WORK/serve2.out")
+[ -n "$raddr2" ] || { echo "gdsload serve --tcp-congestion system did not start:" >&2; cat "$WORK/serve2.log" >&2; exit 1; }
+url2=rdmafs://$raddr2/data.bin
 
 # nginx with sendfile, as it is deployed for static files.
 nport=$(free_port)
@@ -133,6 +151,7 @@ run() {
   local tool=$1 so=$WORK/t/$1.stdout s0 s1 got
   local srv
   case $tool in
+    gdsload-syscc) srv=$spid2 ;;
     gdsload*) srv=$spid ;;
     nginx*) srv=$(nginx_pids) ;;
     iperf3*) srv=$ipid ;;
@@ -145,9 +164,11 @@ run() {
     gdsload|gdsload-cold) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --token-file "$WORK/token" "$url" ;;
     gdsload-nocrc) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --crc=false --token-file "$WORK/token" "$url" ;;
     gdsload-1) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --connections 1 --token-file "$WORK/token" "$url" ;;
+    gdsload-syscc) timed_out "$WORK/t/$tool" "$so" "$GDSLOAD" load --to host --json --token-file "$WORK/token" "$url2" ;;
     nginx-N) timed_out "$WORK/t/$tool" "$so" bash -c "curls $N" ;;
     nginx-1) timed_out "$WORK/t/$tool" "$so" bash -c "curls 1" ;;
     iperf3-N) timed_out "$WORK/t/$tool" "$so" iperf3 -c 127.0.0.1 -p "$iport" -P "$N" -n "$bytes" -J ;;
+    iperf3-N-cc) timed_out "$WORK/t/$tool" "$so" iperf3 -c 127.0.0.1 -p "$iport" -P "$N" -n "$bytes" -C "$CC" -J ;;
   esac
   # shellcheck disable=SC2086
   s1=$(proc_cpu $srv)
@@ -161,14 +182,14 @@ run() {
     iperf3*) got=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["end"]["sum_sent"]["bytes"]))' "$so") ;;
   esac
   # iperf3 sends whole blocks: its last ones may take it past SIZE.
-  if [ "${tool%-N}" = iperf3 ] && [ "$got" -ge "$bytes" ]; then got=$bytes; fi
+  case $tool in iperf3*) if [ "$got" -ge "$bytes" ]; then got=$bytes; fi ;; esac
   check_bytes "$tool run" "$got" "$bytes"
 }
 
-# Checksummed runs, once per configuration, untimed.
+# Checksummed runs, once per configuration, untimed. sha_gdsload URL ARGS...
 sha_gdsload() {
-  local got
-  "$GDSLOAD" load --to host --json --checksum sha256 --token-file "$WORK/token" "$@" "$url" >"$WORK/sha.json"
+  local got u=$1; shift
+  "$GDSLOAD" load --to host --json --checksum sha256 --token-file "$WORK/token" "$@" "$u" >"$WORK/sha.json"
   got=$(json_field "$WORK/sha.json" sha256)
   [ "$got" = "$want_sha" ] || { echo "gdsload $* landed bytes with sha256 $got, the file has $want_sha" >&2; exit 1; }
 }
@@ -180,14 +201,15 @@ sha_nginx() {
   rm -rf "$WORK/parts"
   [ "$got" = "$want_sha" ] || { echo "$k ranged curls received bytes with sha256 $got, the file has $want_sha" >&2; exit 1; }
 }
-sha_gdsload
-sha_gdsload --crc=false
-sha_gdsload --connections 1
+sha_gdsload "$url"
+sha_gdsload "$url" --crc=false
+sha_gdsload "$url" --connections 1
+sha_gdsload "$url2"
 sha_nginx "$N"
 sha_nginx 1
-echo "sha256 checked: gdsload (defaults, --crc=false, --connections 1), nginx with $N ranged curls and with 1 curl" >&2
+echo "sha256 checked: gdsload (defaults, --crc=false, --connections 1, server on $SYSCC), nginx with $N ranged curls and with 1 curl" >&2
 
-tools="gdsload gdsload-cold gdsload-nocrc nginx-N iperf3-N gdsload-1 nginx-1"
+tools="gdsload gdsload-cold gdsload-nocrc nginx-N iperf3-N gdsload-1 nginx-1 gdsload-syscc iperf3-N-cc"
 rev=$(echo "$tools" | tr ' ' '\n' | tac | tr '\n' ' ')
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) = 1 ]; then order=$tools; else order=$rev; fi
@@ -207,7 +229,7 @@ done
 
 echo "### \`scripts/bench-rdmafs.sh\` ($ROUNDS rounds, ${SIZE_MIB} MiB, N = $N), $(stamp)"
 echo
-echo "Loopback TCP, server page cache warm; every run's byte count checked, one sha256-checked run per gdsload and nginx configuration."
+echo "Loopback TCP, server page cache warm; every run's byte count checked, one sha256-checked run per gdsload and nginx configuration. TCP congestion control: the kernel's default is $SYSCC (nginx, curl, iperf3 -P $N and gdsload --tcp-congestion system run on it); gdsload serve puts its connections on $CC by default."
 echo
 echo "| transfer | GiB/s (median) | spread | client CPU s/GiB | server CPU s/GiB |"
 echo "| --- | --- | --- | --- | --- |"
@@ -220,6 +242,8 @@ label() {
     nginx-N) echo "nginx sendfile, $N ranged curls" ;;
     nginx-1) echo "nginx sendfile, 1 curl" ;;
     iperf3-N) echo "iperf3 -P $N (raw TCP)" ;;
+    iperf3-N-cc) echo "iperf3 -P $N -C $CC (raw TCP, gdsload serve's congestion control)" ;;
+    gdsload-syscc) echo "gdsload, defaults, server --tcp-congestion system ($SYSCC)" ;;
   esac
 }
 for x in $tools; do
@@ -237,6 +261,8 @@ ratio_row gdsload iperf3-N ">= 0.8x"
 ratio_row gdsload-cold nginx-N "none"
 ratio_row gdsload-1 nginx-1 "none"
 ratio_row gdsload-nocrc nginx-N "none"
+ratio_row gdsload iperf3-N-cc "none"
+ratio_row gdsload-syscc nginx-N "none"
 echo
 echo "gdsload serve (defaults: 64 pool buffers of 1 MiB): peak RSS $(awk '/^VmHWM/ {printf "%.1f MiB", $2/1024}' "/proc/$spid/status") after every run above."
 

@@ -18,6 +18,13 @@ import (
 // zstd-compressed. It returns the scanned dataset.
 func makeShards(t testing.TB, counts []int) *Dataset {
 	t.Helper()
+	return makeShardsCompressing(t, counts, func(s int) bool { return s%3 == 2 })
+}
+
+// makeShardsCompressing is makeShards with zstd for the shards s for
+// which compress(s) holds.
+func makeShardsCompressing(t testing.TB, counts []int, compress func(s int) bool) *Dataset {
+	t.Helper()
 	dir := t.TempDir()
 	for s, n := range counts {
 		var buf bytes.Buffer
@@ -34,7 +41,7 @@ func makeShards(t testing.TB, counts []int) *Dataset {
 		tw.Close()
 		name := fmt.Sprintf("shard-%02d.tar", s)
 		data := buf.Bytes()
-		if s%3 == 2 {
+		if compress(s) {
 			enc, _ := zstd.NewWriter(nil)
 			data = enc.EncodeAll(data, nil)
 			name += ".zst"

@@ -83,28 +83,77 @@ func mangledHint(name string, err error) string {
 
 // bufferPool keeps a few shard-sized buffers alive between shards, so
 // prefetching reuses memory that is already touched instead of faulting in
-// fresh pages for every shard.
+// fresh pages for every shard. Fresh memory is dear: on a VM whose host
+// reclaims the guest's free pages (virtio-balloon free page reporting),
+// the first write to a fresh 36 MiB buffer took 20 to 200 ms, several
+// times what decoding a shard into a buffer already touched takes.
 type bufferPool struct {
 	mu   sync.Mutex
 	free [][]byte
 	keep int
+	// live counts the buffers allocated and not yet dropped: in use or
+	// free. changed is closed (and replaced) whenever a buffer comes back
+	// or wake is called, for getWait.
+	live    int
+	changed chan struct{}
 }
 
 func (p *bufferPool) get(size int64) []byte {
 	size = poolSize(size)
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	b, ok := p.takeLocked(size)
+	p.mu.Unlock()
+	if ok {
+		return b
+	}
+	return shardBuffer(int(size))[:0]
+}
+
+// getWait is get for a caller that would rather wait for a buffer to come
+// back than fault in a fresh one: when no free buffer fits and limit
+// buffers are live already, it waits until a buffer is put back, or until
+// grow (called with the pool locked, after each put or wake) allows a new
+// one, or ctx is done.
+func (p *bufferPool) getWait(ctx context.Context, size int64, limit int, grow func() bool) ([]byte, error) {
+	size = poolSize(size)
+	p.mu.Lock()
+	for len(p.free) == 0 && p.live >= limit && !grow() {
+		if p.changed == nil {
+			p.changed = make(chan struct{})
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	b, ok := p.takeLocked(size)
+	p.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	return shardBuffer(int(size))[:0], nil
+}
+
+// takeLocked takes a free buffer of at least size bytes, or counts one
+// about to be allocated (ok false: the caller allocates it, outside the
+// lock, so a put need not wait for fresh memory).
+func (p *bufferPool) takeLocked(size int64) (b []byte, ok bool) {
 	for i, b := range p.free {
 		if int64(cap(b)) >= size {
 			p.free = append(p.free[:i], p.free[i+1:]...)
-			return b[:0]
+			return b[:0], true
 		}
 	}
 	if n := len(p.free); n > 0 {
 		p.free = p.free[:n-1] // too small: let it go, allocate a bigger one
+		p.live--
 	}
-	// Page aligned, so O_DIRECT reads land without a bounce copy.
-	return shardBuffer(int(size))[:0]
+	p.live++
+	return nil, false
 }
 
 // poolSize rounds a request up to one of eight sizes per power of two
@@ -123,6 +172,23 @@ func (p *bufferPool) put(b []byte) {
 	defer p.mu.Unlock()
 	if len(p.free) < p.keep {
 		p.free = append(p.free, b[:0])
+	} else {
+		p.live--
+	}
+	p.wakeLocked()
+}
+
+// wake makes waiting getWait calls ask their grow function again.
+func (p *bufferPool) wake() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wakeLocked()
+}
+
+func (p *bufferPool) wakeLocked() {
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
 	}
 }
 

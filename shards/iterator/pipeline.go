@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gdsload/gdsload/shards/webdataset"
 )
@@ -15,6 +16,7 @@ import (
 // shard-local indices idx, stored at window offsets offs.
 type job struct {
 	shard int
+	seq   int64 // place in the order the consumer receives jobs
 	idx   []int64
 	offs  []int64
 	done  chan jobResult // buffered: a worker never blocks on it
@@ -58,6 +60,13 @@ type pipeline struct {
 	wg     sync.WaitGroup
 	visits chan *visit
 	slots  chan struct{}
+	// bufs holds decoded shards; head is the seq of the next job the
+	// consumer will receive (see decodeBuffer).
+	bufs *bufferPool
+	head atomic.Int64
+	// maxBuffers is how many decoded-shard buffers decoders fill before
+	// they wait for one to come back (see decodeBuffer).
+	maxBuffers int
 }
 
 func (it *Iterator) startPipeline(lay *layout, sch schedule) *pipeline {
@@ -66,7 +75,9 @@ func (it *Iterator) startPipeline(lay *layout, sch schedule) *pipeline {
 		cancel: cancel,
 		visits: make(chan *visit, it.opts.Prefetch),
 		slots:  make(chan struct{}, it.opts.Prefetch),
+		bufs:   it.pool,
 	}
+	p.maxBuffers = it.opts.Workers
 	reads := make(chan *job)
 	// The read stage keeps up to one shard per worker read ahead, so
 	// workers that finish together do not wait for a read each. Slots
@@ -75,7 +86,7 @@ func (it *Iterator) startPipeline(lay *layout, sch schedule) *pipeline {
 	p.wg.Go(func() { p.dispatch(ctx, lay, sch, reads) })
 	p.wg.Go(func() { it.readLoop(ctx, reads, work) })
 	for range it.opts.Workers {
-		p.wg.Go(func() { it.decodeLoop(ctx, work) })
+		p.wg.Go(func() { it.decodeLoop(ctx, p, work) })
 	}
 	return p
 }
@@ -87,6 +98,7 @@ func (p *pipeline) dispatch(ctx context.Context, lay *layout, sch schedule, work
 	defer close(work)
 	defer close(p.visits)
 	wk := newWalker(lay, sch)
+	var seq int64
 	for {
 		_, _, v, fresh, ok := wk.next()
 		if !ok {
@@ -103,6 +115,7 @@ func (p *pipeline) dispatch(ctx context.Context, lay *layout, sch schedule, work
 			return
 		}
 		for _, j := range v.jobs {
+			j.seq, seq = seq, seq+1
 			select {
 			case p.slots <- struct{}{}:
 			case <-ctx.Done():
@@ -163,7 +176,7 @@ func (it *Iterator) readLoop(ctx context.Context, reads <-chan *job, work chan<-
 	}
 }
 
-func (it *Iterator) decodeLoop(ctx context.Context, work <-chan *job) {
+func (it *Iterator) decodeLoop(ctx context.Context, p *pipeline, work <-chan *job) {
 	rd, err := webdataset.NewReader(bytes.NewReader(nil), webdataset.None, it.opts.ReaderOptions...)
 	var dec *webdataset.Decompressor
 	if err == nil {
@@ -178,21 +191,21 @@ func (it *Iterator) decodeLoop(ctx context.Context, work <-chan *job) {
 	defer rd.Close()
 	defer dec.Close()
 	for j := range work {
-		samples, hold, err := it.decode(ctx, rd, dec, j)
+		samples, hold, err := it.decode(ctx, rd, dec, j, func(size int64) ([]byte, error) { return p.decodeBuffer(ctx, j, size) })
 		j.done <- jobResult{samples: samples, hold: hold, err: err}
 	}
 }
 
 // decode takes one shard as read, decompresses it whole into a pooled buffer and
 // picks out the samples the job asks for; their fields alias that buffer.
-func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webdataset.Decompressor, j *job) ([]*webdataset.Sample, *holder, error) {
+func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webdataset.Decompressor, j *job, buffer func(size int64) ([]byte, error)) ([]*webdataset.Sample, *holder, error) {
 	sh := it.ds.Shards[j.shard]
 	raw, err := j.raw, j.readErr
 	j.raw = rawShard{}
 	if err != nil {
 		return nil, nil, err
 	}
-	tarData, tarPool, kept, err := it.unpack(raw, sh, dec)
+	tarData, tarPool, kept, err := it.unpack(raw, sh, dec, buffer)
 	if !kept {
 		raw.release()
 	}
@@ -232,7 +245,7 @@ func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webd
 // is not compressed and was read into one (kept: the caller must not
 // release raw), else a buffer of its own. Unless kept, the caller
 // releases raw afterwards.
-func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor) (tarData []byte, pool *bufferPool, kept bool, err error) {
+func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor, buffer func(size int64) ([]byte, error)) (tarData []byte, pool *bufferPool, kept bool, err error) {
 	err = guardMapped(raw, sh.Name, func() error {
 		verified, err := checkShard(raw.data, sh, it.opts)
 		if err != nil {
@@ -252,7 +265,10 @@ func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor)
 		// only up to 64 times the compressed bytes: output past it grows
 		// the buffer as it comes.
 		hint := max(sh.SampleBytes+sh.Samples<<10, 3*sh.Bytes)
-		out := it.pool.get(min(hint, 64*int64(len(raw.data))+1<<20, it.opts.maxShardBytes()))
+		out, err := buffer(min(hint, 64*int64(len(raw.data))+1<<20, it.opts.maxShardBytes()))
+		if err != nil {
+			return err
+		}
 		if verified {
 			tarData, err = dec.DecompressVerified(out, raw.data, c, sh.Name)
 		} else {
@@ -281,6 +297,8 @@ func (p *pipeline) load(ctx context.Context, v *visit, skip func(shard int, err 
 			return ctx.Err()
 		}
 		<-p.slots
+		p.head.Store(j.seq + 1)
+		p.bufs.wake()
 		if r.err != nil {
 			if err := skip(j.shard, r.err); err != nil {
 				return err
@@ -293,6 +311,24 @@ func (p *pipeline) load(ctx context.Context, v *visit, skip func(shard int, err 
 	}
 	v.jobs = nil
 	return nil
+}
+
+// decodeBuffer returns a buffer from the pool for job j's decoded shard.
+// When none is free and maxBuffers are live, the decoder waits for one to
+// come back rather than fault in a fresh one, unless j is the job the
+// consumer receives next: the consumer may be waiting for it while
+// holding buffers (of earlier jobs of the same visit) that it cannot give
+// back before, so j never waits.
+//
+// Why wait: the consumer hands a buffer back soon after it receives the
+// job (yielding a shard's samples takes well under a millisecond), and
+// with decoders checking the next shard's digest first it is usually back
+// before it is asked for. Decoders that allocated instead ran ahead into
+// fresh memory whenever one shard was slow, and fresh memory is dear (see
+// bufferPool): on bench-iterate's incompressible shards two workers
+// faulted in four buffers where two serve.
+func (p *pipeline) decodeBuffer(ctx context.Context, j *job, size int64) ([]byte, error) {
+	return p.bufs.getWait(ctx, size, p.maxBuffers, func() bool { return j.seq <= p.head.Load() })
 }
 
 func (p *pipeline) stop() {

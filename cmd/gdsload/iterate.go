@@ -201,6 +201,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 		}
 	}()
 	enc := json.NewEncoder(out)
+	var line []byte // a sample's --json line, reused
 	var samples, bytes int64
 	start := time.Now()
 	var iterErr error
@@ -222,7 +223,8 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 		samples++
 		bytes += n
 		if o.asJSON {
-			if err := enc.Encode(sampleLine{Key: s.Key, Shard: s.Shard, Epoch: s.Epoch, Position: s.Position, Padding: s.Padding, Bytes: n}); err != nil {
+			line = sampleLine{Key: s.Key, Shard: s.Shard, Epoch: s.Epoch, Position: s.Position, Padding: s.Padding, Bytes: n}.appendJSON(line[:0])
+			if _, err := out.Write(line); err != nil {
 				return fmt.Errorf("writing output: %w", err)
 			}
 		}

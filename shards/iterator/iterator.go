@@ -49,7 +49,9 @@ type Options struct {
 	// Workers decode shards in parallel (default 1). Prefetch bounds the
 	// shard reads queued or decoded ahead of the consumer (default
 	// 2*Workers): memory stays within about (Prefetch + Workers) shards plus
-	// the shuffle windows being emitted.
+	// the shuffle windows being emitted. Decoders reuse the buffers the
+	// consumer hands back: beyond Workers decoded shards they wait for one
+	// rather than take fresh memory, unless the consumer waits for theirs.
 	Workers, Prefetch int
 	// SkipChecksum skips checking each shard's digest against the dataset
 	// (its manifest). By default every shard read is checked where the

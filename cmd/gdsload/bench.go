@@ -81,7 +81,7 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 		intFlagIn("--random-reads", o.reads, 1, maxRandomReads)); err != nil {
 		return err
 	}
-	chunk, err := chunkFlag(o.chunkSize)
+	chunk, err := alignedSizeFlag("--chunk-size", o.chunkSize)
 	if err != nil {
 		return err
 	}

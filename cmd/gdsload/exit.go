@@ -140,12 +140,9 @@ func intFlagIn(flag string, v, lo, hi int) error {
 	return nil
 }
 
-// chunkFlag parses a --chunk-size value: a positive multiple of 4 KiB (the
-// direct-I/O alignment), at most maxChunkSize.
-func chunkFlag(s string) (int64, error) { return alignedSizeFlag("--chunk-size", s) }
-
-// alignedSizeFlag parses the size flag's value s: a positive multiple of
-// 4 KiB, at most maxChunkSize.
+// alignedSizeFlag parses the size flag's value s (--chunk-size, say): a
+// positive multiple of 4 KiB (the direct-I/O alignment), at most
+// maxChunkSize.
 func alignedSizeFlag(flag, s string) (int64, error) {
 	n, err := humanize.ParseBytes(s)
 	if err != nil || n <= 0 || n > maxChunkSize {

@@ -24,7 +24,7 @@ func (f *ioFlags) parse() (mode loader.DirectMode, chunk int64, err error) {
 	if mode, err = loader.ParseDirectMode(f.direct); err != nil {
 		return 0, 0, usageError{err}
 	}
-	if chunk, err = chunkFlag(f.chunkSize); err != nil {
+	if chunk, err = alignedSizeFlag("--chunk-size", f.chunkSize); err != nil {
 		return 0, 0, err
 	}
 	if err := intFlagIn("--workers", f.workers, 1, maxWorkers); err != nil {

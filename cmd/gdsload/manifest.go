@@ -42,9 +42,8 @@ they are.`,
 func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 	ctx := cmd.Context()
 	var m *webdataset.Manifest
-	var err error
 	switch {
-	case o.verify && vfs.IsURL(dir):
+	case o.verify: // a local directory or a URL
 		mux, err := vfs.New()
 		if err != nil {
 			return err
@@ -55,16 +54,6 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		}
 		bar := progress.Start(infoOut(cmd), "verify", m.Bytes())
 		err = webdataset.VerifyShardsAt(ctx, mux, dir, m, bar.Add)
-		bar.Stop()
-		if err != nil {
-			return err
-		}
-	case o.verify:
-		if m, err = webdataset.ReadManifest(dir); err != nil {
-			return err
-		}
-		bar := progress.Start(infoOut(cmd), "verify", m.Bytes())
-		err = webdataset.VerifyShards(ctx, dir, m, bar.Add)
 		bar.Stop()
 		if err != nil {
 			return err
@@ -96,10 +85,7 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 	for _, w := range m.Warnings() {
 		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 	}
-	samples, bytes := m.Samples(), int64(0) // a sample split across shards counts once
-	for _, e := range m.Shards {
-		bytes += e.Bytes
-	}
+	samples, bytes := m.Samples(), m.Bytes() // a sample split across shards counts once
 	verb := "wrote"
 	if o.verify {
 		verb = "verified"

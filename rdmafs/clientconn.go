@@ -225,8 +225,7 @@ func (cc *clientConn) do(ctx context.Context, t wire.Type, payload []byte, cl *c
 	cc.wmu.Unlock()
 	if err != nil {
 		cc.kill(fmt.Errorf("%w: send %s: %v", ErrServerGone, t, err))
-		<-cl.done
-		return nil, cl.err
+		return cl.wait()
 	}
 	timer := time.NewTimer(cc.timeout)
 	defer timer.Stop()
@@ -240,8 +239,18 @@ func (cc *clientConn) do(ctx context.Context, t wire.Type, payload []byte, cl *c
 		<-cl.done
 		return nil, ctx.Err()
 	}
+	return cl.wait()
+}
+
+// wait waits for cl to end after its connection was killed. The reply may
+// have come just before the kill (the timer and the reply raced): then cl
+// is whole and returned, not a nil call with a nil error.
+func (cl *call) wait() (*call, error) {
 	<-cl.done
-	return nil, cl.err
+	if cl.err != nil {
+		return nil, cl.err
+	}
+	return cl, nil
 }
 
 func (cc *clientConn) deadErr() error {

@@ -250,6 +250,7 @@ func (s *Server) acceptLoop(ln net.Listener) error {
 
 func (s *Server) startConn(c net.Conn) {
 	tuneTCP(c)
+	s.connCongestion(c)
 	s.metrics.connsTotal.Add(1)
 	s.mu.Lock()
 	if len(s.conns) >= s.cfg.MaxConns {
@@ -291,6 +292,20 @@ func (s *Server) setCongestion(ln net.Listener) {
 		return
 	}
 	s.log.Debug("rdmafs TCP congestion control", "congestion", s.cfg.TCPCongestion)
+}
+
+// connCongestion puts a connection that the kernel set up before Serve
+// set its listener (one that waited in the accept backlog) on
+// ServerConfig.TCPCongestion, as far as it can: after bbr the kernel may
+// keep pacing it. A name the kernel refuses was logged by setCongestion.
+func (s *Server) connCongestion(c net.Conn) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok || s.cfg.TCPCongestion == SystemTCPCongestion {
+		return
+	}
+	if name, err := tcpCongestion(tc); err == nil && name != s.cfg.TCPCongestion {
+		_ = setTCPCongestion(tc, s.cfg.TCPCongestion)
+	}
 }
 
 // drain asks every connection to finish and waits, force-closing after

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -135,5 +136,24 @@ func TestConnectionLimit(t *testing.T) {
 	}
 	if _, err := second.c.Read(buf); err != io.EOF {
 		t.Fatalf("connection not closed after BUSY: %v", err)
+	}
+}
+
+// A call whose reply came just before its connection was killed (its
+// timer fired, or its send failed, as the reply arrived) is returned
+// whole; one failed by the kill gives its error. Never a nil call with a
+// nil error, which crashed a read.
+func TestCallWaitAfterKill(t *testing.T) {
+	gone := fmt.Errorf("%w: killed", ErrServerGone)
+	for _, tc := range []struct {
+		err     error
+		wantNil bool
+	}{{nil, false}, {gone, true}} {
+		cl := &call{done: make(chan struct{}), typ: wire.TypeReadDone, err: tc.err}
+		close(cl.done)
+		got, err := cl.wait()
+		if !errors.Is(err, tc.err) || (got == nil) != tc.wantNil {
+			t.Errorf("wait on a call ended with %v = (%v, %v), want nil call %v", tc.err, got, err, tc.wantNil)
+		}
 	}
 }

@@ -11,6 +11,8 @@
 # Timed from outside (GNU time: wall, user, sys), alternating A B C ... then
 # the reverse, PAIRS times, page cache warm:
 #   zstd      taskset -c 0 zstd -d -T1 -v -c SHARDS > /dev/null   (the peer)
+#   zstd2     the same twice at once, on cores 0 and 1, every other shard
+#             each: how far the peer's decode scales on two cores here
 #   noverify  taskset -c 0 GOMAXPROCS=1 gdsload iterate --verify=false
 #   verify    taskset -c 0 GOMAXPROCS=1 gdsload iterate   (manifest CRC-32C)
 #   noindex   taskset -c 0 GOMAXPROCS=1 gdsload iterate DIR-WITHOUT-INDEX
@@ -236,6 +238,15 @@ for set in $SETS; do
   # zstd writes what it decodes to /dev/null, as gdsload hands samples to
   # nobody: into a file it spent about as long again writing the page cache.
   r_zstd() { run_timed "$WORK/t.$set.zstd" /dev/null check_zstd "$WORK/err" "$tarbytes" -- taskset -c 0 zstd -d -T1 -v -c "${shards[@]}"; }
+  # The same decode split in two: zstd on each core, every other shard
+  # each, timed as one run: how far the peer's own work scales on this
+  # machine's two cores, beside gdsload's 2 workers against 1.
+  printf '%s\n' "${shards[@]}" | awk 'NR % 2 == 1' >"$WORK/$set.half0"
+  printf '%s\n' "${shards[@]}" | awk 'NR % 2 == 0' >"$WORK/$set.half1"
+  r_zstd2() { run_timed "$WORK/t.$set.zstd2" /dev/null check_zstd "$WORK/err" "$tarbytes" -- bash -c '
+    xargs -d "\n" taskset -c 0 zstd -d -T1 -v -c <"$1" >/dev/null & p=$!
+    xargs -d "\n" taskset -c 1 zstd -d -T1 -v -c <"$2" >/dev/null; r=$?
+    wait "$p" && exit "$r"' - "$WORK/$set.half0" "$WORK/$set.half1"; }
   r_noverify() { run_timed "$WORK/t.$set.noverify" "$WORK/out" "${jcheck[@]}" -- "${one[@]}" --verify=false "$dir"; }
   r_verify() { run_timed "$WORK/t.$set.verify" "$WORK/out" "${jcheck[@]}" -- "${one[@]}" "$dir"; }
   r_noindex() { run_timed "$WORK/t.$set.noindex" "$WORK/out" "${jcheck[@]}" -- "${one[@]}" "$dir-noindex"; }
@@ -245,15 +256,16 @@ for set in $SETS; do
   zstd -q -d -T1 -c "${shards[@]}" >/dev/null
   "$GDSLOAD" iterate "$dir" --direct off >/dev/null 2>&1
   for _ in $(seq 1 "$PAIRS"); do
-    r_zstd; r_noverify; r_verify; r_noindex; r_w1; r_w2
-    r_w2; r_w1; r_noindex; r_verify; r_noverify; r_zstd
+    r_zstd; r_noverify; r_verify; r_noindex; r_w1; r_w2; r_zstd2
+    r_zstd2; r_w2; r_w1; r_noindex; r_verify; r_noverify; r_zstd
   done
 
   gib() { awk -v b="$tarbytes" 'BEGIN {printf "%.6f", b/1073741824}'; }
   cpu() { awk -v g="$(gib)" '{printf "%.4f\n", ($2+$3)/g}' "$1"; }
-  for c in zstd noverify verify noindex w1 w2; do cpu "$WORK/t.$set.$c" >"$WORK/c.$set.$c"; awk '{print $1}' "$WORK/t.$set.$c" >"$WORK/w.$set.$c"; done
+  for c in zstd zstd2 noverify verify noindex w1 w2; do cpu "$WORK/t.$set.$c" >"$WORK/c.$set.$c"; awk '{print $1}' "$WORK/t.$set.$c" >"$WORK/w.$set.$c"; done
   for c in noverify verify noindex; do ratios "$WORK/c.$set.zstd" "$WORK/c.$set.$c" >"$WORK/r.$set.$c"; done
   ratios "$WORK/w.$set.w1" "$WORK/w.$set.w2" >"$WORK/r.$set.w2"
+  ratios "$WORK/w.$set.zstd" "$WORK/w.$set.zstd2" >"$WORK/r.$set.zstd2"
   echo
   echo "#### \`scripts/bench-iterate.sh\`: $set shards, $((2 * PAIRS)) runs each, $(stamp)"
   echo
@@ -265,9 +277,10 @@ for set in $SETS; do
   echo
   echo "| configuration | wall s (median) | CPU s/GiB (median) | spread |"
   echo "| --- | --- | --- | --- |"
-  for c in zstd noverify verify noindex w1 w2; do
+  for c in zstd zstd2 noverify verify noindex w1 w2; do
     case $c in
       zstd) label="\`zstd -d -T1\`, 1 core" ;;
+      zstd2) label="\`zstd -d -T1\` twice, every other shard each, 2 cores" ;;
       noverify) label="\`gdsload iterate --verify=false\`, 1 core" ;;
       verify) label="\`gdsload iterate\` (CRC-32C checked), 1 core" ;;
       noindex) label="\`gdsload iterate\`, no \`index.json\`, 1 core" ;;
@@ -285,4 +298,5 @@ for set in $SETS; do
   printf '| zstd CPU / gdsload CPU, CRC-32C checked | %.2fx | %s | >= 0.6x |\n' "$(median <"$WORK/r.$set.verify")" "$(spread <"$WORK/r.$set.verify")"
   printf '| zstd CPU / gdsload CPU, no index.json | %.2fx | %s | none |\n' "$(median <"$WORK/r.$set.noindex")" "$(spread <"$WORK/r.$set.noindex")"
   printf '| 2 workers / 1 worker, wall%s | %.2fx | %s | >= 1.8x |\n' "$note" "$(median <"$WORK/r.$set.w2")" "$(spread <"$WORK/r.$set.w2")"
+  printf '| zstd on 2 cores / zstd on 1, wall (the peer'"'"'s own scaling here) | %.2fx | %s | none |\n' "$(median <"$WORK/r.$set.zstd2")" "$(spread <"$WORK/r.$set.zstd2")"
 done

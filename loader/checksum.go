@@ -7,9 +7,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"hash/crc32"
 	"strings"
 	"sync"
+
+	"github.com/gdsload/gdsload/internal/crc32c"
 )
 
 // Checksum names the digest computed over the bytes as they landed.
@@ -51,7 +52,7 @@ func (c Checksum) newHash() hash.Hash {
 	case ChecksumSHA256:
 		return sha256.New()
 	case ChecksumCRC32C:
-		return crc32.New(crc32.MakeTable(crc32.Castagnoli))
+		return crc32c.New()
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"hash/crc64"
 	"strings"
 
+	"github.com/gdsload/gdsload/internal/crc32c"
+
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -53,7 +55,7 @@ func newVerifier(out *s3.GetObjectOutput) *verifier {
 		{"SHA512", out.ChecksumSHA512, sha512.New},
 		{"SHA1", out.ChecksumSHA1, sha1.New},
 		{"CRC64NVME", out.ChecksumCRC64NVME, func() hash.Hash { return crc64.New(crc64NVME) }},
-		{"CRC32C", out.ChecksumCRC32C, func() hash.Hash { return crc32.New(crc32.MakeTable(crc32.Castagnoli)) }},
+		{"CRC32C", out.ChecksumCRC32C, func() hash.Hash { return crc32c.New() }},
 		{"CRC32", out.ChecksumCRC32, func() hash.Hash { return crc32.NewIEEE() }},
 		{"MD5", out.ChecksumMD5, md5.New},
 	}

@@ -1,10 +1,14 @@
 // Package crc32c is CRC-32C (Castagnoli) as gdsload uses it on the wire and
-// for staged files: hash/crc32's hardware-accelerated update, and the
+// for staged files and shards: an update that folds with AVX-512 where the
+// CPU has it and is hash/crc32's elsewhere, a hash.Hash32 over it, and the
 // combination of two CRCs into the CRC of the concatenated bytes, so that
 // bytes summed once need not be read again.
 package crc32c
 
-import "hash/crc32"
+import (
+	"hash"
+	"hash/crc32"
+)
 
 // table is read-only after package initialization.
 var table = crc32.MakeTable(crc32.Castagnoli)
@@ -80,3 +84,25 @@ func xPow8n(n int64) uint32 {
 	}
 	return p
 }
+
+// New returns a hash.Hash32 of the CRC-32C that sums with Update (so by
+// folding where the CPU allows): a drop-in for hash/crc32's
+// crc32.New(crc32.MakeTable(crc32.Castagnoli)), Sum big-endian as there.
+func New() hash.Hash32 { return new(digest) }
+
+type digest struct{ crc uint32 }
+
+func (d *digest) Write(p []byte) (int, error) {
+	d.crc = Update(d.crc, p)
+	return len(p), nil
+}
+
+func (d *digest) Sum32() uint32 { return d.crc }
+
+func (d *digest) Sum(b []byte) []byte {
+	return append(b, byte(d.crc>>24), byte(d.crc>>16), byte(d.crc>>8), byte(d.crc))
+}
+
+func (d *digest) Reset()         { d.crc = 0 }
+func (d *digest) Size() int      { return crc32.Size }
+func (d *digest) BlockSize() int { return 1 }

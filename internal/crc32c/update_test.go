@@ -107,3 +107,30 @@ func itoa(n int) string {
 		return s + "KiB"
 	}
 }
+
+// New's hash sums, appends and resets as hash/crc32's CRC-32C hash does,
+// written in pieces of several sizes.
+func TestNewMatchesHashCRC32(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	data := make([]byte, 1<<20+17)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	for _, piece := range []int{1, 15, 256, 4096, 300000, len(data)} {
+		got, want := New(), crc32.New(crc32.MakeTable(crc32.Castagnoli))
+		for i := 0; i < 2; i++ { // the second pass after Reset
+			got.Reset()
+			want.Reset()
+			for p := data; len(p) > 0; p = p[min(piece, len(p)):] {
+				got.Write(p[:min(piece, len(p))])
+				want.Write(p[:min(piece, len(p))])
+			}
+			if g, w := got.Sum([]byte("x")), want.Sum([]byte("x")); !bytes.Equal(g, w) || got.Sum32() != want.Sum32() {
+				t.Fatalf("pieces of %d: Sum %x, Sum32 %08x; hash/crc32 gives %x, %08x", piece, g, got.Sum32(), w, want.Sum32())
+			}
+		}
+		if got.Size() != want.Size() || got.BlockSize() != want.BlockSize() {
+			t.Fatalf("Size %d, BlockSize %d; hash/crc32 gives %d, %d", got.Size(), got.BlockSize(), want.Size(), want.BlockSize())
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"hash/crc32"
 	"io"
 	"os"
 	"path"
@@ -17,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/gdsload/gdsload/internal/crc32c"
 
 	"github.com/gdsload/gdsload/internal/regular"
 	"github.com/gdsload/gdsload/loader"
@@ -366,7 +367,7 @@ func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Opti
 			return ShardEntry{}, err
 		}
 	}
-	crc := crc32.New(castagnoli)
+	crc := crc32c.New()
 	var h hash.Hash
 	var sums io.Writer = crc
 	if o.sha256 {
@@ -422,7 +423,7 @@ func ScanShardBytes(ctx context.Context, data []byte, name string, dec *Decompre
 	}
 	e := ShardEntry{Name: name, Bytes: int64(len(data))}
 	if o.crc32c {
-		e.CRC32C = crcHex(crc32.Checksum(data, castagnoli))
+		e.CRC32C = crcHex(crc32c.Checksum(data))
 	}
 	if o.sha256 {
 		sum := sha256.Sum256(data)
@@ -478,7 +479,7 @@ func VerifyShard(p string, e ShardEntry) error {
 	if fi.Size() != e.Bytes {
 		return fmt.Errorf("webdataset: shard %s (%s): %w: %d bytes on disk, %d in manifest", e.Name, p, ErrShardSize, fi.Size(), e.Bytes)
 	}
-	h, crc := sha256.New(), crc32.New(castagnoli)
+	h, crc := sha256.New(), crc32c.New()
 	if _, err := io.Copy(io.MultiWriter(h, crc), f); err != nil {
 		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
 	}
@@ -498,7 +499,7 @@ func VerifyShardBytes(data []byte, e ShardEntry) error {
 	if err := checkSum(e, sum[:]); err != nil {
 		return err
 	}
-	return checkCRC(e, crc32.Checksum(data, castagnoli))
+	return checkCRC(e, crc32c.Checksum(data))
 }
 
 // VerifyShardBytesQuick checks a shard already in memory against its
@@ -511,7 +512,7 @@ func VerifyShardBytesQuick(data []byte, e ShardEntry) error {
 	}
 	switch {
 	case e.CRC32C != "":
-		return checkCRC(e, crc32.Checksum(data, castagnoli))
+		return checkCRC(e, crc32c.Checksum(data))
 	case e.SHA256 != "":
 		sum := sha256.Sum256(data)
 		return checkSum(e, sum[:])
@@ -539,7 +540,5 @@ func checkCRC(e ShardEntry, sum uint32) error {
 	}
 	return nil
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func crcHex(sum uint32) string { return fmt.Sprintf("%08x", sum) }

@@ -6,8 +6,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
+
+	"github.com/gdsload/gdsload/internal/crc32c"
 
 	"github.com/gdsload/gdsload/vfs"
 )
@@ -58,7 +59,7 @@ func verifyShardAt(ctx context.Context, m *vfs.Mux, u string, e ShardEntry) erro
 	if f.Size() != e.Bytes {
 		return fmt.Errorf("webdataset: shard %s (%s): %w: %d bytes stored, %d in manifest", e.Name, u, ErrShardSize, f.Size(), e.Bytes)
 	}
-	h, crc := sha256.New(), crc32.New(castagnoli)
+	h, crc := sha256.New(), crc32c.New()
 	// 8 MiB reads: a remote file reads each over its connections at once.
 	if _, err := io.Copy(io.MultiWriter(h, crc), bufio.NewReaderSize(vfs.NewReader(ctx, f), 8<<20)); err != nil {
 		return fmt.Errorf("webdataset: verifying shard %s (%s): %w", e.Name, u, err)

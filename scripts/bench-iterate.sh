@@ -299,4 +299,9 @@ for set in $SETS; do
   printf '| zstd CPU / gdsload CPU, no index.json | %.2fx | %s | none |\n' "$(median <"$WORK/r.$set.noindex")" "$(spread <"$WORK/r.$set.noindex")"
   printf '| 2 workers / 1 worker, wall%s | %.2fx | %s | >= 1.8x |\n' "$note" "$(median <"$WORK/r.$set.w2")" "$(spread <"$WORK/r.$set.w2")"
   printf '| zstd on 2 cores / zstd on 1, wall (the peer'"'"'s own scaling here) | %.2fx | %s | none |\n' "$(median <"$WORK/r.$set.zstd2")" "$(spread <"$WORK/r.$set.zstd2")"
+  # One worker already keeps more than one core busy (the consumer, the
+  # garbage collector and page faults run beside its decoder): 2 workers on
+  # 2 cores can be at most 2 / that as fast, even with no other cost.
+  awk '{printf "%.4f\n", ($2 + $3) / $1}' "$WORK/t.$set.w1" >"$WORK/cores.$set.w1"
+  printf '| cores busy during a 1-worker run (CPU / wall); 2 / that | %.2f; %.2fx | %s | none |\n' "$(median <"$WORK/cores.$set.w1")" "$(median <"$WORK/cores.$set.w1" | awk '{printf "%.4f", 2 / $1}')" "$(spread <"$WORK/cores.$set.w1")"
 done

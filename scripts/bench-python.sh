@@ -43,6 +43,7 @@ for i in $(seq 1 "$PAIRS"); do
   for m in gdsload st-mmap read-views read-views st-mmap gdsload; do run "$m"; done
   echo "pair $i/$PAIRS done" >&2
 done
+printf '\nscripts/bench-python.sh, %s\n' "$(stamp)"
 printf '\n%-12s %10s %14s\n' reader "GiB/s" "spread"
 for m in gdsload st-mmap read-views; do
   printf '%-12s %10.3f %14s\n' "$m" "$(median <"$work/$m")" "$(spread <"$work/$m")"

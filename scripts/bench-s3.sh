@@ -123,6 +123,7 @@ for m in load rclone mc stage copy; do
 	gibps "$bytes" "$t/$m" >"$t/$m.bw"
 	cpugib "$bytes" "$t/$m" >"$t/$m.cpu"
 done
+printf '\nscripts/bench-s3.sh, %s\n' "$(stamp)"
 printf '\n%-26s %8s %14s %10s\n' tool "GiB/s" "spread" "CPU s/GiB"
 for m in load rclone mc stage copy; do
 	case $m in

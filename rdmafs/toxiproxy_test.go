@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gdsload/gdsload/internal/toxitest"
 )
 
 // Network faults between a real TCP client and server, made by toxiproxy
@@ -65,11 +67,11 @@ func wait(t *testing.T, done <-chan error, limit time.Duration) error {
 func TestToxiproxyLatency(t *testing.T) {
 	ts := startServer(t, ServerConfig{}, nil)
 	data := writeFile(t, ts.root, "ckpt/shard.bin", 6<<20+7, 11)
-	px := newToxiProxy(t, ts.addr)
+	px := toxitest.New(t, ts.addr)
 	for _, stream := range []string{"downstream", "upstream"} {
-		px.add("latency_"+stream, "latency", stream, map[string]any{"latency": 50, "jitter": 20})
+		px.Add("latency_"+stream, "latency", stream, map[string]any{"latency": 50, "jitter": 20})
 	}
-	cl := dialVia(t, px.addr(), WithChunkSize(1<<20))
+	cl := dialVia(t, px.Addr(), WithChunkSize(1<<20))
 	ctx := context.Background()
 	start := time.Now()
 	f, err := cl.Open(ctx, "ckpt/shard.bin")
@@ -100,9 +102,9 @@ func TestToxiproxyBandwidth(t *testing.T) {
 	const rateKBs, conns = 20000, 2 // toxiproxy rates are in KB/s, per connection
 	ts := startServer(t, ServerConfig{}, nil)
 	data := writeFile(t, ts.root, "big", 16<<20, 12)
-	px := newToxiProxy(t, ts.addr)
-	px.add("bandwidth", "bandwidth", "downstream", map[string]any{"rate": rateKBs})
-	cl := dialVia(t, px.addr(), WithConnections(conns), WithCRC(false), WithChunkSize(1<<20))
+	px := toxitest.New(t, ts.addr)
+	px.Add("bandwidth", "bandwidth", "downstream", map[string]any{"rate": rateKBs})
+	cl := dialVia(t, px.Addr(), WithConnections(conns), WithCRC(false), WithChunkSize(1<<20))
 	f, err := cl.Open(context.Background(), "big")
 	if err != nil {
 		t.Fatal(err)
@@ -143,11 +145,11 @@ func TestToxiproxyStall(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			px := newToxiProxy(t, ts.addr)
+			px := toxitest.New(t, ts.addr)
 			// 8 MB/s per connection keeps the 8 MiB read going for about
 			// half a second, so the stall lands mid-transfer.
-			px.add("bandwidth", "bandwidth", "downstream", map[string]any{"rate": 8000})
-			cl := dialVia(t, px.addr(), WithConnections(2), WithChunkSize(1<<20),
+			px.Add("bandwidth", "bandwidth", "downstream", map[string]any{"rate": 8000})
+			cl := dialVia(t, px.Addr(), WithConnections(2), WithChunkSize(1<<20),
 				WithTimeout(timeout), WithRetryDeadline(c.retry))
 			ctx := context.Background()
 			f, err := cl.Open(ctx, "f")
@@ -162,7 +164,7 @@ func TestToxiproxyStall(t *testing.T) {
 			start := time.Now()
 			done, _ := readAsync(ctx, f)
 			time.Sleep(150 * time.Millisecond)
-			px.add("stall", "timeout", c.stream, map[string]any{"timeout": 0})
+			px.Add("stall", "timeout", c.stream, map[string]any{"timeout": 0})
 			stalled := time.Now()
 			err = wait(t, done, 15*time.Second)
 			switch {
@@ -209,10 +211,10 @@ func TestToxiproxyResetPeer(t *testing.T) {
 	data := writeFile(t, ts.root, "f", 8<<20, 14)
 	for _, retry := range []time.Duration{10 * time.Second, 0} {
 		t.Run(fmt.Sprintf("retry=%v", retry), func(t *testing.T) {
-			px := newToxiProxy(t, ts.addr)
-			px.add("bandwidth", "bandwidth", "downstream", map[string]any{"rate": 8000})
+			px := toxitest.New(t, ts.addr)
+			px.Add("bandwidth", "bandwidth", "downstream", map[string]any{"rate": 8000})
 			retries := &retryCounter{}
-			cl := dialVia(t, px.addr(), WithConnections(2), WithChunkSize(1<<20), WithTimeout(2*time.Second),
+			cl := dialVia(t, px.Addr(), WithConnections(2), WithChunkSize(1<<20), WithTimeout(2*time.Second),
 				WithRetryDeadline(retry), WithLogger(slog.New(retries)))
 			f, err := cl.Open(context.Background(), "f")
 			if err != nil {
@@ -220,9 +222,9 @@ func TestToxiproxyResetPeer(t *testing.T) {
 			}
 			done, got := readAsync(context.Background(), f)
 			time.Sleep(150 * time.Millisecond)
-			px.add("reset", "reset_peer", "downstream", map[string]any{"timeout": 0})
+			px.Add("reset", "reset_peer", "downstream", map[string]any{"timeout": 0})
 			time.Sleep(400 * time.Millisecond)
-			px.remove("reset")
+			px.Remove("reset")
 			err = wait(t, done, 15*time.Second)
 			if retry == 0 {
 				if !errors.Is(err, ErrServerGone) {
@@ -252,13 +254,13 @@ func TestToxiproxyResetPeer(t *testing.T) {
 func TestToxiproxySlicer(t *testing.T) {
 	ts := startServer(t, ServerConfig{}, nil)
 	data := writeFile(t, ts.root, "d/f", 256<<10+3, 15)
-	px := newToxiProxy(t, ts.addr)
+	px := toxitest.New(t, ts.addr)
 	const maxSlice, delay, conns = 61 + 40, 10 * time.Microsecond, 2
-	px.add("slicer_down", "slicer", "downstream", map[string]any{"average_size": 61, "size_variation": 40, "delay": delay.Microseconds()})
-	px.add("slicer_up", "slicer", "upstream", map[string]any{"average_size": 7, "size_variation": 5, "delay": delay.Microseconds()})
+	px.Add("slicer_down", "slicer", "downstream", map[string]any{"average_size": 61, "size_variation": 40, "delay": delay.Microseconds()})
+	px.Add("slicer_up", "slicer", "upstream", map[string]any{"average_size": 7, "size_variation": 5, "delay": delay.Microseconds()})
 	for _, crc := range []bool{true, false} {
 		t.Run(fmt.Sprintf("crc=%v", crc), func(t *testing.T) {
-			cl := dialVia(t, px.addr(), WithCRC(crc), WithChunkSize(64<<10), WithConnections(conns))
+			cl := dialVia(t, px.Addr(), WithCRC(crc), WithChunkSize(64<<10), WithConnections(conns))
 			ctx := context.Background()
 			ents, err := cl.List(ctx, "d")
 			if err != nil || len(ents) != 1 || ents[0].Name() != "f" || ents[0].Size() != int64(len(data)) {

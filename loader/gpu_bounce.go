@@ -1,9 +1,7 @@
 package loader
 
 import (
-	"context"
 	"errors"
-	"sync"
 
 	"github.com/gdsload/gdsload/cufile"
 )
@@ -43,11 +41,9 @@ func (c GPUConfig) withDefaults() GPUConfig {
 // copy it refuses further spans: CUDA errors leave the device unusable.
 type GPUBounce struct {
 	gpuView
-	cfg   GPUConfig
-	route Route // RouteBounce, or RouteRDMA when made for remote sources that write device memory
-
-	mu   sync.Mutex
-	ring *pinnedRing // nil after Settle, until the next Span
+	*lazyRing // Span, Flush and ReadBack; freed by Settle, made again by the next Span
+	cfg       GPUConfig
+	route     Route // RouteBounce, or RouteRDMA when made for remote sources that write device memory
 }
 
 // Route is RouteBounce, or RouteRDMA for a destination that
@@ -70,68 +66,16 @@ func NewGPUBounceDestination(cfg GPUConfig) (*GPUBounce, error) {
 	if err != nil {
 		return nil, err
 	}
-	ring, err := newPinnedRing(mem, cfg.Buffers, cfg.ChunkSize)
-	if err != nil {
+	g := &GPUBounce{gpuView: gpuView{mem}, lazyRing: &lazyRing{gpu: mem, buffers: cfg.Buffers, chunk: cfg.ChunkSize}, cfg: cfg}
+	if _, err := g.get(); err != nil {
 		return nil, errors.Join(err, mem.free())
 	}
-	return &GPUBounce{gpuView: gpuView{mem}, cfg: cfg, ring: ring}, nil
-}
-
-// pinned returns the ring, making it again after Settle.
-func (g *GPUBounce) pinned() (*pinnedRing, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ring == nil {
-		r, err := newPinnedRing(g.mem, g.cfg.Buffers, g.cfg.ChunkSize)
-		if err != nil {
-			return nil, err
-		}
-		g.ring = r
-	}
-	return g.ring, nil
-}
-
-// Span waits for a free pinned buffer for destination bytes [off, off+n);
-// its Commit queues the copy to the device.
-func (g *GPUBounce) Span(ctx context.Context, off, n int64) (Span, error) {
-	r, err := g.pinned()
-	if err != nil {
-		return Span{}, err
-	}
-	return r.span(ctx, off, n)
-}
-
-// Flush waits until every committed span is in device memory.
-func (g *GPUBounce) Flush(ctx context.Context) error {
-	g.mu.Lock()
-	r := g.ring
-	g.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	return r.flush(ctx)
+	return g, nil
 }
 
 // Settle waits for the copies in flight and frees the pinned buffers,
 // keeping the device memory (GPUDestination.Settle).
-func (g *GPUBounce) Settle() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ring == nil {
-		return nil
-	}
-	err := g.ring.close()
-	g.ring = nil
-	return err
-}
-
-// ReadBack flushes, then copies device bytes [off, off+len(p)) into p.
-func (g *GPUBounce) ReadBack(ctx context.Context, off int64, p []byte) error {
-	if err := g.Flush(ctx); err != nil {
-		return err
-	}
-	return g.mem.readBack(ctx, off, p)
-}
+func (g *GPUBounce) Settle() error { return g.settle() }
 
 // Close waits for copies in flight and frees the pinned buffers and the
 // device memory.

@@ -35,9 +35,10 @@ type GPUDirect struct {
 	registered bool        // the device buffer is registered with cuFile
 	mode       cufile.Mode // cuFile's mode, "" when unknown
 
+	*lazyRing // for sources without a descriptor: Span, Flush, ReadBack
+
 	mu      sync.Mutex
 	handles map[uintptr]*cachedHandle
-	ring    *pinnedRing
 }
 
 // Route is RouteGDS. A file without an O_DIRECT descriptor still goes
@@ -75,7 +76,8 @@ func NewGPUDirectDestination(cfg GPUDirectConfig) (_ *GPUDirect, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &GPUDirect{cfg: cfg, gpuView: gpuView{mem}, handles: map[uintptr]*cachedHandle{}}
+	g := &GPUDirect{cfg: cfg, gpuView: gpuView{mem}, handles: map[uintptr]*cachedHandle{},
+		lazyRing: &lazyRing{gpu: mem, buffers: cfg.Buffers, chunk: cfg.ChunkSize}}
 	if mode, _, err := cfg.Driver.Mode(); err == nil {
 		g.mode = mode
 	}
@@ -214,11 +216,7 @@ func (g *GPUDirect) transfer(ctx context.Context, dir string, fileOff, devOff, n
 
 // readBounce lands a chunk of a buffered source through the pinned ring.
 func (g *GPUDirect) readBounce(ctx context.Context, src Source, fileOff, dstOff, n int64) (int64, error) {
-	r, err := g.bounceRing()
-	if err != nil {
-		return 0, err
-	}
-	s, err := r.span(ctx, dstOff, n)
+	s, err := g.Span(ctx, dstOff, n)
 	if err != nil {
 		return 0, err
 	}
@@ -231,48 +229,6 @@ func (g *GPUDirect) readBounce(ctx context.Context, src Source, fileOff, dstOff,
 		return 0, err
 	}
 	return int64(got), nil
-}
-
-func (g *GPUDirect) bounceRing() (*pinnedRing, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ring == nil {
-		r, err := newPinnedRing(g.mem, g.cfg.Buffers, g.cfg.ChunkSize)
-		if err != nil {
-			return nil, err
-		}
-		g.ring = r
-	}
-	return g.ring, nil
-}
-
-// Span hands out a pinned buffer, for sources the loader reads itself
-// (those without a file descriptor).
-func (g *GPUDirect) Span(ctx context.Context, off, n int64) (Span, error) {
-	r, err := g.bounceRing()
-	if err != nil {
-		return Span{}, err
-	}
-	return r.span(ctx, off, n)
-}
-
-// Flush waits for bounced chunks; cuFile reads are done when they return.
-func (g *GPUDirect) Flush(ctx context.Context) error {
-	g.mu.Lock()
-	r := g.ring
-	g.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	return r.flush(ctx)
-}
-
-// ReadBack flushes, then copies device bytes [off, off+len(p)) into p.
-func (g *GPUDirect) ReadBack(ctx context.Context, off int64, p []byte) error {
-	if err := g.Flush(ctx); err != nil {
-		return err
-	}
-	return g.mem.readBack(ctx, off, p)
 }
 
 // Settle deregisters the file handles and frees the pinned buffers,
@@ -289,12 +245,7 @@ func (g *GPUDirect) settleLocked() error {
 		c.h.Close()
 		delete(g.handles, fd)
 	}
-	if g.ring == nil {
-		return nil
-	}
-	err := g.ring.close()
-	g.ring = nil
-	return err
+	return g.settle()
 }
 
 // Close deregisters the file handles and the buffer, frees the memory and

@@ -185,3 +185,70 @@ func (r *pinnedRing) release() error {
 	}
 	return errors.Join(errs...)
 }
+
+// lazyRing is the pinned ring of a GPU destination that is reused across
+// loads: made on first need (or up front, by a first get), freed by
+// settle, made again by the next Span. It is safe for concurrent use.
+type lazyRing struct {
+	gpu     *gpuMemory // the destination the ring copies into
+	buffers int
+	chunk   int64
+
+	mu   sync.Mutex
+	ring *pinnedRing // nil until the first get and after settle
+}
+
+// get returns the ring, making it when there is none.
+func (l *lazyRing) get() (*pinnedRing, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ring == nil {
+		r, err := newPinnedRing(l.gpu, l.buffers, l.chunk)
+		if err != nil {
+			return nil, err
+		}
+		l.ring = r
+	}
+	return l.ring, nil
+}
+
+// Span waits for a free pinned buffer for destination bytes [off, off+n);
+// its Commit queues the copy to the device.
+func (l *lazyRing) Span(ctx context.Context, off, n int64) (Span, error) {
+	r, err := l.get()
+	if err != nil {
+		return Span{}, err
+	}
+	return r.span(ctx, off, n)
+}
+
+// Flush waits until every committed span is in device memory.
+func (l *lazyRing) Flush(ctx context.Context) error {
+	l.mu.Lock()
+	r := l.ring
+	l.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return r.flush(ctx)
+}
+
+// ReadBack flushes, then copies device bytes [off, off+len(p)) into p.
+func (l *lazyRing) ReadBack(ctx context.Context, off int64, p []byte) error {
+	if err := l.Flush(ctx); err != nil {
+		return err
+	}
+	return l.gpu.readBack(ctx, off, p)
+}
+
+// settle waits for the copies in flight and frees the pinned buffers.
+func (l *lazyRing) settle() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ring == nil {
+		return nil
+	}
+	err := l.ring.close()
+	l.ring = nil
+	return err
+}

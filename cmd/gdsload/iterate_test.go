@@ -172,8 +172,8 @@ func TestManifestCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "shard-1.tar"), []byte("changed"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := execCmd(t, newManifestCmd(), dir, "--verify"); err == nil || !strings.Contains(err.Error(), "shard-1.tar") {
-		t.Fatalf("verify after a change: %v, want an error naming shard-1.tar", err)
+	if _, _, err := execCmd(t, newManifestCmd(), dir, "--verify"); err == nil || !strings.Contains(err.Error(), "shard-1.tar") || !strings.Contains(err.Error(), "1 of 2 shards in") {
+		t.Fatalf("verify after a change: %v, want an error naming shard-1.tar and counting 1 of 2 shards", err)
 	}
 	// The iterator uses the manifest: the changed shard is named.
 	if _, _, err := execCmd(t, newIterateCmd(), dir, "--verify"); err == nil || !strings.Contains(err.Error(), "shard-1.tar") {

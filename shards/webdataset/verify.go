@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/gdsload/gdsload/internal/crc32c"
+	"github.com/gdsload/gdsload/internal/humanize"
 
 	"github.com/gdsload/gdsload/vfs"
 )
@@ -27,10 +28,12 @@ func ReadManifestAt(ctx context.Context, m *vfs.Mux, p string) (*Manifest, error
 	return DecodeManifest(b, p)
 }
 
-// VerifyShardsAt is VerifyShards for a directory named by a path or URL,
-// read through m: each shard m lists is read once, in large sequential
-// reads, and checked for size, SHA-256 and, where the entry has one,
-// CRC-32C.
+// VerifyShardsAt checks every shard man lists, beside it in dir (a local
+// path or a URL, read through m), for size, SHA-256 and, where the entry
+// has one, CRC-32C, reading each once in large sequential reads and
+// calling onProgress, if set, with each shard's bytes once checked. The
+// error names every shard that differs or cannot be read; cancelling ctx
+// stops between shards.
 func VerifyShardsAt(ctx context.Context, m *vfs.Mux, dir string, man *Manifest, onProgress func(int64)) error {
 	var errs []error
 	for _, e := range man.Shards {
@@ -45,7 +48,7 @@ func VerifyShardsAt(ctx context.Context, m *vfs.Mux, dir string, man *Manifest, 
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%d of %d shards in %s differ from the manifest:\n%w", len(errs), len(man.Shards), dir, err)
+		return fmt.Errorf("%d of %s in %s differ from the manifest:\n%w", len(errs), humanize.Count(len(man.Shards), "shard"), dir, err)
 	}
 	return nil
 }
@@ -68,4 +71,13 @@ func verifyShardAt(ctx context.Context, m *vfs.Mux, u string, e ShardEntry) erro
 		return err
 	}
 	return checkCRC(e, crc.Sum32())
+}
+
+// Bytes is the stored size of every shard listed.
+func (m *Manifest) Bytes() int64 {
+	var n int64
+	for _, e := range m.Shards {
+		n += e.Bytes
+	}
+	return n
 }

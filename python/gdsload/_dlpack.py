@@ -151,21 +151,9 @@ _torch_direct = {}  # (code, bits) -> whether torch's DLPack import takes it
 
 def to_torch(view, dtype_name):
     """A torch tensor viewing view's bytes, without a copy."""
-    import torch
     from torch.utils import dlpack as tdl
 
-    target = torch_dtype(dtype_name)
-    key = (view.code, view.bits)
-    if _torch_direct.get(key, True):
-        try:
-            t = tdl.from_dlpack(view)
-            if t.dtype == target:
-                _torch_direct[key] = True
-                return t
-        except (RuntimeError, BufferError, TypeError):
-            pass
-        _torch_direct[key] = False
-    return tdl.from_dlpack(_StandIn(view)).view(target)
+    return _import(view, torch_dtype(dtype_name), _torch_direct, tdl.from_dlpack)
 
 
 def torch_dtype(name):
@@ -187,7 +175,7 @@ def numpy_dtype(name):
     return np.dtype(attr)
 
 
-_numpy_direct = {}
+_numpy_direct = {}  # (code, bits) -> whether numpy's DLPack import takes it
 
 
 def to_numpy(view, dtype_name):
@@ -197,14 +185,21 @@ def to_numpy(view, dtype_name):
     target = numpy_dtype(dtype_name)
     if view.alloc.device[0] not in (KDL_CPU, KDL_CUDA_HOST):
         raise ValueError("gdsload: numpy arrays live in host memory; load with device=\"cpu\"")
+    return _import(view, target, _numpy_direct, np.from_dlpack)
+
+
+def _import(view, target, direct, from_dlpack):
+    """from_dlpack(view) where the framework takes the view's DLPack dtype as
+    target, else from_dlpack of a stand-in reinterpreted as target. Which
+    way works is remembered in direct, per (code, bits)."""
     key = (view.code, view.bits)
-    if _numpy_direct.get(key, True):
+    if direct.get(key, True):
         try:
-            a = np.from_dlpack(view)
-            if a.dtype == target:
-                _numpy_direct[key] = True
-                return a
+            x = from_dlpack(view)
+            if x.dtype == target:
+                direct[key] = True
+                return x
         except (RuntimeError, BufferError, TypeError):
             pass
-        _numpy_direct[key] = False
-    return np.from_dlpack(_StandIn(view)).view(target)
+        direct[key] = False
+    return from_dlpack(_StandIn(view)).view(target)

@@ -314,12 +314,12 @@ for set in $SETS; do
   [ "$ncpu" -lt 2 ] && note=" (only $ncpu CPU)"
   echo "| ratio (per round, then median) | median | spread | target |"
   echo "| --- | --- | --- | --- |"
-  printf '| zstd CPU / gdsload CPU, --verify=false | %.2fx | %s | >= 0.9x |\n' "$(median <"$WORK/r.$set.noverify")" "$(spread <"$WORK/r.$set.noverify")"
-  printf '| zstd CPU / gdsload CPU, CRC-32C checked | %.2fx | %s | >= 0.6x |\n' "$(median <"$WORK/r.$set.verify")" "$(spread <"$WORK/r.$set.verify")"
-  printf '| zstd CPU / gdsload CPU, no index.json | %.2fx | %s | none |\n' "$(median <"$WORK/r.$set.noindex")" "$(spread <"$WORK/r.$set.noindex")"
-  printf '| 2 workers / 1 worker, wall, %d epochs%s | %.2fx | %s | >= 1.8x |\n' "$EPOCHS" "$note" "$(median <"$WORK/r.$set.w2e")" "$(spread <"$WORK/r.$set.w2e")"
-  printf '| 2 workers / 1 worker, wall, 1 epoch (each process'"'"'s fresh memory weighs more) | %.2fx | %s | none |\n' "$(median <"$WORK/r.$set.w2")" "$(spread <"$WORK/r.$set.w2")"
-  printf '| zstd on 2 cores / zstd on 1, wall (the peer'"'"'s own scaling here) | %.2fx | %s | none |\n' "$(median <"$WORK/r.$set.zstd2")" "$(spread <"$WORK/r.$set.zstd2")"
+  ratio_line 'zstd CPU / gdsload CPU, --verify=false' "$WORK/r.$set.noverify" '>= 0.9x'
+  ratio_line 'zstd CPU / gdsload CPU, CRC-32C checked' "$WORK/r.$set.verify" '>= 0.6x'
+  ratio_line 'zstd CPU / gdsload CPU, no index.json' "$WORK/r.$set.noindex" 'none'
+  ratio_line "2 workers / 1 worker, wall, $EPOCHS epochs$note" "$WORK/r.$set.w2e" '>= 1.8x'
+  ratio_line '2 workers / 1 worker, wall, 1 epoch (each process'"'"'s fresh memory weighs more)' "$WORK/r.$set.w2" 'none'
+  ratio_line 'zstd on 2 cores / zstd on 1, wall (the peer'"'"'s own scaling here)' "$WORK/r.$set.zstd2" 'none'
   # One worker already keeps more than one core busy (the consumer, the
   # garbage collector and page faults run beside its decoder): 2 workers on
   # 2 cores can be at most 2 / that as fast, even with no other cost.

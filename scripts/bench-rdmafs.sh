@@ -286,7 +286,7 @@ echo "| ratio (per round, then median) | median | spread | target |"
 echo "| --- | --- | --- | --- |"
 ratio_row() {
   peer_ratios "$t/$1.wall" "$t/$2.wall" >"$t/r"
-  printf '| %s / %s | %.2fx | %s | %s |\n' "$(label "$1")" "$(label "$2")" "$(median <"$t/r")" "$(spread <"$t/r")" "$3"
+  ratio_line "$(label "$1") / $(label "$2")" "$t/r" "$3"
 }
 nginxes=$t/nginx-N.wall
 if [ -f "$t/nginx-N-cc.wall" ]; then nginxes="$nginxes $t/nginx-N-cc.wall"; fi

@@ -109,8 +109,8 @@ peer_ratios "$work/stage.wall" "$work/dd.wall" >"$work/r.dd"
 echo
 echo "| ratio (per run pair, then median) | median | spread | target |"
 echo "| --- | --- | --- | --- |"
-printf '| stage / cp -r + its own sync | %.2fx | %s | >= 1.3x |\n' "$(median <"$work/r.cp")" "$(spread <"$work/r.cp")"
-printf '| stage / dd direct + its own sync | %.2fx | %s | none |\n' "$(median <"$work/r.dd")" "$(spread <"$work/r.dd")"
+ratio_line 'stage / cp -r + its own sync' "$work/r.cp" '>= 1.3x'
+ratio_line 'stage / dd direct + its own sync' "$work/r.dd" 'none'
 if [ "${PROFILE:-}" = 1 ]; then
   need perf linux-perf
   rm -rf "$DST"; drop_caches

@@ -127,8 +127,8 @@ if [[ " $PARTS " == *" seq "* ]]; then
   echo
   echo "| ratio (per round, then median) | median | spread | target |"
   echo "| --- | --- | --- | --- |"
-  printf '| gdsload / best fio, bandwidth | %.2fx | %s | >= 1.0x |\n' "$(median <"$work/r.bw")" "$(spread <"$work/r.bw")"
-  printf '| gdsload / best fio, CPU s/GiB | %.2fx | %s | <= 1.0x |\n' "$(median <"$work/r.cpu")" "$(spread <"$work/r.cpu")"
+  ratio_line 'gdsload / best fio, bandwidth' "$work/r.bw" '>= 1.0x'
+  ratio_line 'gdsload / best fio, CPU s/GiB' "$work/r.cpu" '<= 1.0x'
   if [ "${PROFILE:-}" = 1 ]; then
     drop_caches
     perf_top "Where a sequential gdsload load's CPU went" "$GDSLOAD" load --to host --direct on "$FILE"

@@ -121,6 +121,10 @@ peer_ratios() { paste "$1" "$2" | awk '{printf "%.4f\n", $2/$1}'; }
 # strongest peer of each run, by wall time).
 best_of() { paste "$@" | awk '{m=$1; for (i=2;i<=NF;i++) if ($i<m) m=$i; print m}'; }
 
+# ratio_line LABEL FILE TARGET: a Markdown row "| LABEL | median | spread |
+# TARGET |" of the ratios in FILE, one a line.
+ratio_line() { printf '| %s | %.2fx | %s | %s |\n' "$1" "$(median <"$2")" "$(spread <"$2")" "$3"; }
+
 # stamp: the UTC date and time a table was taken, and the machine.
 stamp() { echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"; }
 

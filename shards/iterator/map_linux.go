@@ -21,12 +21,9 @@ func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() er
 	if o.Direct != loader.DirectOff {
 		return nil, nil, fmt.Errorf("iterator: mapping shard %s: direct reads asked: %w", name, errors.ErrUnsupported)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	root, err := os.OpenRoot(o.Root)
+	root, err := o.openRoot(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("iterator: opening shard directory %s: %w", o.Root, err)
+		return nil, nil, err
 	}
 	defer root.Close()
 	f, fi, err := regular.OpenWith(name, os.O_RDONLY, func(flag int) (*os.File, error) {

@@ -42,14 +42,23 @@ type DirOpener struct {
 	Direct loader.DirectMode
 }
 
-// OpenSource opens Root/name for the loader.
-func (o DirOpener) OpenSource(ctx context.Context, name string) (loader.Source, func() error, error) {
+// openRoot opens Root, for one shard's lookup in it, unless ctx is done.
+func (o DirOpener) openRoot(ctx context.Context) (*os.Root, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	root, err := os.OpenRoot(o.Root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("iterator: opening shard directory %s: %w", o.Root, err)
+		return nil, fmt.Errorf("iterator: opening shard directory %s: %w", o.Root, err)
+	}
+	return root, nil
+}
+
+// OpenSource opens Root/name for the loader.
+func (o DirOpener) OpenSource(ctx context.Context, name string) (loader.Source, func() error, error) {
+	root, err := o.openRoot(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	defer root.Close()
 	f, err := loader.OpenFileInRoot(root, filepath.FromSlash(name), o.Direct)

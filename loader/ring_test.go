@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRingHandsOutEachBufferOnce checks that the buffers NewRing touches in
-// the background all reach Span, page aligned and distinct, that Span
+// TestRingHandsOutEachBufferOnce checks that the buffers of a Ring all
+// reach Span, page aligned and distinct, that Span
 // waits while every buffer is out, and that a committed buffer comes back.
 func TestRingHandsOutEachBufferOnce(t *testing.T) {
 	for _, tc := range []struct {
@@ -66,9 +66,31 @@ func TestRingReusesTheLastFreedBuffer(t *testing.T) {
 	}
 }
 
-// TestRingCloseRightAfterNew closes a ring whose buffers may still be being
-// touched: Close waits for that (the memory is unmapped after), and
-// nothing is left running (goleak, TestMain).
+// TestRingTouchesOnlyWhatALoadHolds checks that a Ring touches a fresh
+// buffer only when none it touched before is free: a load that holds at
+// most k buffers at once touches k, however many the ring has.
+func TestRingTouchesOnlyWhatALoadHolds(t *testing.T) {
+	for _, hold := range []int{1, 3, 8} {
+		r, err := NewRing(8, 64<<10)
+		require.NoError(t, err)
+		require.Zero(t, r.touched(), "a new ring")
+		var held []Span
+		for range 50 {
+			if len(held) == hold {
+				require.NoError(t, held[0].Commit(context.Background()))
+				held = held[1:]
+			}
+			s, err := r.Span(context.Background(), 0, 64<<10)
+			require.NoError(t, err)
+			held = append(held, s)
+		}
+		require.Equal(t, hold, r.touched(), "buffers touched by a load holding %d at once", hold)
+		require.NoError(t, r.Close())
+	}
+}
+
+// TestRingCloseRightAfterNew closes rings that never handed out a buffer:
+// the memory is unmapped, and nothing is left running (goleak, TestMain).
 func TestRingCloseRightAfterNew(t *testing.T) {
 	for range 20 {
 		r, err := NewRing(8, 1<<20)

@@ -198,6 +198,10 @@ type lazyRing struct {
 	ring *pinnedRing // nil until the first get and after settle
 }
 
+// BufferSize is the size of each pinned buffer: the largest chunk the
+// destination takes.
+func (l *lazyRing) BufferSize() int64 { return l.chunk }
+
 // get returns the ring, making it when there is none.
 func (l *lazyRing) get() (*pinnedRing, error) {
 	l.mu.Lock()

@@ -130,11 +130,43 @@ func (p *plan) chunkAt(i int) (off, n int64) {
 	return off, min(p.end, off+p.chunk) - off
 }
 
+// ChunkSizer is an optional capability of a Source: the chunk size its
+// reads are best made in when the caller asks for none (Options.ChunkSize
+// and WithChunkSize 0). An object store's ranged GETs each cost the server
+// a request, so they want larger chunks than a file's reads do.
+type ChunkSizer interface {
+	PreferredChunkSize() int64
+}
+
 // EffectiveChunkSize is the chunk size a load of srcs uses when asked for
-// chunk: rounded up to the sources' alignment (default when chunk is 0).
-// Buffers sized with it fit every chunk.
+// chunk: rounded up to the sources' alignment; when chunk is 0,
+// DefaultChunkSize or the largest that a source prefers (ChunkSizer, up
+// to MaxChunkSize). Buffers sized with it fit every chunk.
 func EffectiveChunkSize(chunk int64, srcs []Source) int64 {
+	if chunk <= 0 {
+		chunk = DefaultChunkSize
+		for _, s := range srcs {
+			if cs, ok := s.(ChunkSizer); ok {
+				chunk = max(chunk, min(cs.PreferredChunkSize(), MaxChunkSize))
+			}
+		}
+	}
 	return chunkFor(chunk, alignmentOf(srcs))
+}
+
+// autoChunkSize is the chunk size of a load of jobs that asks for none:
+// what the sources prefer (EffectiveChunkSize of 0), but no more than the
+// buffers of a destination that has fixed ones (a Ring, a GPU
+// destination's pinned buffers), made for the chunk size of its caller's
+// choosing.
+func autoChunkSize(jobs []Job, srcs []Source) int64 {
+	chunk := EffectiveChunkSize(0, srcs)
+	for _, j := range jobs {
+		if b, ok := j.Dest.(interface{ BufferSize() int64 }); ok && b.BufferSize() > 0 {
+			chunk = min(chunk, b.BufferSize())
+		}
+	}
+	return chunk
 }
 
 // chunkFor is chunk (DefaultChunkSize when not positive) rounded up to align.

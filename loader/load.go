@@ -25,7 +25,9 @@ type Options struct {
 	// Workers is the number of concurrent chunk reads (default 8).
 	Workers int
 	// ChunkSize is the largest read; rounded up to a multiple of the
-	// sources' direct-I/O alignment (default 4 MiB).
+	// sources' direct-I/O alignment (default 4 MiB, or more for sources
+	// that prefer larger chunks, EffectiveChunkSize, up to the buffer size
+	// of destinations with fixed buffers, such as a Ring).
 	ChunkSize int64
 	// Checksum computes a digest of each job's bytes as they landed.
 	Checksum Checksum
@@ -65,6 +67,9 @@ func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 		srcs[i] = j.Source
 	}
 	align := alignmentOf(srcs)
+	if opts.ChunkSize <= 0 {
+		opts.ChunkSize = autoChunkSize(jobs, srcs)
+	}
 	opts.ChunkSize = chunkFor(opts.ChunkSize, align)
 	opts = opts.withDefaults()
 	plans := make([]plan, len(jobs))

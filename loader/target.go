@@ -89,12 +89,14 @@ func WithWorkers(n int) TargetOption {
 	}
 }
 
-// WithChunkSize sets the chunk size the destinations' buffers hold
-// (DefaultChunkSize; a multiple of DefaultAlignment up to MaxChunkSize;
-// rounded up further to the sources' alignment).
+// WithChunkSize sets the chunk size the destinations' buffers hold (a
+// multiple of DefaultAlignment up to MaxChunkSize; rounded up further to
+// the sources' alignment). 0, the default, leaves it to
+// EffectiveChunkSize: DefaultChunkSize, or more for sources that prefer
+// larger chunks.
 func WithChunkSize(n int64) TargetOption {
 	return func(o *targetOptions) error {
-		if n <= 0 || n > MaxChunkSize || n%DefaultAlignment != 0 {
+		if n < 0 || n > MaxChunkSize || n%DefaultAlignment != 0 {
 			return fmt.Errorf("loader: chunk size %d: want a multiple of %d up to %d bytes", n, DefaultAlignment, MaxChunkSize)
 		}
 		o.chunk = n
@@ -172,7 +174,7 @@ type Landing struct {
 // over verbs) takes the rdma route instead; Jobs decides that, seeing the
 // sources. The caller must Close the Landing.
 func OpenTarget(t Target, opts ...TargetOption) (*Landing, error) {
-	o := targetOptions{workers: DefaultWorkers, chunk: DefaultChunkSize}
+	o := targetOptions{workers: DefaultWorkers}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err

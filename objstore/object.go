@@ -45,6 +45,13 @@ func (c *Client) OpenInfo(info ObjectInfo) *Object {
 // Name is the object's URL, s3://bucket/key.
 func (o *Object) Name() string { return o.url }
 
+// PreferredChunkSize is the client's range size (DefaultRangeSize unless
+// WithRangeSize): a load that leaves the chunk size to its sources
+// (loader.ChunkSizer) then makes one ranged GET per chunk of that size. At
+// 4 MiB, MinIO on the development VM spent a quarter more CPU on the
+// requests of a 2 GiB load, which shared its two cores with the client.
+func (o *Object) PreferredChunkSize() int64 { return o.c.opts.rangeSize }
+
 // Size is the object's size at Open.
 func (o *Object) Size() int64 { return o.info.Size }
 

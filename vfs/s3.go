@@ -61,6 +61,7 @@ type s3FS struct {
 var (
 	_ File                   = (*objstore.Object)(nil)
 	_ loader.ContextReaderAt = (*objstore.Object)(nil)
+	_ loader.ChunkSizer      = (*objstore.Object)(nil)
 	_ InfoOpener             = s3FS{}
 	_ Walker                 = s3FS{}
 )

@@ -16,7 +16,7 @@ type ioFlags struct {
 func (f *ioFlags) add(fs *pflag.FlagSet, directHelp string) {
 	fs.StringVar(&f.direct, "direct", "auto", directHelp)
 	fs.IntVar(&f.workers, "workers", loader.DefaultWorkers, "concurrent chunk reads")
-	fs.StringVar(&f.chunkSize, "chunk-size", "4MiB", "chunk size (a multiple of the direct-I/O alignment)")
+	fs.StringVar(&f.chunkSize, "chunk-size", "auto", "chunk size, a multiple of the direct-I/O alignment, or auto: 4 MiB, and 8 MiB (one ranged GET each) where a load reads s3:// objects")
 }
 
 // parse checks the flags; its errors are usage errors.
@@ -24,8 +24,10 @@ func (f *ioFlags) parse() (mode loader.DirectMode, chunk int64, err error) {
 	if mode, err = loader.ParseDirectMode(f.direct); err != nil {
 		return 0, 0, usageError{err}
 	}
-	if chunk, err = alignedSizeFlag("--chunk-size", f.chunkSize); err != nil {
-		return 0, 0, err
+	if f.chunkSize != "auto" { // auto: 0, the sources' preference
+		if chunk, err = alignedSizeFlag("--chunk-size", f.chunkSize); err != nil {
+			return 0, 0, err
+		}
 	}
 	if err := intFlagIn("--workers", f.workers, 1, maxWorkers); err != nil {
 		return 0, 0, err

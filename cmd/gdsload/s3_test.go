@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -89,6 +90,23 @@ func TestS3CommandLine(t *testing.T) {
 		require.Len(t, res.Files, len(files))
 		for _, f := range res.Files {
 			require.Equal(t, sha(files[strings.TrimPrefix(f.Name, "s3://dset/")]), f.SHA256, f.Name)
+		}
+
+		// Chunks: by default one 8 MiB ranged GET each (the range size the
+		// object prefers), or the size asked for.
+		_, err := mc.Put(ctx, "dset", "big/obj", bytes.Repeat([]byte("gdsload"), 3<<20)) // 21 MiB
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			flags  []string
+			chunks int
+		}{{nil, 3}, {[]string{"--chunk-size", "auto"}, 3}, {[]string{"--chunk-size", "4MiB"}, 6}} {
+			args := append([]string{"load", "--to", "host", "--json", "s3://dset/big/obj"}, tc.flags...)
+			out, stderr, code := run(t, args...)
+			require.Equal(t, 0, code, stderr)
+			var r struct{ Bytes, Chunks int64 }
+			require.NoError(t, json.Unmarshal([]byte(out), &r))
+			require.Equal(t, int64(21<<20), r.Bytes, tc.flags)
+			require.EqualValues(t, tc.chunks, r.Chunks, tc.flags)
 		}
 	})
 

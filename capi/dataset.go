@@ -70,7 +70,7 @@ func (l *library) openDataset(ctx context.Context, req datasetRequest) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	ds, err := iterator.Open(ctx, req.Source, iterator.WithFS(mux))
+	ds, err := iterator.Open(ctx, req.Source, iterator.WithFS(mux), iterator.WithScanCache(iterator.DefaultScanCacheDir()))
 	if err != nil {
 		return nil, errors.Join(err, mux.Close())
 	}

@@ -15,7 +15,12 @@
 #             each: how far the peer's decode scales on two cores here
 #   noverify  taskset -c 0 GOMAXPROCS=1 gdsload iterate --verify=false
 #   verify    taskset -c 0 GOMAXPROCS=1 gdsload iterate   (manifest CRC-32C)
-#   noindex   taskset -c 0 GOMAXPROCS=1 gdsload iterate DIR-WITHOUT-INDEX
+#   noindex   taskset -c 0 GOMAXPROCS=1 gdsload iterate DIR-WITHOUT-INDEX,
+#             its shard counts in the scan cache (GDSLOAD_SCAN_CACHE, a
+#             folder in WORK, filled by the untimed checksummed run): what
+#             opening without a manifest costs from the second time on
+#   noscan    the same with GDSLOAD_SCAN_CACHE=off: every shard scanned
+#             (read and decoded once more) before iterating
 #   w1, w2    taskset -c 0,1 GOMAXPROCS=2 gdsload iterate --workers 1 / 2
 #   w1e, w2e  the same with --epochs EPOCHS (3): each process pays once for
 #             the memory it faults in (its shard buffers), which on this
@@ -74,6 +79,7 @@ if [ -z "${WORK:-}" ]; then
   WORK=$(mktemp -d)
   trap 'rm -rf "$WORK"' EXIT
 fi
+export GDSLOAD_SCAN_CACHE=$WORK/scan-cache
 
 # make_set NAME COUNT KIND: COUNT shards of KIND (text or rand) in
 # $WORK/NAME, with index.json, $WORK/NAME-noindex (hard links) and
@@ -257,6 +263,7 @@ for set in $SETS; do
   r_noverify() { run_timed "$WORK/t.$set.noverify" "$WORK/out" "${jcheck[@]}" -- "${one[@]}" --verify=false "$dir"; }
   r_verify() { run_timed "$WORK/t.$set.verify" "$WORK/out" "${jcheck[@]}" -- "${one[@]}" "$dir"; }
   r_noindex() { run_timed "$WORK/t.$set.noindex" "$WORK/out" "${jcheck[@]}" -- "${one[@]}" "$dir-noindex"; }
+  r_noscan() { run_timed "$WORK/t.$set.noscan" "$WORK/out" "${jcheck[@]}" -- env GDSLOAD_SCAN_CACHE=off "${one[@]}" "$dir-noindex"; }
   r_w1() { run_timed "$WORK/t.$set.w1" "$WORK/out" "${jcheck[@]}" -- "${two[@]}" --workers 1 "$dir"; }
   r_w2() { run_timed "$WORK/t.$set.w2" "$WORK/out" "${jcheck[@]}" -- "${two[@]}" --workers 2 "$dir"; }
   echeck=(check_json "$WORK/out" "$((samples * EPOCHS))" "$((fbytes * EPOCHS))")
@@ -266,21 +273,21 @@ for set in $SETS; do
   zstd -q -d -T1 -c "${shards[@]}" >/dev/null
   "$GDSLOAD" iterate "$dir" --direct off >/dev/null 2>&1
   for _ in $(seq 1 "$PAIRS"); do
-    r_zstd; r_noverify; r_verify; r_noindex; r_w1; r_w2; r_zstd2; r_w1e; r_w2e
-    r_w2e; r_w1e; r_zstd2; r_w2; r_w1; r_noindex; r_verify; r_noverify; r_zstd
+    r_zstd; r_noverify; r_verify; r_noindex; r_noscan; r_w1; r_w2; r_zstd2; r_w1e; r_w2e
+    r_w2e; r_w1e; r_zstd2; r_w2; r_w1; r_noscan; r_noindex; r_verify; r_noverify; r_zstd
   done
 
   gib() { awk -v b="$tarbytes" 'BEGIN {printf "%.6f", b/1073741824}'; }
   # cpu FILE [PASSES]: CPU seconds per GiB of the tar bytes the runs went
   # through (PASSES times the set; 1 unless given).
   cpu() { awk -v g="$(gib)" -v n="${2:-1}" '{printf "%.4f\n", ($2+$3)/(g*n)}' "$1"; }
-  for c in zstd zstd2 noverify verify noindex w1 w2 w1e w2e; do
+  for c in zstd zstd2 noverify verify noindex noscan w1 w2 w1e w2e; do
     passes=1
     case $c in w1e | w2e) passes=$EPOCHS ;; esac
     cpu "$WORK/t.$set.$c" "$passes" >"$WORK/c.$set.$c"
     awk '{print $1}' "$WORK/t.$set.$c" >"$WORK/w.$set.$c"
   done
-  for c in noverify verify noindex; do ratios "$WORK/c.$set.zstd" "$WORK/c.$set.$c" >"$WORK/r.$set.$c"; done
+  for c in noverify verify noindex noscan; do ratios "$WORK/c.$set.zstd" "$WORK/c.$set.$c" >"$WORK/r.$set.$c"; done
   ratios "$WORK/w.$set.w1" "$WORK/w.$set.w2" >"$WORK/r.$set.w2"
   ratios "$WORK/w.$set.w1e" "$WORK/w.$set.w2e" >"$WORK/r.$set.w2e"
   ratios "$WORK/w.$set.zstd" "$WORK/w.$set.zstd2" >"$WORK/r.$set.zstd2"
@@ -295,13 +302,14 @@ for set in $SETS; do
   echo
   echo "| configuration | wall s (median) | CPU s/GiB (median) | spread |"
   echo "| --- | --- | --- | --- |"
-  for c in zstd zstd2 noverify verify noindex w1 w2 w1e w2e; do
+  for c in zstd zstd2 noverify verify noindex noscan w1 w2 w1e w2e; do
     case $c in
       zstd) label="\`zstd -d -T1\`, 1 core" ;;
       zstd2) label="\`zstd -d -T1\` twice, every other shard each, 2 cores" ;;
       noverify) label="\`gdsload iterate --verify=false\`, 1 core" ;;
       verify) label="\`gdsload iterate\` (CRC-32C checked), 1 core" ;;
-      noindex) label="\`gdsload iterate\`, no \`index.json\`, 1 core" ;;
+      noindex) label="\`gdsload iterate\`, no \`index.json\` (counts from the scan cache), 1 core" ;;
+      noscan) label="\`gdsload iterate\`, no \`index.json\`, scan cache off, 1 core" ;;
       w1) label="\`gdsload iterate --workers 1\`, 2 cores" ;;
       w2) label="\`gdsload iterate --workers 2\`, 2 cores" ;;
       w1e) label="\`gdsload iterate --workers 1 --epochs $EPOCHS\`, 2 cores" ;;
@@ -316,7 +324,8 @@ for set in $SETS; do
   echo "| --- | --- | --- | --- |"
   ratio_line 'zstd CPU / gdsload CPU, --verify=false' "$WORK/r.$set.noverify" '>= 0.9x'
   ratio_line 'zstd CPU / gdsload CPU, CRC-32C checked' "$WORK/r.$set.verify" '>= 0.6x'
-  ratio_line 'zstd CPU / gdsload CPU, no index.json' "$WORK/r.$set.noindex" 'none'
+  ratio_line 'zstd CPU / gdsload CPU, no index.json (scan cache)' "$WORK/r.$set.noindex" 'none'
+  ratio_line 'zstd CPU / gdsload CPU, no index.json, scan cache off' "$WORK/r.$set.noscan" 'none'
   ratio_line "2 workers / 1 worker, wall, $EPOCHS epochs$note" "$WORK/r.$set.w2e" '>= 1.8x'
   ratio_line '2 workers / 1 worker, wall, 1 epoch (each process'"'"'s fresh memory weighs more)' "$WORK/r.$set.w2" 'none'
   ratio_line 'zstd on 2 cores / zstd on 1, wall (the peer'"'"'s own scaling here)' "$WORK/r.$set.zstd2" 'none'

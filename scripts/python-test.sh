@@ -19,4 +19,9 @@ fi
 echo "python tests with $py ($("$py" -c 'import torch, numpy; print("torch", torch.__version__, "numpy", numpy.__version__)'))"
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 export GDSLOAD_REPO="$PWD"
-exec "$py" -m unittest discover -s python/tests -t python ${PYTHON_TEST_ARGS:--v}
+# The scan cache (shard counts of datasets without a manifest) goes to a
+# folder of this run's, not to the user's cache.
+GDSLOAD_SCAN_CACHE=$(mktemp -d)
+export GDSLOAD_SCAN_CACHE
+trap 'rm -rf "$GDSLOAD_SCAN_CACHE"' EXIT
+"$py" -m unittest discover -s python/tests -t python ${PYTHON_TEST_ARGS:--v}

@@ -7,12 +7,21 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/internal/clitest"
+	"github.com/gdsload/gdsload/shards/iterator"
 	"github.com/stretchr/testify/require"
 )
 
 func TestMain(m *testing.M) {
+	// iterate's scan cache goes to a folder of this run's, not to the
+	// user's cache.
+	cache, err := os.MkdirTemp("", "gdsload-scan-cache-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(iterator.ScanCacheEnv, cache)
 	code := m.Run()
 	clitest.Cleanup()
+	os.RemoveAll(cache)
 	os.Exit(code)
 }
 

@@ -164,7 +164,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	}
 	defer m.Close()
 	ds, err := iterator.Open(ctx, source, iterator.WithFS(m), iterator.WithScanWorkers(min(max(o.remote.connections, 1), iterator.MaxScanWorkers)),
-		iterator.WithReaderOptions(webdataset.WithShardErrorHandler(onShardError)))
+		iterator.WithReaderOptions(webdataset.WithShardErrorHandler(onShardError)), iterator.WithScanCache(iterator.DefaultScanCacheDir()))
 	if err != nil {
 		return fmt.Errorf("opening dataset %s: %w", source, err)
 	}

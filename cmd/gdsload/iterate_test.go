@@ -15,8 +15,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdsload/gdsload/shards/iterator"
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
 )
 
 // writeShards writes shards of n samples each ("k<s>-<i>.txt") into a new
@@ -202,4 +204,32 @@ func TestIterateChecksum(t *testing.T) {
 	if _, _, err := execCmd(t, newIterateCmd(), dir, "--checksum", "md5"); !errors.As(err, new(usageError)) {
 		t.Errorf("--checksum md5: %v, want a usage error", err)
 	}
+}
+
+// TestIterateKeepsShardCounts checks that iterate records what it scanned
+// of a dataset without a manifest in the scan cache ($GDSLOAD_SCAN_CACHE,
+// a folder of the test run's: TestMain), one file per shard, and that a
+// second run over the cached counts yields the same samples.
+func TestIterateKeepsShardCounts(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv(iterator.ScanCacheEnv, cache)
+	dir := writeShards(t, 4, 6)
+	var runs [2][]string
+	for i := range runs {
+		out, stderr, err := execCmd(t, newIterateCmd(), dir, "--seed", "5", "--json")
+		require.NoError(t, err, stderr)
+		keys, summary := parseLines(t, out)
+		require.EqualValues(t, 10, summary["samples"], "run %d", i)
+		runs[i] = keys
+	}
+	require.Equal(t, runs[0], runs[1])
+	entries, err := os.ReadDir(cache)
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "cache files, one per shard")
+
+	t.Setenv(iterator.ScanCacheEnv, "off")
+	out, stderr, err := execCmd(t, newIterateCmd(), dir, "--seed", "5", "--json")
+	require.NoError(t, err, stderr)
+	keys, _ := parseLines(t, out)
+	require.Equal(t, runs[0], keys, "with the cache off")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/gdsload/gdsload/internal/regular"
 	"github.com/gdsload/gdsload/shards/webdataset"
@@ -20,19 +21,28 @@ import (
 // (streamed, SHA-256, archive/tar) costs. An uncompressed shard is not
 // read at all but for its tar headers. Safe for concurrent use.
 type scanner struct {
-	opts []webdataset.Option
-	decs chan *webdataset.Decompressor
-	bufs *bufferPool
+	opts  []webdataset.Option
+	decs  chan *webdataset.Decompressor
+	bufs  *bufferPool
+	cache *scanCache // nil: none (WithScanCache)
 }
+
+// shardsScanned counts the shards read by scans, not found in a scan
+// cache (tests watch it).
+var shardsScanned atomic.Int64
 
 // scanWorkers bounds the shards scanned at once: each holds a whole
 // decompressed shard.
 func scanWorkers() int { return min(runtime.GOMAXPROCS(0), 8) }
 
-func newScanner(opts []webdataset.Option) *scanner {
+func newScanner(opts []webdataset.Option, cacheDir string) *scanner {
 	n := scanWorkers()
-	return &scanner{opts: append([]webdataset.Option{webdataset.WithSHA256(false)}, opts...),
+	s := &scanner{opts: append([]webdataset.Option{webdataset.WithSHA256(false)}, opts...),
 		decs: make(chan *webdataset.Decompressor, n), bufs: &bufferPool{keep: n}}
+	if fp, err := webdataset.ScanFingerprint(s.opts...); err == nil && cacheDir != "" {
+		s.cache = &scanCache{dir: cacheDir, fingerprint: fp}
+	}
+	return s
 }
 
 // close frees the pooled decompressors.
@@ -57,6 +67,11 @@ func (s *scanner) scan(ctx context.Context, path string) (webdataset.ShardEntry,
 	if err != nil {
 		return webdataset.ShardEntry{}, fmt.Errorf("webdataset: scanning shard: %w", err)
 	}
+	if e, ok := s.cache.get(path, fi); ok {
+		f.Close()
+		return e, nil
+	}
+	shardsScanned.Add(1)
 	// An uncompressed shard is counted from its tar headers alone: it is
 	// not read in, and no digest is taken (that would read it all); reads
 	// are then checked for size only. A compressed one is decoded whole.
@@ -94,6 +109,9 @@ func (s *scanner) scan(ctx context.Context, path string) (webdataset.ShardEntry,
 	case s.decs <- dec:
 	default:
 		dec.Close()
+	}
+	if err == nil {
+		s.cache.put(path, fi, e)
 	}
 	return e, err
 }

@@ -115,7 +115,9 @@ func FromManifest(root string, m *webdataset.Manifest) *Dataset {
 //   - any other path: that single shard, scanned now.
 //
 // Scanning reads each shard once to count its samples (over the network
-// for a URL: run 'gdsload manifest' where the shards are to skip it).
+// for a URL: run 'gdsload manifest' where the shards are to skip it); with
+// WithScanCache, a local shard scanned before and unchanged since is not
+// read at all.
 // Shard names, sizes and sample counts come out the same for the same
 // files on a disk or a server, so the epoch order, a function of them, is
 // the same too. A local directory's shards are scanned several at a time
@@ -142,13 +144,14 @@ func Open(ctx context.Context, source string, opts ...OpenOption) (*Dataset, err
 	case err == nil:
 		source = loc.Path // a file:// URL names a local path
 	}
-	return openLocal(ctx, source, o.reader)
+	return openLocal(ctx, source, o)
 }
 
 // openLocal resolves a local dataset source, as Open describes.
-func openLocal(ctx context.Context, source string, opts []webdataset.Option) (*Dataset, error) {
+func openLocal(ctx context.Context, source string, o openOptions) (*Dataset, error) {
+	opts := o.reader
 	if strings.Contains(source, "{") {
-		return openPattern(ctx, source, opts)
+		return openPattern(ctx, source, opts, o.scanCache)
 	}
 	fi, err := os.Stat(source)
 	if err != nil {
@@ -169,7 +172,7 @@ func openLocal(ctx context.Context, source string, opts []webdataset.Option) (*D
 		if err != nil {
 			return nil, err
 		}
-		sc := newScanner(opts)
+		sc := newScanner(opts, o.scanCache)
 		defer sc.close()
 		m, err := webdataset.BuildManifestFrom(ctx, names, scanWorkers(), func(ctx context.Context, name string) (webdataset.ShardEntry, error) {
 			return sc.scan(ctx, filepath.Join(source, name))
@@ -191,7 +194,7 @@ func openLocal(ctx context.Context, source string, opts []webdataset.Option) (*D
 		}
 		return FromManifest(filepath.Dir(source), m), nil
 	}
-	sc := newScanner(opts)
+	sc := newScanner(opts, o.scanCache)
 	defer sc.close()
 	m, err := webdataset.BuildManifestFrom(ctx, []string{source}, 1, sc.scan, opts...)
 	if err != nil {
@@ -203,7 +206,7 @@ func openLocal(ctx context.Context, source string, opts []webdataset.Option) (*D
 	return &Dataset{Root: filepath.Dir(source), Shards: []Shard{shardOf(m.Shards[0], filepath.Base(source))}}, nil
 }
 
-func openPattern(ctx context.Context, pattern string, opts []webdataset.Option) (*Dataset, error) {
+func openPattern(ctx context.Context, pattern string, opts []webdataset.Option, cacheDir string) (*Dataset, error) {
 	paths, err := webdataset.Expand(pattern)
 	if err != nil {
 		return nil, err
@@ -214,7 +217,7 @@ func openPattern(ctx context.Context, pattern string, opts []webdataset.Option) 
 	}
 	d := &Dataset{Root: filepath.Clean(root)}
 	// The shards are scanned in parallel, as a directory's are.
-	sc := newScanner(opts)
+	sc := newScanner(opts, cacheDir)
 	defer sc.close()
 	m, err := webdataset.BuildManifestFrom(ctx, paths, scanWorkers(), sc.scan, opts...)
 	if err != nil {

@@ -29,6 +29,7 @@ type openOptions struct {
 	fs          *vfs.Mux
 	reader      []webdataset.Option
 	scanWorkers int
+	scanCache   string // WithScanCache
 }
 
 // WithFS finds and reads a URL dataset through m; the caller closes m

@@ -113,3 +113,18 @@ func WithSHA256(on bool) Option {
 func WithCRC32C(on bool) Option {
 	return func(o *options) error { o.crc32c = on; return nil }
 }
+
+// ScanFingerprint describes the options that decide what a successful scan
+// of a shard finds (the caps, the digests taken), leaving out the ones that
+// only act on the way (a name, progress, an error handler): two scans of
+// the same bytes with options of the same fingerprint give the same
+// ShardEntry. A cache of scans keys on it.
+func ScanFingerprint(opts ...Option) (string, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("member=%d sample=%d window=%d sha256=%t crc32c=%t", o.maxMember, o.maxSample, o.maxZstdWindow, o.sha256, o.crc32c), nil
+}

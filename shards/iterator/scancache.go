@@ -95,11 +95,19 @@ func (c *scanCache) get(path string, fi os.FileInfo) (webdataset.ShardEntry, boo
 		return webdataset.ShardEntry{}, false
 	}
 	var s cachedScan
-	if json.Unmarshal(b, &s) != nil || s.Key != key {
+	if json.Unmarshal(b, &s) != nil || s.Key != key || !plausible(s.Entry, path, fi) {
 		return webdataset.ShardEntry{}, false
 	}
 	s.Entry.FirstKey, s.Entry.LastKey = s.FirstKey, s.LastKey
 	return s.Entry, true
+}
+
+// plausible reports whether e can be what a scan of the shard at path,
+// as fi describes it, found: a cache file damaged or written by hand
+// whose key still matches is a miss, and the shard is scanned again.
+func plausible(e webdataset.ShardEntry, path string, fi os.FileInfo) bool {
+	return e.Name == filepath.Base(path) && e.Bytes == fi.Size() && e.Samples >= 0 &&
+		e.SampleBytes >= 0 && !e.SplitFirst
 }
 
 // put records the scan e of the shard at path, as fi described it before

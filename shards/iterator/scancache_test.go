@@ -2,6 +2,7 @@ package iterator
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -85,4 +86,38 @@ func TestDefaultScanCacheDir(t *testing.T) {
 	if d, err := os.UserCacheDir(); err == nil {
 		require.Equal(t, filepath.Join(d, "gdsload", "scan"), DefaultScanCacheDir())
 	}
+}
+
+// FuzzScanCacheFile puts arbitrary bytes in a shard's cache file, first
+// as they are, then under the right key: get must not fail, and what it
+// takes from the cache must be plausible for the shard.
+func FuzzScanCacheFile(f *testing.F) {
+	dir := f.TempDir()
+	shard := filepath.Join(dir, "s.tar")
+	require.NoError(f, os.WriteFile(shard, make([]byte, 2048), 0o644))
+	fi, err := os.Stat(shard)
+	require.NoError(f, err)
+	c := &scanCache{dir: filepath.Join(dir, "cache"), fingerprint: "fp"}
+	file, key, ok := c.key(shard, fi)
+	require.True(f, ok)
+	good, err := json.Marshal(cachedScan{Key: key, Entry: webdataset.ShardEntry{Name: "s.tar", Bytes: 2048, Samples: 3}})
+	require.NoError(f, err)
+	f.Add(good)
+	f.Add([]byte(`{"key":"x","entry":{"name":"s.tar","bytes":2048,"samples":-1}}`))
+	f.Add([]byte(`{`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		require.NoError(t, os.MkdirAll(c.dir, 0o700))
+		var doc map[string]any
+		if json.Unmarshal(b, &doc) == nil && doc != nil {
+			doc["key"] = key // also under the right key
+			if k, err := json.Marshal(doc); err == nil {
+				b = k
+			}
+		}
+		require.NoError(t, os.WriteFile(file, b, 0o600))
+		e, ok := c.get(shard, fi)
+		if ok {
+			require.True(t, plausible(e, shard, fi), "%+v", e)
+		}
+	})
 }

@@ -235,3 +235,34 @@ func TestDoubleRefusesDeregisterAfterClose(t *testing.T) {
 	h.Close()
 	expectMisuse(t, "after its file descriptor was closed")
 }
+
+// Reads reach the allocation they are meant for when allocations sit back
+// to back: the double hands device addresses out downwards, so the base
+// of one allocation is the end of the one made after it (sizes of whole
+// pages), and it once took that later one for a read into the earlier,
+// failing with a range error (CU_FILE_CUDA_POINTER_RANGE_ERROR).
+func TestDoubleBackToBackAllocations(t *testing.T) {
+	reset(t)
+	dev := openDevice(t, 0)
+	drv := openDriver(t)
+	_, h := directFile(t, drv)
+	defer h.Close()
+	var ptrs []cufile.DevicePtr
+	for range 4 {
+		p, err := dev.Malloc(8192)
+		must(t, err)
+		ptrs = append(ptrs, p)
+	}
+	defer func() {
+		for _, p := range ptrs {
+			must(t, dev.Free(p))
+		}
+	}()
+	for i, p := range ptrs {
+		if i > 0 && ptrs[i]+8192 != ptrs[i-1] {
+			t.Fatalf("allocation %d at %#x, not just below %#x", i, uint64(p), uint64(ptrs[i-1]))
+		}
+		must(t, dev.Do(func() error { _, err := h.Read(p, 8192, 0, 0); return err }))
+		must(t, dev.Do(func() error { _, err := h.Write(p, 4096, 0, 4096); return err }))
+	}
+}

@@ -140,11 +140,20 @@ static void misused(const char *what) {
   snprintf(misuse_what, sizeof misuse_what, "%s", what);
 }
 
-/* find returns the allocation holding [p, p+n), or NULL. Caller holds mu. */
+/* find returns the allocation holding [p, p+n), or NULL. Caller holds mu.
+ * An allocation that p is inside wins over one that p is just past the
+ * end of: mmap may place two allocations back to back, and the base of
+ * the later one is then also the end of the earlier one (a size that is
+ * a whole number of pages); taking the earlier one made reads into the
+ * later one fail with a range error, depending on the order of the list. */
 static struct alloc *find(uintptr_t p, size_t n) {
-  for (struct alloc *a = allocs; a; a = a->next)
-    if (p >= a->dev && p - a->dev <= a->n && n <= a->n - (p - a->dev)) return a;
-  return NULL;
+  struct alloc *end = NULL;
+  for (struct alloc *a = allocs; a; a = a->next) {
+    if (p < a->dev || p - a->dev > a->n || n > a->n - (p - a->dev)) continue;
+    if (p - a->dev < a->n) return a;
+    if (!end) end = a;
+  }
+  return end;
 }
 
 /* rw_of translates a device range into the double's view, or NULL. */
@@ -308,6 +317,40 @@ EXPORT int cudaMemGetInfo(size_t *freep, size_t *total) {
   return 0;
 }
 
+/* Device addresses come from one reserved range, handed out downwards and
+ * back to back, as a CUDA allocator often places them: an allocation's
+ * base is the end of the one made after it. Addresses are never handed
+ * out twice; a freed range is reserved again. Guarded by mu. */
+#define ARENA (1ULL << 40)
+static uintptr_t arena_lo, arena_next;
+
+/* dev_map maps the m bytes of fd, PROT_NONE, at the next device address. */
+static void *dev_map(int fd, size_t m) {
+  pthread_mutex_lock(&mu);
+  if (!arena_lo) {
+    void *r = mmap(NULL, ARENA, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED) {
+      pthread_mutex_unlock(&mu);
+      return MAP_FAILED;
+    }
+    arena_lo = (uintptr_t)r;
+    arena_next = arena_lo + ARENA;
+  }
+  if (arena_next - arena_lo < m) {
+    pthread_mutex_unlock(&mu);
+    return MAP_FAILED;
+  }
+  arena_next -= m;
+  uintptr_t at = arena_next;
+  pthread_mutex_unlock(&mu);
+  return mmap((void *)at, m, PROT_NONE, MAP_SHARED | MAP_FIXED, fd, 0);
+}
+
+/* dev_unmap gives a device range back to the reservation. */
+static void dev_unmap(void *dev, size_t m) {
+  mmap(dev, m, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+}
+
 EXPORT int cudaMalloc(void **p, size_t n) {
   init();
   *p = NULL;
@@ -324,10 +367,10 @@ EXPORT int cudaMalloc(void **p, size_t n) {
     if (fd >= 0) close(fd);
     return cudaErrorMemoryAllocation;
   }
-  void *dev = mmap(NULL, m, PROT_NONE, MAP_SHARED, fd, 0);
+  void *dev = dev_map(fd, m);
   void *rw = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (dev == MAP_FAILED || rw == MAP_FAILED) {
-    if (dev != MAP_FAILED) munmap(dev, m);
+    if (dev != MAP_FAILED) dev_unmap(dev, m);
     if (rw != MAP_FAILED) munmap(rw, m);
     close(fd);
     return cudaErrorMemoryAllocation;
@@ -404,7 +447,7 @@ EXPORT int cudaFree(void *p) {
   *pp = a->next;
   used[a->dev_id] -= a->mapped;
   pthread_mutex_unlock(&mu);
-  munmap((void *)a->dev, a->mapped);
+  dev_unmap((void *)a->dev, a->mapped);
   munmap(a->rw, a->mapped);
   close(a->fd);
   free(a);

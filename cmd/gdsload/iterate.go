@@ -55,7 +55,10 @@ state written by --state-out, also at another world size. A resumed run keeps
 the order it started with: --seed, --partitions, --shuffle, --shuffle-buffer or
 --drop-remainder given with values other than the state's are refused (exit
 2), as is a state at the end of the run (raise --epochs to go on); the
-directory of --state-out is checked before any shard is read.
+directory of --state-out is checked before any shard is read. Without
+index.json a local dataset is scanned to count its samples once: the counts
+stay in the scan cache (GDSLOAD_SCAN_CACHE, by default ~/.cache/gdsload/scan;
+off: none) as long as the shards do not change.
 
 SOURCE may also be rdmafs://HOST:PORT/PATH on a 'gdsload serve' server, with
 PATH any of the above relative to its export root ('rdmafs://HOST:PORT/' for
@@ -65,10 +68,9 @@ run 'gdsload manifest' on the server to skip that. SOURCE may as well be
 s3://BUCKET/PREFIX/ (or a manifest, a brace pattern or one shard there) in an
 S3-compatible object store: credentials, region and endpoint come from the
 AWS environment (AWS_PROFILE, AWS_ACCESS_KEY_ID, AWS_REGION,
-AWS_ENDPOINT_URL_S3; see docs/S3.md).
-
-Throughput goes to stderr; --json prints one line per sample ("key", "shard")
-and a final summary line on stdout.`,
+AWS_ENDPOINT_URL_S3; see docs/S3.md). Throughput goes to stderr; --json
+prints one line per sample ("key", "shard") and a final summary line on
+stdout.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return runIterate(cmd, o, a[0])

@@ -205,6 +205,20 @@ func (d *Decoder) Close() {
 // claims a huge size allocates nothing for it): size dst for the expected
 // output.
 func (d *Decoder) DecodeAll(dst, src []byte, maxWindow uint64, maxOut int64, ignoreChecksum bool) ([]byte, error) {
+	return d.DecodeAllFunc(dst, src, maxWindow, maxOut, ignoreChecksum, nil)
+}
+
+// inputPiece is how much input DecodeAllFunc hands to onInput, and then
+// to libzstd, at a time: small enough to be still in the CPU's cache when
+// libzstd reads it.
+const inputPiece = 256 << 10
+
+// DecodeAllFunc is DecodeAll that also hands every byte of src to onInput
+// (unless nil), once and in order, a cache-sized piece at a time just
+// before libzstd reads that piece: a digest of the input taken there
+// costs one pass over memory fewer than one taken before decoding. If
+// decoding fails, onInput may not have seen all of src.
+func (d *Decoder) DecodeAllFunc(dst, src []byte, maxWindow uint64, maxOut int64, ignoreChecksum bool, onInput func([]byte)) ([]byte, error) {
 	if d.z == nil {
 		return nil, errors.New("libzstd: decoder closed")
 	}
@@ -217,6 +231,7 @@ func (d *Decoder) DecodeAll(dst, src []byte, maxWindow uint64, maxOut int64, ign
 	if len(src) == 0 {
 		return out, nil // no frames, as the pure-Go decoder has it
 	}
+	summed := 0
 	for _, stable := range []C.int{1, 0} {
 		var missing C.int
 		if r := C.gd_zstd_setup(d.z, C.int(windowLog), stable, ign, &missing); C.gd_zstd_is_error(d.z, r) != 0 {
@@ -224,6 +239,16 @@ func (d *Decoder) DecodeAll(dst, src []byte, maxWindow uint64, maxOut int64, ign
 		}
 		var outPos, inPos C.size_t
 		for {
+			// Input is fed to libzstd up to fed, which onInput has seen
+			// (summed: how far it has seen, over both passes).
+			fed := len(src)
+			if onInput != nil {
+				fed = min(len(src), int(inPos)+inputPiece)
+				if fed > summed {
+					onInput(src[summed:fed])
+					summed = fed
+				}
+			}
 			var dp, sp unsafe.Pointer
 			if cap(out) > 0 {
 				dp = unsafe.Pointer(unsafe.SliceData(out[:cap(out)]))
@@ -231,7 +256,7 @@ func (d *Decoder) DecodeAll(dst, src []byte, maxWindow uint64, maxOut int64, ign
 			if len(src) > 0 {
 				sp = unsafe.Pointer(unsafe.SliceData(src))
 			}
-			r := C.gd_zstd_decode(d.z, dp, C.size_t(cap(out)), &outPos, sp, C.size_t(len(src)), &inPos)
+			r := C.gd_zstd_decode(d.z, dp, C.size_t(cap(out)), &outPos, sp, C.size_t(fed), &inPos)
 			runtime.KeepAlive(out)
 			runtime.KeepAlive(src)
 			n := int(outPos)
@@ -244,6 +269,8 @@ func (d *Decoder) DecodeAll(dst, src []byte, maxWindow uint64, maxOut int64, ign
 				return out[:n], d.err(r)
 			case !isErr && r == 0 && int(inPos) == len(src):
 				return out[:n], nil
+			case !isErr && !full && int(inPos) == fed && fed < len(src):
+				continue // the piece fed is decoded: feed the next
 			case !full:
 				return out[:n], errors.New("libzstd: the input ends inside a frame")
 			case stable == 0 && int64(n) >= maxOut:

@@ -75,6 +75,23 @@ func TestDecodeAllMatchesTheCLI(t *testing.T) {
 				if err != nil || !bytes.Equal(out, plain) {
 					t.Fatalf("dst cap %d: %d bytes, %v; want the %d bytes back", size, len(out), err, len(plain))
 				}
+				// DecodeAllFunc: the same output, and every input byte
+				// handed over once, in order, before libzstd read it.
+				var seen []byte
+				out, err = d.DecodeAllFunc(make([]byte, 0, size), tt.src, 128<<20, 1<<30, true, func(p []byte) { seen = append(seen, p...) })
+				if err != nil || !bytes.Equal(out, plain) {
+					t.Fatalf("DecodeAllFunc, dst cap %d: %d bytes, %v; want the %d bytes back", size, len(out), err, len(plain))
+				}
+				if !bytes.Equal(seen, tt.src) {
+					t.Fatalf("DecodeAllFunc, dst cap %d: onInput saw %d bytes, not the %d of the input in order", size, len(seen), len(tt.src))
+				}
+			}
+			// Cut in the middle: both fail, fed whole or a piece at a time.
+			cut := tt.src[:len(tt.src)/2]
+			_, err := d.DecodeAll(nil, cut, 128<<20, 1<<30, false)
+			_, err2 := d.DecodeAllFunc(nil, cut, 128<<20, 1<<30, true, func([]byte) {})
+			if err == nil || err2 == nil {
+				t.Fatalf("input cut at %d of %d bytes: DecodeAll %v, DecodeAllFunc %v; want errors", len(cut), len(tt.src), err, err2)
 			}
 		})
 	}
@@ -182,6 +199,16 @@ func FuzzMatchesPureGo(f *testing.F) {
 		want, rerr := ref.DecodeAll(src, nil)
 		if err == nil && rerr == nil && !bytes.Equal(got, want) {
 			t.Fatalf("libzstd and the pure-Go decoder disagree: %d and %d bytes", len(got), len(want))
+		}
+		// Fed a piece at a time, the same result; what onInput saw is
+		// the input's start (all of it, on success).
+		var seen []byte
+		got2, err2 := d.DecodeAllFunc(nil, src, maxWindow, maxOut, false, func(p []byte) { seen = append(seen, p...) })
+		if (err == nil) != (err2 == nil) || !bytes.Equal(got, got2) {
+			t.Fatalf("DecodeAllFunc: %d bytes, %v; DecodeAll: %d bytes, %v", len(got2), err2, len(got), err)
+		}
+		if !bytes.HasPrefix(src, seen) || err2 == nil && len(seen) != len(src) {
+			t.Fatalf("onInput saw %d bytes of %d, not the input in order", len(seen), len(src))
 		}
 	})
 }

@@ -415,3 +415,9 @@ func checkShard(raw []byte, sh Shard, opts Options) (verified bool, err error) {
 	}
 	return (e.SHA256 != "" || e.CRC32C != "") && sh.CRC32C != "", nil
 }
+
+// crcChecked reports whether the digest checkShard checks for sh is its
+// CRC-32C.
+func crcChecked(sh Shard, opts Options) bool {
+	return !opts.SkipChecksum && !(opts.SHA256 && sh.SHA256 != "") && sh.CRC32C != ""
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gdsload/gdsload/internal/crc32c"
 	"github.com/gdsload/gdsload/shards/webdataset"
 )
 
@@ -247,11 +248,22 @@ func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webd
 // releases raw afterwards.
 func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor, buffer func(size int64) ([]byte, error)) (tarData []byte, pool *bufferPool, kept bool, err error) {
 	err = guardMapped(raw, sh.Name, func() error {
-		verified, err := checkShard(raw.data, sh, it.opts)
+		c := webdataset.DetectCompression(sh.Name, raw.data)
+		// A zstd shard whose CRC-32C is to be checked is summed as the
+		// decoder reads it (DecompressSummed): a pass over the stored
+		// bytes fewer than summing them first. Only its size is checked
+		// before.
+		summed := c == webdataset.Zstd && sh.Bytes > 0 && crcChecked(sh, it.opts)
+		var verified bool
+		var err error
+		if summed {
+			err = webdataset.VerifyShardBytesQuick(raw.data, webdataset.ShardEntry{Name: sh.Name, Bytes: sh.Bytes})
+		} else {
+			verified, err = checkShard(raw.data, sh, it.opts)
+		}
 		if err != nil {
 			return err
 		}
-		c := webdataset.DetectCompression(sh.Name, raw.data)
 		if c == webdataset.None {
 			if !raw.mapped {
 				tarData, pool, kept = raw.data, it.rawPool, true
@@ -269,9 +281,16 @@ func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor,
 		if err != nil {
 			return err
 		}
-		if verified {
+		switch {
+		case summed:
+			var crc uint32
+			tarData, err = dec.DecompressSummed(out, raw.data, c, sh.Name, func(p []byte) { crc = crc32c.Update(crc, p) })
+			if cerr := webdataset.CheckShardCRC32C(webdataset.ShardEntry{Name: sh.Name, CRC32C: sh.CRC32C}, crc); cerr != nil {
+				err = cerr // damaged bytes, whatever the decoder made of them
+			}
+		case verified:
 			tarData, err = dec.DecompressVerified(out, raw.data, c, sh.Name)
-		} else {
+		default:
 			tarData, err = dec.Decompress(out, raw.data, c, sh.Name)
 		}
 		if err != nil {

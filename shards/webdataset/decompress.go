@@ -91,7 +91,7 @@ func (d *Decompressor) newZstd(ignoreChecksum bool) (*zstd.Decoder, error) {
 // detects it from the magic bytes and name) to dst[:0] and returns it. For
 // None it returns src itself. Errors name the shard.
 func (d *Decompressor) Decompress(dst, src []byte, c Compression, name string) ([]byte, error) {
-	return d.decompress(dst, src, c, name, false)
+	return d.decompress(dst, src, c, name, false, nil)
 }
 
 // DecompressVerified is Decompress for a shard whose stored bytes were
@@ -102,10 +102,37 @@ func (d *Decompressor) Decompress(dst, src []byte, c Compression, name string) (
 // about a fifth of decoding data that does not compress, more than the
 // CRC-32C of the input does. Damage is caught by the digest, not here.
 func (d *Decompressor) DecompressVerified(dst, src []byte, c Compression, name string) ([]byte, error) {
-	return d.decompress(dst, src, c, name, true)
+	return d.decompress(dst, src, c, name, true, nil)
 }
 
-func (d *Decompressor) decompress(dst, src []byte, c Compression, name string, trusted bool) ([]byte, error) {
+// DecompressSummed is DecompressVerified for a shard whose digest is taken
+// in the same pass: sum is handed every byte of src, once and in order.
+// With libzstd it gets them a cache-sized piece at a time, just before the
+// decoder reads that piece, so that the digest costs no pass over memory
+// of its own (otherwise it gets all of src first). The frames' checksums
+// are skipped: the caller compares the digest with the manifest's before
+// it uses the output. If decoding fails, sum has seen all of src all the
+// same, so that the caller can tell damaged bytes (a digest that differs)
+// from a shard the decoder refuses.
+func (d *Decompressor) DecompressSummed(dst, src []byte, c Compression, name string, sum func([]byte)) ([]byte, error) {
+	if c == Auto {
+		c = DetectCompression(name, src)
+	}
+	if c != Zstd || d.lz == nil {
+		sum(src)
+		return d.decompress(dst, src, c, name, true, nil)
+	}
+	seen := 0
+	out, err := d.decompress(dst, src, c, name, true, func(p []byte) { sum(p); seen += len(p) })
+	if err != nil {
+		sum(src[seen:])
+	}
+	return out, err
+}
+
+// decompress decodes src; onInput, with libzstd only, is handed the input
+// as libzstd.Decoder.DecodeAllFunc hands it.
+func (d *Decompressor) decompress(dst, src []byte, c Compression, name string, trusted bool, onInput func([]byte)) ([]byte, error) {
 	if c == Auto {
 		c = DetectCompression(name, src)
 	}
@@ -114,7 +141,7 @@ func (d *Decompressor) decompress(dst, src []byte, c Compression, name string, t
 		return src, nil
 	case Zstd:
 		if d.lz != nil {
-			out, err := d.lz.DecodeAll(dst[:0], src, d.maxWindow, d.maxOut, trusted)
+			out, err := d.lz.DecodeAllFunc(dst[:0], src, d.maxWindow, d.maxOut, trusted, onInput)
 			if errors.Is(err, libzstd.ErrOutputFull) {
 				err = fmt.Errorf("%w (cap %d)", ErrShardTooLarge, d.maxOut)
 			}

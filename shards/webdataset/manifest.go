@@ -534,6 +534,11 @@ func checkSum(e ShardEntry, sum []byte) error {
 	return nil
 }
 
+// CheckShardCRC32C compares sum, the CRC-32C of a shard's stored bytes,
+// with e's: nil when they match or e has none, else an error naming the
+// shard that wraps ErrShardChecksum, as VerifyShardBytesQuick's.
+func CheckShardCRC32C(e ShardEntry, sum uint32) error { return checkCRC(e, sum) }
+
 func checkCRC(e ShardEntry, sum uint32) error {
 	if got := crcHex(sum); e.CRC32C != "" && got != e.CRC32C {
 		return fmt.Errorf("webdataset: shard %s: %w: crc32c %s, manifest says %s", e.Name, ErrShardChecksum, got, e.CRC32C)

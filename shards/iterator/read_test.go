@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/require"
 )
 
 // mapCounter is a DirOpener that counts the shards it maps.
@@ -291,5 +295,65 @@ func TestSplitSampleWarned(t *testing.T) {
 	}
 	if !slices.Equal(keys, []string{"k1", "k2", "k2", "k3"}) {
 		t.Errorf("keys %q", keys)
+	}
+}
+
+// TestSummedWhileDecoding covers a zstd shard of data that does not
+// compress, whose CRC-32C is summed as libzstd reads it, piece by piece
+// (the shard spans several pieces): its samples come out whole, and a
+// byte flipped near its start, in its middle or in its last byte is a
+// checksum error naming it, whether or not the decoder fails first.
+func TestSummedWhileDecoding(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	rng := rand.New(rand.NewPCG(5, 6))
+	want := map[string][]byte{}
+	for i := range 12 {
+		data := make([]byte, 100_000+rng.IntN(50_000))
+		for j := range data {
+			data[j] = byte(rng.Uint32())
+		}
+		key := fmt.Sprintf("s%03d", i)
+		want[key] = data
+		for _, f := range []struct {
+			ext  string
+			data []byte
+		}{{"bin", data}, {"txt", []byte(key)}} { // collect checks txt
+			require.NoError(t, tw.WriteHeader(&tar.Header{Name: key + "." + f.ext, Mode: 0o644, Size: int64(len(f.data))}))
+			_, err := tw.Write(f.data)
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, tw.Close())
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	stored := enc.EncodeAll(buf.Bytes(), nil)
+	require.NoError(t, enc.Close())
+	p := filepath.Join(dir, "rand.tar.zst")
+	require.NoError(t, os.WriteFile(p, stored, 0o644))
+	ds := withManifest(t, &Dataset{Root: dir})
+	sh := ds.Shards[0]
+	require.Less(t, sh.SampleBytes, 2*sh.Bytes, "a shard that does not compress")
+	require.Greater(t, sh.Bytes, int64(1<<20), "a shard of several 256 KiB pieces")
+
+	for _, direct := range []loader.DirectMode{loader.DirectAuto, loader.DirectOff} {
+		got, _ := collect(t, ds, Options{Direct: direct}, nil, 0)
+		require.Len(t, got, len(want))
+		for _, s := range got {
+			data, ok := sampleField(s, "bin")
+			require.True(t, ok)
+			require.True(t, bytes.Equal(want[s.Key], data), "sample %s", s.Key)
+		}
+	}
+	for _, at := range []int{1000, len(stored) / 2, len(stored) - 1} {
+		bad := slices.Clone(stored)
+		bad[at] ^= 0x40
+		require.NoError(t, os.WriteFile(p, bad, 0o644))
+		for _, direct := range []loader.DirectMode{loader.DirectAuto, loader.DirectOff} {
+			err := runToEnd(ds, Options{Direct: direct})
+			require.ErrorIs(t, err, webdataset.ErrShardChecksum, "byte %d flipped, direct %v", at, direct)
+			require.ErrorContains(t, err, sh.Name)
+		}
 	}
 }

@@ -139,42 +139,39 @@ type ChunkSizer interface {
 }
 
 // EffectiveChunkSize is the chunk size a load of srcs uses when asked for
-// chunk: rounded up to the sources' alignment; when chunk is 0,
-// DefaultChunkSize or the largest that a source prefers (ChunkSizer, up
-// to MaxChunkSize). Buffers sized with it fit every chunk.
+// chunk (0: preferredChunkSize), rounded up to the sources' alignment.
+// Buffers sized with it fit every chunk.
 func EffectiveChunkSize(chunk int64, srcs []Source) int64 {
 	if chunk <= 0 {
-		chunk = DefaultChunkSize
-		for _, s := range srcs {
-			if cs, ok := s.(ChunkSizer); ok {
-				chunk = max(chunk, min(cs.PreferredChunkSize(), MaxChunkSize))
-			}
+		chunk = preferredChunkSize(srcs)
+	}
+	return alignUp(chunk, alignmentOf(srcs))
+}
+
+// preferredChunkSize is DefaultChunkSize, or the largest chunk size that a
+// source of srcs prefers (ChunkSizer), up to MaxChunkSize.
+func preferredChunkSize(srcs []Source) int64 {
+	chunk := int64(DefaultChunkSize)
+	for _, s := range srcs {
+		if cs, ok := s.(ChunkSizer); ok {
+			chunk = max(chunk, min(cs.PreferredChunkSize(), MaxChunkSize))
 		}
 	}
-	return chunkFor(chunk, alignmentOf(srcs))
+	return chunk
 }
 
 // autoChunkSize is the chunk size of a load of jobs that asks for none:
-// what the sources prefer (EffectiveChunkSize of 0), but no more than the
-// buffers of a destination that has fixed ones (a Ring, a GPU
-// destination's pinned buffers), made for the chunk size of its caller's
-// choosing.
+// preferredChunkSize, but no more than the buffers of a destination that
+// has fixed ones (a Ring, a GPU destination's pinned buffers), made for
+// the chunk size of its caller's choosing.
 func autoChunkSize(jobs []Job, srcs []Source) int64 {
-	chunk := EffectiveChunkSize(0, srcs)
+	chunk := preferredChunkSize(srcs)
 	for _, j := range jobs {
 		if b, ok := j.Dest.(interface{ BufferSize() int64 }); ok && b.BufferSize() > 0 {
 			chunk = min(chunk, b.BufferSize())
 		}
 	}
 	return chunk
-}
-
-// chunkFor is chunk (DefaultChunkSize when not positive) rounded up to align.
-func chunkFor(chunk, align int64) int64 {
-	if chunk <= 0 {
-		chunk = DefaultChunkSize
-	}
-	return alignUp(chunk, align)
 }
 
 // alignmentOf is the largest direct-I/O alignment among srcs, at least

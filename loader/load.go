@@ -70,7 +70,7 @@ func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = autoChunkSize(jobs, srcs)
 	}
-	opts.ChunkSize = chunkFor(opts.ChunkSize, align)
+	opts.ChunkSize = alignUp(opts.ChunkSize, align)
 	opts = opts.withDefaults()
 	plans := make([]plan, len(jobs))
 	totalChunks := 0

@@ -268,11 +268,9 @@ func ShardFiles(dir string) (names []string, total int64, err error) {
 // shard whose first sample continues the previous shard's last one (by
 // the scans' FirstKey and LastKey) is marked SplitFirst.
 func BuildManifestFrom(ctx context.Context, names []string, workers int, scan func(ctx context.Context, name string) (ShardEntry, error), opts ...Option) (*Manifest, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	o, err := resolveOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	if h := o.onShardError; h != nil {
 		inner := scan
@@ -361,11 +359,9 @@ func ScanShard(ctx context.Context, p string, opts ...Option) (ShardEntry, error
 // it reads r to the end. name is the shard's name (compression is detected
 // from it and its bytes), used in the entry and in errors.
 func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Option) (ShardEntry, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return ShardEntry{}, err
-		}
+	o, err := resolveOptions(opts)
+	if err != nil {
+		return ShardEntry{}, err
 	}
 	crc := crc32c.New()
 	var h hash.Hash
@@ -415,11 +411,9 @@ func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Opti
 // bench-iterate's shards), and needs memory for the decompressed shard.
 // WithCRC32C(false) and WithSHA256(false) leave the digests out.
 func ScanShardBytes(ctx context.Context, data []byte, name string, dec *Decompressor, buf []byte, opts ...Option) (ShardEntry, []byte, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return ShardEntry{}, buf, err
-		}
+	o, err := resolveOptions(opts)
+	if err != nil {
+		return ShardEntry{}, buf, err
 	}
 	e := ShardEntry{Name: name, Bytes: int64(len(data))}
 	if o.crc32c {

@@ -33,6 +33,17 @@ func defaultOptions() options {
 	}
 }
 
+// resolveOptions is defaultOptions with opts applied in order.
+func resolveOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
 // Option configures a Reader.
 type Option func(*options) error
 
@@ -120,11 +131,9 @@ func WithCRC32C(on bool) Option {
 // the same bytes with options of the same fingerprint give the same
 // ShardEntry. A cache of scans keys on it.
 func ScanFingerprint(opts ...Option) (string, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return "", err
-		}
+	o, err := resolveOptions(opts)
+	if err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("member=%d sample=%d window=%d sha256=%t crc32c=%t", o.maxMember, o.maxSample, o.maxZstdWindow, o.sha256, o.crc32c), nil
 }

@@ -48,11 +48,9 @@ type member struct {
 // NewReader returns a Reader of the shard stream r, decompressed as c (Auto
 // detects it from the first bytes).
 func NewReader(r io.Reader, c Compression, opts ...Option) (*Reader, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	o, err := resolveOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	rd := &Reader{o: o}
 	if err := rd.Reset(r, c, o.name); err != nil {

@@ -397,6 +397,19 @@ func (it *Iterator) Close() error {
 // skip the frame checksums. Errors name the shard and wrap
 // webdataset.ErrShardSize or ErrShardChecksum.
 func checkShard(raw []byte, sh Shard, opts Options) (verified bool, err error) {
+	e := checkEntry(sh, opts)
+	if e.SHA256 == "" && e.CRC32C == "" && sh.Bytes <= 0 {
+		return false, nil
+	}
+	if err := webdataset.VerifyShardBytesQuick(raw, e); err != nil {
+		return false, err
+	}
+	return (e.SHA256 != "" || e.CRC32C != "") && sh.CRC32C != "", nil
+}
+
+// checkEntry is what checkShard checks sh's bytes against: its size, and
+// the one digest opts choose (none, SHA-256 or CRC-32C).
+func checkEntry(sh Shard, opts Options) webdataset.ShardEntry {
 	e := webdataset.ShardEntry{Name: sh.Name, Bytes: sh.Bytes}
 	switch {
 	case opts.SkipChecksum:
@@ -407,17 +420,5 @@ func checkShard(raw []byte, sh Shard, opts Options) (verified bool, err error) {
 	default:
 		e.SHA256 = sh.SHA256
 	}
-	if e.SHA256 == "" && e.CRC32C == "" && sh.Bytes <= 0 {
-		return false, nil
-	}
-	if err := webdataset.VerifyShardBytesQuick(raw, e); err != nil {
-		return false, err
-	}
-	return (e.SHA256 != "" || e.CRC32C != "") && sh.CRC32C != "", nil
-}
-
-// crcChecked reports whether the digest checkShard checks for sh is its
-// CRC-32C.
-func crcChecked(sh Shard, opts Options) bool {
-	return !opts.SkipChecksum && !(opts.SHA256 && sh.SHA256 != "") && sh.CRC32C != ""
+	return e
 }

@@ -71,7 +71,9 @@ type Options struct {
 	// Direct is the O_DIRECT mode of the default opener: DirectAuto (the
 	// zero value) bypasses the page cache where the file system allows,
 	// right for datasets much larger than memory; DirectOff keeps shards
-	// in the page cache for the next epoch.
+	// in the page cache for the next epoch, and the default opener keeps
+	// its mappings of compressed shards too, up to a quarter of the
+	// machine's memory, until Close: later epochs map them no more.
 	Direct loader.DirectMode
 	// ReaderOptions configure shard decoding (caps).
 	ReaderOptions []webdataset.Option
@@ -155,6 +157,7 @@ type Iterator struct {
 	worldAtStart int
 	pool         *bufferPool // decompressed shards
 	rawPool      *bufferPool // shards as read
+	maps         *mapCache   // the default opener's mappings kept between epochs
 
 	started bool
 	epoch   int64
@@ -203,8 +206,10 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 	if opts.Opener == nil {
 		opts.Opener = ds.opener
 	}
+	var maps *mapCache
 	if opts.Opener == nil {
-		opts.Opener = DirOpener{Root: ds.Root, Direct: opts.Direct}
+		maps = newMapCache(defaultMapCacheBytes())
+		opts.Opener = DirOpener{Root: ds.Root, Direct: opts.Direct, maps: maps}
 	}
 	switch {
 	case opts.WorldSize < 0 || opts.Rank < 0 || opts.Rank >= opts.WorldSize:
@@ -238,6 +243,7 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 		worldAtStart: opts.WorldSize,
 		pool:         &bufferPool{keep: opts.Prefetch + 2*opts.Workers + 2},
 		rawPool:      &bufferPool{keep: 2*opts.Workers + 2},
+		maps:         maps,
 	}, nil
 }
 
@@ -383,6 +389,7 @@ func (it *Iterator) Close() error {
 		it.pipe.stop()
 		it.pipe = nil
 	}
+	it.maps.close()
 	if it.err == nil {
 		it.err = errors.New("iterator: closed")
 	}

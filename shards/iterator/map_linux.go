@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/gdsload/gdsload/internal/regular"
 	"github.com/gdsload/gdsload/loader"
@@ -16,7 +17,8 @@ import (
 // cache is wanted anyway); with O_DIRECT asked or allowed it returns
 // errors.ErrUnsupported, and shards are read into buffers. MAP_POPULATE
 // brings the whole file in here, in the read stage, so the decoders that
-// use the mapping wait for no I/O.
+// use the mapping wait for no I/O. The iterator's own DirOpener keeps the
+// mappings for later epochs (mapCache).
 func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() error, error) {
 	if o.Direct != loader.DirectOff {
 		return nil, nil, fmt.Errorf("iterator: mapping shard %s: direct reads asked: %w", name, errors.ErrUnsupported)
@@ -33,11 +35,41 @@ func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() er
 		return nil, nil, fmt.Errorf("iterator: opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
 	}
 	defer f.Close() // the mapping outlives the descriptor
+	key, keyed := fileKeyOf(fi)
+	keyed = keyed && o.maps != nil
+	if keyed {
+		if b, release, ok := o.maps.get(name, key); ok {
+			return b, release, nil
+		}
+	}
 	b, unmap, err := mapFile(f, fi.Size(), true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("iterator: mapping shard %s in %s: %w", name, o.Root, err)
 	}
+	if keyed {
+		unmap = o.maps.add(name, key, b, unmap)
+	}
 	return b, unmap, nil
+}
+
+// fileKeyOf is the mapCache key of a file as fi describes it.
+func fileKeyOf(fi os.FileInfo) (fileKey, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileKey{}, false
+	}
+	return fileKey{dev: st.Dev, ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec}, true
+}
+
+// defaultMapCacheBytes is how much of the shards' mappings an iterator
+// keeps between epochs (mapCache): a quarter of the machine's memory.
+func defaultMapCacheBytes() int64 {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit) / 4
 }
 
 // mapFile maps the size bytes of f read-only, populated (read in) now

@@ -13,6 +13,8 @@ func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() er
 	return nil, nil, fmt.Errorf("iterator: mapping shard %s: %w", name, errors.ErrUnsupported)
 }
 
+func defaultMapCacheBytes() int64 { return 0 }
+
 // mapFile reads the size bytes of f (no mapping here).
 func mapFile(f *os.File, size int64, _ bool) ([]byte, func() error, error) {
 	b := make([]byte, size)

@@ -40,6 +40,8 @@ type DirOpener struct {
 	Root string
 	// Direct is the loader's O_DIRECT mode (default DirectAuto).
 	Direct loader.DirectMode
+	// maps keeps mappings between epochs (the iterator's own opener only).
+	maps *mapCache
 }
 
 // openRoot opens Root, for one shard's lookup in it, unless ctx is done.

@@ -5,7 +5,10 @@
 // A load is a set of Jobs. Each job is cut into chunks (default 4 MiB, a
 // multiple of the source's direct-I/O alignment) that all workers of the load
 // share, so many small files do not serialize and memory stays bounded
-// whatever the file sizes. Every load returns a Result with its statistics,
+// whatever the file sizes. Workers read large chunks of local files with
+// pread(2); small O_DIRECT reads (random 4 KiB blocks) go through the
+// process's io_uring (internal/uring), which submits those that arrive
+// together in one system call. Every load returns a Result with its statistics,
 // the route it took (gds, bounce, host, rdma: each destination reports its
 // own) and the reason for it; Result.Files follows the order of the jobs.
 // Load reads sources and fills destinations but never opens or closes them:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/internal/fileops"
+	"github.com/gdsload/gdsload/internal/uring"
 )
 
 // DirectMode says whether local files are read with O_DIRECT.
@@ -76,7 +77,18 @@ type File struct {
 	memAlign int64 // buffer address alignment for O_DIRECT
 	id       fileIdentity
 	scratch  sync.Pool // *[]byte, aligned, scratchSize long
+	// ring sends small direct reads through the process's io_uring (see
+	// ringReadMax); set by OpenFile where it is available.
+	ring bool
 }
+
+// ringReadMax is the largest direct read sent through io_uring (package
+// uring) instead of pread(2). Small reads are where a system call and a
+// device trip per read cost most: 4 KiB random reads, 32 at a time, went
+// from about 27,000 to 59,000-74,000 a second on the development VM, and
+// their p99 from 16-26 ms to 1.3-2.8 ms. Large chunks keep pread, whose
+// threads are cheap per byte (sequential loads measured the same).
+const ringReadMax = 256 << 10
 
 // fileIdentity is what must stay the same for a load to be trusted.
 type fileIdentity struct {
@@ -250,7 +262,13 @@ func (f *File) readDirect(p []byte, off int64) (int, error) {
 func (f *File) preadFull(buf []byte, off int64) (int, error) {
 	done := 0
 	for done < len(buf) {
-		n, err := f.f.Pread(buf[done:], off+int64(done))
+		var n int
+		var err error
+		if f.ring && len(buf)-done <= ringReadMax {
+			n, err = uring.Read(int(f.f.Fd()), buf[done:], off+int64(done))
+		} else {
+			n, err = f.f.Pread(buf[done:], off+int64(done))
+		}
 		if errors.Is(err, syscall.EINTR) {
 			continue // interrupted before any byte moved: ask again
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/internal/regular"
+	"github.com/gdsload/gdsload/internal/uring"
 )
 
 // OpenFile opens a local file for loading. With DirectAuto it uses O_DIRECT
@@ -22,13 +23,22 @@ import (
 // otherwise reads through the page cache, saying why in DirectReason. With
 // DirectOn a refusal is an error.
 func OpenFile(name string, mode DirectMode) (*File, error) {
-	return openFile(name, mode, func(flag int) (*os.File, error) { return os.OpenFile(name, flag, 0) }, fileops.OS)
+	return withRing(openFile(name, mode, func(flag int) (*os.File, error) { return os.OpenFile(name, flag, 0) }, fileops.OS))
 }
 
 // OpenFileInRoot is OpenFile for a name resolved beneath root: "..",
 // absolute names and symbolic links that leave root are refused (os.Root).
 func OpenFileInRoot(root *os.Root, name string, mode DirectMode) (*File, error) {
-	return openFile(filepath.Join(root.Name(), name), mode, func(flag int) (*os.File, error) { return root.OpenFile(name, flag, 0) }, fileops.OS)
+	return withRing(openFile(filepath.Join(root.Name(), name), mode, func(flag int) (*os.File, error) { return root.OpenFile(name, flag, 0) }, fileops.OS))
+}
+
+// withRing sends f's small direct reads through io_uring where the kernel
+// offers it (files opened through a test's wrapper keep its Pread).
+func withRing(f *File, err error) (*File, error) {
+	if err == nil && f.direct {
+		f.ring = uring.Available()
+	}
+	return f, err
 }
 
 // openFile opens with open and reads through wrap of the file opened (a

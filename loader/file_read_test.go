@@ -2,7 +2,12 @@ package loader
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -10,6 +15,7 @@ import (
 
 	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/internal/fileops/errorfs"
+	"github.com/gdsload/gdsload/internal/uring"
 )
 
 // openWithHook opens path as OpenFile does, with hook called before every
@@ -62,4 +68,46 @@ func TestDirectReadRetriesEINTRAndShortReads(t *testing.T) {
 	_, err = f.ReadAt(got[:4096], 8192)
 	require.ErrorIs(t, err, syscall.EIO)
 	require.ErrorContains(t, err, "offset 8192")
+}
+
+// Small direct reads go through the process's io_uring where the kernel
+// has one, and read the same bytes as larger ones through pread, at
+// random aligned and unaligned offsets, from many goroutines at once.
+func TestSmallDirectReadsThroughRing(t *testing.T) {
+	path := writeRandom(t, t.TempDir(), 4<<20+123, 5)
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	f, err := OpenFile(path, DirectAuto)
+	require.NoError(t, err)
+	defer f.Close()
+	if !f.Direct() {
+		t.Skipf("no O_DIRECT here: %s", f.DirectReason())
+	}
+	require.Equal(t, uring.Available(), f.ring, "small direct reads use the ring where it is available")
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for range 50 {
+				n := []int{4096, 512, 300 << 10, 65536 + 7}[r.IntN(4)]
+				off := r.Int64N(int64(len(want)))
+				if r.IntN(2) == 0 {
+					off &^= 4095
+				}
+				buf := alignedSlice(n, 4096)
+				got, err := f.ReadAt(buf, off)
+				end := min(off+int64(n), int64(len(want)))
+				if int64(got) != end-off || (err != nil && !errors.Is(err, io.EOF)) || !bytes.Equal(buf[:got], want[off:end]) {
+					errs <- fmt.Errorf("ReadAt(%d bytes at %d) = %d, %v", n, off, got, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }

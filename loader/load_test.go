@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/uring"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(uring.Reaper)) }
 
 // writeRandom writes a file of n pseudo-random bytes and returns its path.
 func writeRandom(t testing.TB, dir string, n int, seed uint64) string {

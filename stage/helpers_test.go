@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/uring"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(uring.Reaper)) }
 
 // writeFile writes n pseudo-random bytes to dir/rel and returns the path.
 func writeFile(t *testing.T, dir, rel string, n int, seed uint64) string {

@@ -7,11 +7,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/gdsload/gdsload/internal/uring"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(uring.Reaper))
 }
 
 // Uneven shards, an empty one, and a prime total (N = 241).

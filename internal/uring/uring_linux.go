@@ -1,0 +1,258 @@
+package uring
+
+import (
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// batchBelow is how many reads in the kernel make a new read wait in the
+// SQ for the reaper's next call, which submits every read queued by then
+// in one io_uring_enter: the device is kept busy by those already there,
+// and a batch costs one doorbell (on a VM, an exit) where reads submitted
+// one by one cost one each. Below it, a read is submitted at once.
+const batchBelow = 8
+
+// Entries is the ring's size: the most reads in flight at once; more
+// readers wait for a free entry.
+const Entries = 256
+
+const (
+	opRead        = 22 // IORING_OP_READ
+	enterGetEvent = 1  // IORING_ENTER_GETEVENTS
+	featSingleMap = 1  // IORING_FEAT_SINGLE_MMAP
+	offSQRing     = 0
+	offCQRing     = 0x8000000
+	offSQEs       = 0x10000000
+	sqeSize       = 64
+	cqeSize       = 16
+)
+
+// params is struct io_uring_params.
+type params struct {
+	sqEntries, cqEntries, flags, sqThreadCPU, sqThreadIdle, features, wqFd uint32
+	resv                                                                   [3]uint32
+	sqOff                                                                  [10]uint32 // io_sqring_offsets
+	cqOff                                                                  [10]uint32 // io_cqring_offsets
+}
+
+// Offsets of fields in io_sqring_offsets and io_cqring_offsets.
+const (
+	offHead, offTail, offMask = 0, 1, 2
+	sqOffArray                = 6
+	cqOffCQEs                 = 5
+)
+
+// request is one read waiting for its completion.
+type request struct {
+	buf  unsafe.Pointer // the reader's buffer, kept reachable (see Read)
+	res  int32
+	done chan struct{}
+}
+
+// ring is the process's io_uring and the state its readers share.
+type ring struct {
+	fd                     int
+	sqHead, sqTail, sqMask *uint32
+	sqArray                []uint32
+	sqes                   []byte
+	cqHead, cqTail, cqMask *uint32
+	cqes                   []byte
+
+	slots chan struct{} // a token per entry that may be in flight
+
+	mu       sync.Mutex // guards what follows, and filling the SQ
+	inflight int        // in the SQ or the kernel, not yet reaped
+	queued   int        // in the SQ, not yet handed to the kernel
+	waiting  bool       // the reaper is in io_uring_enter, waiting
+	reqs     [Entries]*request
+	free     []uint16 // request slots not in use
+
+	wake chan struct{} // the idle reaper's doorbell
+}
+
+var (
+	setupOnce sync.Once
+	shared    *ring
+	reqPool   = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+	// disabled is set by tests to exercise the pread path.
+	disabled atomic.Bool
+)
+
+// Available reports whether reads go through io_uring here.
+func Available() bool { return get() != nil }
+
+func get() *ring {
+	if disabled.Load() {
+		return nil
+	}
+	setupOnce.Do(func() { shared, _ = setup() })
+	return shared
+}
+
+func setup() (*ring, error) {
+	var p params
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, Entries, uintptr(unsafe.Pointer(&p)), 0)
+	if errno != 0 {
+		return nil, errno
+	}
+	r := &ring{fd: int(fd), slots: make(chan struct{}, p.sqEntries), wake: make(chan struct{}, 1)}
+	fail := func(err error) (*ring, error) {
+		unix.Close(r.fd)
+		return nil, err
+	}
+	if p.features&featSingleMap == 0 || p.sqEntries < Entries || p.cqEntries < p.sqEntries {
+		return fail(unix.ENOTSUP) // kernels before 5.4: keep pread
+	}
+	sqLen := int(p.sqOff[sqOffArray] + p.sqEntries*4)
+	cqLen := int(p.cqOff[cqOffCQEs] + p.cqEntries*cqeSize)
+	ringLen := max(sqLen, cqLen)
+	rings, err := unix.Mmap(r.fd, offSQRing, ringLen, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		return fail(err)
+	}
+	sqes, err := unix.Mmap(r.fd, offSQEs, int(p.sqEntries)*sqeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != nil {
+		unix.Munmap(rings)
+		return fail(err)
+	}
+	u32 := func(off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&rings[off])) }
+	r.sqHead, r.sqTail, r.sqMask = u32(p.sqOff[offHead]), u32(p.sqOff[offTail]), u32(p.sqOff[offMask])
+	r.sqArray = unsafe.Slice(u32(p.sqOff[sqOffArray]), p.sqEntries)
+	r.sqes = sqes
+	r.cqHead, r.cqTail, r.cqMask = u32(p.cqOff[offHead]), u32(p.cqOff[offTail]), u32(p.cqOff[offMask])
+	r.cqes = rings[p.cqOff[cqOffCQEs] : p.cqOff[cqOffCQEs]+p.cqEntries*cqeSize]
+	for i := range Entries {
+		r.free = append(r.free, uint16(i))
+	}
+	// The SQ holds at most Entries reads, and the CQ (at least as large)
+	// can never overflow.
+	for range Entries {
+		r.slots <- struct{}{}
+	}
+	go r.reap()
+	return r, nil
+}
+
+// Read reads into p at off from fd, as pread(2) would.
+func Read(fd int, p []byte, off int64) (int, error) {
+	r := get()
+	switch {
+	case off < 0:
+		// The ring would read at the file position (an offset of -1).
+		return 0, syscall.EINVAL
+	case r == nil || len(p) == 0:
+		n, err := unix.Pread(fd, p, off)
+		return max(n, 0), err
+	}
+	<-r.slots
+	req := reqPool.Get().(*request)
+	// Held by the request (and so on the heap, where buffers never move)
+	// until the kernel is done with it.
+	req.buf = unsafe.Pointer(unsafe.SliceData(p))
+	r.submit(req, fd, len(p), off)
+	<-req.done
+	res := req.res
+	req.buf = nil
+	reqPool.Put(req)
+	r.slots <- struct{}{}
+	if res < 0 {
+		return 0, syscall.Errno(-res)
+	}
+	return int(res), nil
+}
+
+// submit queues req's read in the SQ. The reaper hands it to the kernel
+// with its next wait, together with whatever else was queued meanwhile.
+// When the reaper is waiting already and fewer than batchBelow reads are
+// in the kernel, submit enters the kernel itself (submitting what others
+// queued too) rather than wait for a completion to wake the reaper.
+func (r *ring) submit(req *request, fd, n int, off int64) {
+	r.mu.Lock()
+	slot := r.free[len(r.free)-1]
+	r.free = r.free[:len(r.free)-1]
+	r.reqs[slot] = req
+	tail := atomic.LoadUint32(r.sqTail)
+	idx := tail & *r.sqMask
+	sqe := r.sqes[idx*sqeSize : (idx+1)*sqeSize : (idx+1)*sqeSize]
+	clear(sqe)
+	sqe[0] = opRead
+	*(*int32)(unsafe.Pointer(&sqe[4])) = int32(fd)
+	*(*uint64)(unsafe.Pointer(&sqe[8])) = uint64(off)
+	*(*uint64)(unsafe.Pointer(&sqe[16])) = uint64(uintptr(req.buf))
+	*(*uint32)(unsafe.Pointer(&sqe[24])) = uint32(n)
+	*(*uint64)(unsafe.Pointer(&sqe[32])) = uint64(slot)
+	r.sqArray[idx] = idx
+	atomic.StoreUint32(r.sqTail, tail+1)
+	r.inflight++
+	r.queued++
+	if r.waiting && r.inflight-r.queued < batchBelow {
+		// Errors leave the entry queued, for the reaper's next call.
+		if _, err := enter(r.fd, Entries, 0, 0); err == nil {
+			r.queued = 0
+		}
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// reap waits for completions, submitting what was queued, and wakes their
+// readers. It runs for the life of the process.
+func (r *ring) reap() {
+	for {
+		r.mu.Lock()
+		for r.inflight == 0 {
+			r.mu.Unlock()
+			<-r.wake
+			r.mu.Lock()
+		}
+		r.waiting = true
+		r.queued = 0
+		r.mu.Unlock()
+		// EINTR (the Go runtime's signals) and EAGAIN alike: reap what
+		// completed and call again.
+		_, _ = enter(r.fd, Entries, 1, enterGetEvent)
+		r.mu.Lock()
+		r.waiting = false
+		r.mu.Unlock()
+		r.complete()
+	}
+}
+
+// complete wakes the readers of every completion in the CQ.
+func (r *ring) complete() {
+	head := atomic.LoadUint32(r.cqHead)
+	tail := atomic.LoadUint32(r.cqTail)
+	for ; head != tail; head++ {
+		cqe := r.cqes[(head&*r.cqMask)*cqeSize:]
+		slot := *(*uint64)(unsafe.Pointer(&cqe[0]))
+		res := *(*int32)(unsafe.Pointer(&cqe[8]))
+		r.mu.Lock()
+		req := r.reqs[slot]
+		r.reqs[slot] = nil
+		r.free = append(r.free, uint16(slot))
+		r.inflight--
+		r.mu.Unlock()
+		req.res = res
+		req.done <- struct{}{}
+	}
+	atomic.StoreUint32(r.cqHead, head)
+}
+
+// enter is io_uring_enter(2): it submits what is queued in the SQ, up to
+// toSubmit entries (the kernel takes no more than are queued, so callers
+// ask for Entries and need not count), and waits for minComplete
+// completions with enterGetEvent. It returns the entries submitted.
+func enter(fd int, toSubmit, minComplete uint32, flags uintptr) (uint32, error) {
+	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(fd), uintptr(toSubmit), uintptr(minComplete), flags, 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return uint32(n), nil
+}

@@ -7,8 +7,7 @@
 // share, so many small files do not serialize and memory stays bounded
 // whatever the file sizes. Workers read large chunks of local files with
 // pread(2); small O_DIRECT reads (random 4 KiB blocks) go through the
-// process's io_uring (internal/uring), which submits those that arrive
-// together in one system call. Every load returns a Result with its statistics,
+// process's io_uring (internal/uring), so that no thread blocks per read. Every load returns a Result with its statistics,
 // the route it took (gds, bounce, host, rdma: each destination reports its
 // own) and the reason for it; Result.Files follows the order of the jobs.
 // Load reads sources and fills destinations but never opens or closes them:

@@ -2,14 +2,15 @@
 // process, for many small reads in flight at once (4 KiB random reads of
 // an O_DIRECT file, 32 at a time).
 //
-// Each pread(2) of an O_DIRECT file is a trip to the device on its own:
-// on the development VM, the virtio doorbell of every request (a VM exit)
-// and the wake-up of its blocked thread took three quarters of the CPU of
-// a random-read benchmark, and fio, which submits the same reads through
-// io_uring, did four times the reads per second. Through the ring, reads
-// that arrive while others are being submitted are submitted together in
-// one io_uring_enter(2), and no thread blocks per read: one goroutine
-// waits for completions and wakes the readers.
+// Each pread(2) of an O_DIRECT file blocks its thread until the device
+// answers: on the development VM, the thread switches and wake-ups of 32
+// blocked readers, and the Go runtime handing their processors around,
+// took most of the CPU of a random-read benchmark, and fio, which submits
+// the same reads through io_uring, did four times the reads per second.
+// Through the ring, a read is queued and submitted without blocking, and
+// no thread waits per read: one goroutine waits for completions on an
+// eventfd the kernel signals, in the Go runtime's poller, and wakes the
+// readers.
 //
 // Read is pread(2) for callers that cannot tell the difference: the same
 // byte counts, short reads and errors (as syscall.Errno). Where io_uring

@@ -1,6 +1,7 @@
 package uring
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -9,26 +10,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// batchBelow is how many reads in the kernel make a new read wait in the
-// SQ for the reaper's next call, which submits every read queued by then
-// in one io_uring_enter: the device is kept busy by those already there,
-// and a batch costs one doorbell (on a VM, an exit) where reads submitted
-// one by one cost one each. Below it, a read is submitted at once.
-const batchBelow = 8
-
 // Entries is the ring's size: the most reads in flight at once; more
 // readers wait for a free entry.
 const Entries = 256
 
 const (
-	opRead        = 22 // IORING_OP_READ
-	enterGetEvent = 1  // IORING_ENTER_GETEVENTS
-	featSingleMap = 1  // IORING_FEAT_SINGLE_MMAP
-	offSQRing     = 0
-	offCQRing     = 0x8000000
-	offSQEs       = 0x10000000
-	sqeSize       = 64
-	cqeSize       = 16
+	opRead          = 22 // IORING_OP_READ
+	enterGetEvent   = 1  // IORING_ENTER_GETEVENTS
+	featSingleMap   = 1  // IORING_FEAT_SINGLE_MMAP
+	registerEventFD = 4  // IORING_REGISTER_EVENTFD
+	offSQRing       = 0
+	offCQRing       = 0x8000000
+	offSQEs         = 0x10000000
+	sqeSize         = 64
+	cqeSize         = 16
 )
 
 // params is struct io_uring_params.
@@ -64,14 +59,11 @@ type ring struct {
 
 	slots chan struct{} // a token per entry that may be in flight
 
-	mu       sync.Mutex // guards what follows, and filling the SQ
-	inflight int        // in the SQ or the kernel, not yet reaped
-	queued   int        // in the SQ, not yet handed to the kernel
-	waiting  bool       // the reaper is in io_uring_enter, waiting
-	reqs     [Entries]*request
-	free     []uint16 // request slots not in use
+	mu   sync.Mutex // guards what follows, and filling the SQ
+	reqs [Entries]*request
+	free []uint16 // request slots not in use
 
-	wake chan struct{} // the idle reaper's doorbell
+	ev *os.File // an eventfd the kernel signals on every completion
 }
 
 var (
@@ -99,7 +91,7 @@ func setup() (*ring, error) {
 	if errno != 0 {
 		return nil, errno
 	}
-	r := &ring{fd: int(fd), slots: make(chan struct{}, p.sqEntries), wake: make(chan struct{}, 1)}
+	r := &ring{fd: int(fd), slots: make(chan struct{}, p.sqEntries)}
 	fail := func(err error) (*ring, error) {
 		unix.Close(r.fd)
 		return nil, err
@@ -133,6 +125,15 @@ func setup() (*ring, error) {
 	for range Entries {
 		r.slots <- struct{}{}
 	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return fail(err)
+	}
+	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerEventFD, uintptr(unsafe.Pointer(&efd)), 1, 0, 0); errno != 0 {
+		unix.Close(efd)
+		return fail(errno)
+	}
+	r.ev = os.NewFile(uintptr(efd), "io_uring eventfd")
 	go r.reap()
 	return r, nil
 }
@@ -165,13 +166,12 @@ func Read(fd int, p []byte, off int64) (int, error) {
 	return int(res), nil
 }
 
-// submit queues req's read in the SQ. The reaper hands it to the kernel
-// with its next wait, together with whatever else was queued meanwhile.
-// When the reaper is waiting already and fewer than batchBelow reads are
-// in the kernel, submit enters the kernel itself (submitting what others
-// queued too) rather than wait for a completion to wake the reaper.
+// submit queues req's read in the SQ and hands the kernel what is queued
+// there. An entry the kernel refuses for now (EAGAIN, EBUSY) stays queued
+// and goes with the next submission, or the reaper's next round.
 func (r *ring) submit(req *request, fd, n int, off int64) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	slot := r.free[len(r.free)-1]
 	r.free = r.free[:len(r.free)-1]
 	r.reqs[slot] = req
@@ -187,41 +187,22 @@ func (r *ring) submit(req *request, fd, n int, off int64) {
 	*(*uint64)(unsafe.Pointer(&sqe[32])) = uint64(slot)
 	r.sqArray[idx] = idx
 	atomic.StoreUint32(r.sqTail, tail+1)
-	r.inflight++
-	r.queued++
-	if r.waiting && r.inflight-r.queued < batchBelow {
-		// Errors leave the entry queued, for the reaper's next call.
-		if _, err := enter(r.fd, Entries, 0, 0); err == nil {
-			r.queued = 0
-		}
-	}
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+	_, _ = enter(r.fd)
 }
 
-// reap waits for completions, submitting what was queued, and wakes their
-// readers. It runs for the life of the process.
+// reap wakes the readers of completed reads, then waits for the ring's
+// eventfd in the Go runtime's poller, so that no thread blocks in a system
+// call while reads are in flight. It runs for the life of the process.
 func (r *ring) reap() {
+	var buf [8]byte
 	for {
-		r.mu.Lock()
-		for r.inflight == 0 {
-			r.mu.Unlock()
-			<-r.wake
-			r.mu.Lock()
-		}
-		r.waiting = true
-		r.queued = 0
-		r.mu.Unlock()
-		// EINTR (the Go runtime's signals) and EAGAIN alike: reap what
-		// completed and call again.
-		_, _ = enter(r.fd, Entries, 1, enterGetEvent)
-		r.mu.Lock()
-		r.waiting = false
-		r.mu.Unlock()
 		r.complete()
+		if atomic.LoadUint32(r.sqHead) != atomic.LoadUint32(r.sqTail) {
+			r.mu.Lock()
+			_, _ = enter(r.fd) // entries the kernel refused before
+			r.mu.Unlock()
+		}
+		_, _ = r.ev.Read(buf[:])
 	}
 }
 
@@ -237,7 +218,6 @@ func (r *ring) complete() {
 		req := r.reqs[slot]
 		r.reqs[slot] = nil
 		r.free = append(r.free, uint16(slot))
-		r.inflight--
 		r.mu.Unlock()
 		req.res = res
 		req.done <- struct{}{}
@@ -245,12 +225,12 @@ func (r *ring) complete() {
 	atomic.StoreUint32(r.cqHead, head)
 }
 
-// enter is io_uring_enter(2): it submits what is queued in the SQ, up to
-// toSubmit entries (the kernel takes no more than are queued, so callers
-// ask for Entries and need not count), and waits for minComplete
-// completions with enterGetEvent. It returns the entries submitted.
-func enter(fd int, toSubmit, minComplete uint32, flags uintptr) (uint32, error) {
-	n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(fd), uintptr(toSubmit), uintptr(minComplete), flags, 0, 0)
+// enter is io_uring_enter(2) that submits what is queued in the SQ (the
+// kernel takes no more than is queued) and does not wait: a call that
+// does not block, made raw so that the Go scheduler does not prepare for
+// one that might.
+func enter(fd int) (uint32, error) {
+	n, _, errno := unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(fd), Entries, 0, 0, 0, 0)
 	if errno != 0 {
 		return 0, errno
 	}

@@ -84,10 +84,11 @@ type File struct {
 
 // ringReadMax is the largest direct read sent through io_uring (package
 // uring) instead of pread(2). Small reads are where a system call and a
-// device trip per read cost most: 4 KiB random reads, 32 at a time, went
-// from about 27,000 to 59,000-74,000 a second on the development VM, and
-// their p99 from 16-26 ms to 1.3-2.8 ms. Large chunks keep pread, whose
-// threads are cheap per byte (sequential loads measured the same).
+// blocked thread per read cost most: 4 KiB random reads, 32 at a time,
+// went from about 27,000 to 65,000-80,000 a second on the development VM,
+// and their p99 from 16-26 ms to 0.8-1.6 ms (scripts/bench-vs-fio.sh).
+// Large chunks keep pread, whose threads are cheap per byte (sequential
+// loads measured the same).
 const ringReadMax = 256 << 10
 
 // fileIdentity is what must stay the same for a load to be trusted.

@@ -133,3 +133,51 @@ func TestDecodeBuffersNeverStallTheConsumer(t *testing.T) {
 		}
 	}
 }
+
+// Shards whose decoded sizes fall on both sides of a pool size class share
+// buffers: each asks for the dataset's largest size (when it is at most a
+// quarter more than its own), so no buffer is dropped for being a little
+// too small and replaced by fresh memory. With sizes further apart, each
+// shard keeps its own size.
+func TestDecodeBuffersShareOneSizeClass(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		small, big int64 // SampleBytes of even and odd shards
+		wantSame   bool  // every shard asks for the big shards' size
+		wantAllocs int   // buffers the pool allocates for the sequence below
+	}{
+		{"within a quarter", 9 << 20, 10<<20 + 512<<10, true, 2},
+		{"further apart", 4 << 20, 10 << 20, false, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := withManifest(t, makeShardsCompressing(t, []int{3, 4, 3, 4}, func(int) bool { return true }))
+			for i := range ds.Shards {
+				ds.Shards[i].SampleBytes = tc.small
+				if i%2 == 1 {
+					ds.Shards[i].SampleBytes = tc.big
+				}
+			}
+			it, err := New(ds, Options{Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer it.Close()
+			hint := func(i int) int64 { return it.bufferHint(ds.Shards[i]) }
+			if (hint(0) == hint(1)) != tc.wantSame || hint(1) != decodeHint(ds.Shards[1]) {
+				t.Fatalf("hints %d and %d (own %d and %d)", hint(0), hint(1), decodeHint(ds.Shards[0]), decodeHint(ds.Shards[1]))
+			}
+			// Two shards decoded at once come back in the other order; then
+			// a small shard takes the first free buffer that fits, and the
+			// big one after it must not find only a buffer too small.
+			p := it.pool
+			a, b := p.get(hint(0)), p.get(hint(1))
+			p.put(b)
+			p.put(a)
+			p.get(hint(2))
+			p.get(hint(3))
+			if p.allocs != tc.wantAllocs {
+				t.Errorf("%d buffers allocated, want %d", p.allocs, tc.wantAllocs)
+			}
+		})
+	}
+}

@@ -158,6 +158,7 @@ type Iterator struct {
 	pool         *bufferPool // decompressed shards
 	rawPool      *bufferPool // shards as read
 	maps         *mapCache   // the default opener's mappings kept between epochs
+	maxHint      int64       // the largest decodeHint of the dataset's shards
 
 	started bool
 	epoch   int64
@@ -224,6 +225,7 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 		return nil, fmt.Errorf("iterator: %d partitions for world size %d: at most %d", opts.Partitions, opts.WorldSize, MaxPartitions)
 	}
 	maxShard := opts.maxShardBytes()
+	var maxHint int64
 	for _, s := range ds.Shards {
 		if s.Samples < 0 || s.Bytes < 0 || s.SampleBytes < 0 {
 			return nil, fmt.Errorf("iterator: shard %s: %w: negative size or sample count", s.Name, ErrImpossibleShard)
@@ -235,6 +237,7 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 			return nil, fmt.Errorf("iterator: shard %s: %w: %d samples of %d bytes in %d bytes, more than a shard of at most %d bytes decoded can hold (MaxShardBytes); rewrite the manifest with 'gdsload manifest'",
 				s.Name, ErrImpossibleShard, s.Samples, s.SampleBytes, s.Bytes, maxShard)
 		}
+		maxHint = max(maxHint, decodeHint(s))
 	}
 	return &Iterator{
 		ds:           ds,
@@ -244,6 +247,7 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 		pool:         &bufferPool{keep: opts.Prefetch + 2*opts.Workers + 2},
 		rawPool:      &bufferPool{keep: 2*opts.Workers + 2},
 		maps:         maps,
+		maxHint:      maxHint,
 	}, nil
 }
 

@@ -107,6 +107,7 @@ type bufferPool struct {
 	// or wake is called, for getWait.
 	live    int
 	changed chan struct{}
+	allocs  int // buffers allocated in all, for tests
 }
 
 func (p *bufferPool) get(size int64) []byte {
@@ -164,6 +165,7 @@ func (p *bufferPool) takeLocked(size int64) (b []byte, ok bool) {
 		p.live--
 	}
 	p.live++
+	p.allocs++
 	return nil, false
 }
 

@@ -278,11 +278,9 @@ func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor,
 			tarData, pool = append(it.rawPool.get(int64(len(raw.data))), raw.data...), it.rawPool
 			return nil
 		}
-		// A hint only (tar headers add about 1 KiB per sample), and trusted
-		// only up to 64 times the compressed bytes: output past it grows
-		// the buffer as it comes.
-		hint := max(sh.SampleBytes+sh.Samples<<10, 3*sh.Bytes)
-		out, err := buffer(min(hint, 64*int64(len(raw.data))+1<<20, it.opts.maxShardBytes()))
+		// A hint only, and trusted only up to 64 times the compressed
+		// bytes: output past it grows the buffer as it comes.
+		out, err := buffer(min(it.bufferHint(sh), 64*int64(len(raw.data))+1<<20, it.opts.maxShardBytes()))
 		if err != nil {
 			return err
 		}
@@ -306,6 +304,25 @@ func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor,
 		return nil
 	})
 	return tarData, pool, kept, err
+}
+
+// decodeHint is the size to ask of the pool for shard sh decoded: its
+// samples' bytes and about 1 KiB of tar headers per sample, or three times
+// its stored bytes, whichever is larger.
+func decodeHint(sh Shard) int64 { return max(sh.SampleBytes+sh.Samples<<10, 3*sh.Bytes) }
+
+// bufferHint is decodeHint(sh), raised to the largest hint of the dataset
+// when that is at most a quarter more: shards of nearly the same size then
+// ask for buffers of one size class (poolSize), and a buffer that one
+// shard filled serves every other. Without it a 36 MiB buffer that a
+// 37.8 MiB shard could not use was dropped for a fresh 40 MiB one, and
+// fresh memory is dear (see bufferPool).
+func (it *Iterator) bufferHint(sh Shard) int64 {
+	h := decodeHint(sh)
+	if it.maxHint > h && it.maxHint <= h+h/4 {
+		return it.maxHint
+	}
+	return h
 }
 
 // load waits for all jobs of visit v and files their samples in v. A job

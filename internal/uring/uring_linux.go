@@ -14,13 +14,15 @@ import (
 // readers wait for a free entry.
 const Entries = 256
 
+// maxRead is the largest read sent through the ring (an entry's length is
+// 32 bits); larger ones are a pread.
+const maxRead = 1 << 30
+
 const (
 	opRead          = 22 // IORING_OP_READ
-	enterGetEvent   = 1  // IORING_ENTER_GETEVENTS
 	featSingleMap   = 1  // IORING_FEAT_SINGLE_MMAP
 	registerEventFD = 4  // IORING_REGISTER_EVENTFD
-	offSQRing       = 0
-	offCQRing       = 0x8000000
+	offSQRing       = 0  // with IORING_FEAT_SINGLE_MMAP, the CQ ring too
 	offSQEs         = 0x10000000
 	sqeSize         = 64
 	cqeSize         = 16
@@ -91,7 +93,7 @@ func setup() (*ring, error) {
 	if errno != 0 {
 		return nil, errno
 	}
-	r := &ring{fd: int(fd), slots: make(chan struct{}, p.sqEntries)}
+	r := &ring{fd: int(fd), slots: make(chan struct{}, Entries)}
 	fail := func(err error) (*ring, error) {
 		unix.Close(r.fd)
 		return nil, err
@@ -145,7 +147,7 @@ func Read(fd int, p []byte, off int64) (int, error) {
 	case off < 0:
 		// The ring would read at the file position (an offset of -1).
 		return 0, syscall.EINVAL
-	case r == nil || len(p) == 0:
+	case r == nil || len(p) == 0 || len(p) > maxRead:
 		n, err := unix.Pread(fd, p, off)
 		return max(n, 0), err
 	}

@@ -41,7 +41,9 @@
 # of each tar stream recorded when the shard was written.
 #
 # Targets (issue 14): noverify >= 0.9x zstd, verify >= 0.6x, w2 >= 1.8x w1
-# (needs two free cores; held over EPOCHS epochs, w2e against w1e).
+# (needs two free cores; held over EPOCHS epochs, w2e against w1e). Also
+# printed, with no target: the epochs after the first alone (each round's
+# w1e less w1 against its w2e less w2).
 #
 # On a machine shared with other work, QUIET=1 waits before each timed run
 # until no CPU was busy for 0.3 s (up to a minute) and runs it again (up
@@ -291,6 +293,11 @@ for set in $SETS; do
   ratios "$WORK/w.$set.w1" "$WORK/w.$set.w2" >"$WORK/r.$set.w2"
   ratios "$WORK/w.$set.w1e" "$WORK/w.$set.w2e" >"$WORK/r.$set.w2e"
   ratios "$WORK/w.$set.zstd" "$WORK/w.$set.zstd2" >"$WORK/r.$set.zstd2"
+  # The epochs after the first alone: each round's EPOCHS-epoch wall less
+  # its 1-epoch wall, 1 worker against 2 (the first epoch also pays for
+  # the process's start, its fresh buffers and mapping every shard).
+  paste "$WORK/w.$set.w1e" "$WORK/w.$set.w1" "$WORK/w.$set.w2e" "$WORK/w.$set.w2" |
+    awk '{d = $3 - $4; printf "%.4f\n", (d > 0 ? ($1 - $2) / d : 0)}' >"$WORK/r.$set.later"
   echo
   echo "#### \`scripts/bench-iterate.sh\`: $set shards, $((2 * PAIRS)) runs each, $(stamp)"
   echo
@@ -328,6 +335,9 @@ for set in $SETS; do
   ratio_line 'zstd CPU / gdsload CPU, no index.json, scan cache off' "$WORK/r.$set.noscan" 'none'
   ratio_line "2 workers / 1 worker, wall, $EPOCHS epochs$note" "$WORK/r.$set.w2e" '>= 1.8x'
   ratio_line '2 workers / 1 worker, wall, 1 epoch (each process'"'"'s fresh memory weighs more)' "$WORK/r.$set.w2" 'none'
+  if [ "$EPOCHS" -gt 1 ]; then
+    ratio_line "2 workers / 1 worker, wall, the $((EPOCHS - 1)) epochs after the first ($EPOCHS-epoch run less 1-epoch run)" "$WORK/r.$set.later" 'none'
+  fi
   ratio_line 'zstd on 2 cores / zstd on 1, wall (the peer'"'"'s own scaling here)' "$WORK/r.$set.zstd2" 'none'
   # One worker already keeps more than one core busy (the consumer, the
   # garbage collector and page faults run beside its decoder): 2 workers on

@@ -67,9 +67,13 @@ func (s *scanner) scan(ctx context.Context, path string) (webdataset.ShardEntry,
 	if err != nil {
 		return webdataset.ShardEntry{}, fmt.Errorf("webdataset: scanning shard: %w", err)
 	}
-	if e, ok := s.cache.get(path, fi); ok {
-		f.Close()
-		return e, nil
+	// The shard as opened is the one cached, or scanned and then cached.
+	slot, cached := s.cache.slot(path, fi)
+	if cached {
+		if e, ok := s.cache.get(slot, path, fi); ok {
+			f.Close()
+			return e, nil
+		}
 	}
 	shardsScanned.Add(1)
 	// An uncompressed shard is counted from its tar headers alone: it is
@@ -110,8 +114,8 @@ func (s *scanner) scan(ctx context.Context, path string) (webdataset.ShardEntry,
 	default:
 		dec.Close()
 	}
-	if err == nil {
-		s.cache.put(path, fi, e)
+	if err == nil && cached {
+		s.cache.put(slot, e)
 	}
 	return e, err
 }

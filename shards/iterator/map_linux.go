@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/gdsload/gdsload/internal/regular"
 	"github.com/gdsload/gdsload/loader"
@@ -50,16 +49,6 @@ func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() er
 		unmap = o.maps.add(name, key, b, unmap)
 	}
 	return b, unmap, nil
-}
-
-// fileKeyOf is the mapCache key of a file as fi describes it.
-func fileKeyOf(fi os.FileInfo) (fileKey, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileKey{}, false
-	}
-	return fileKey{dev: st.Dev, ino: st.Ino, size: st.Size,
-		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec}, true
 }
 
 // defaultMapCacheBytes is how much of the shards' mappings an iterator

@@ -1,6 +1,10 @@
 package iterator
 
-import "sync"
+import (
+	"os"
+	"sync"
+	"syscall"
+)
 
 // mapCache keeps the mappings of shard files between epochs, so that an
 // epoch after the first maps (and later unmaps) nothing it mapped before.
@@ -29,10 +33,22 @@ type mapCache struct {
 	hits   int // for tests
 }
 
-// fileKey identifies a file's content as stat(2) sees it.
+// fileKey identifies a file's content as stat(2) sees it: the key of
+// mapCache entries, and part of the scan cache's (scanCache).
 type fileKey struct {
 	dev, ino           uint64
-	size, mtime, ctime int64
+	size, mtime, ctime int64 // times in nanoseconds
+}
+
+// fileKeyOf is the fileKey of a file as fi describes it; false where fi
+// has no stat fields.
+func fileKeyOf(fi os.FileInfo) (fileKey, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileKey{}, false
+	}
+	return fileKey{dev: st.Dev, ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, true
 }
 
 type mapEntry struct {

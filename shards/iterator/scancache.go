@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/gdsload/gdsload/shards/webdataset"
 )
@@ -66,36 +65,39 @@ type cachedScan struct {
 	LastKey  string                `json:"last_key"`
 }
 
-// key identifies the shard file at path as fi describes it, with the scan
-// options; ok is false where it cannot (no cache, no stat fields).
-func (c *scanCache) key(path string, fi os.FileInfo) (file, key string, ok bool) {
-	st, isStat := fi.Sys().(*syscall.Stat_t)
+// scanSlot is where a shard's scan is cached, and the key its cache
+// file must hold to be used for the shard as it is now.
+type scanSlot struct{ file, key string }
+
+// slot is the scanSlot of the shard file at path as fi describes it, with
+// the scan options; ok is false where there is none (no cache, no stat
+// fields).
+func (c *scanCache) slot(path string, fi os.FileInfo) (s scanSlot, ok bool) {
+	fk, isStat := fileKeyOf(fi)
 	if c == nil || c.dir == "" || !isStat {
-		return "", "", false
+		return scanSlot{}, false
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", "", false
+		return scanSlot{}, false
 	}
-	key = fmt.Sprintf("v%d %s dev=%d ino=%d size=%d mtime=%d.%d ctime=%d.%d %s", scanCacheVersion, abs,
-		st.Dev, st.Ino, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, c.fingerprint)
 	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json"), key, true
+	return scanSlot{
+		file: filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json"),
+		key: fmt.Sprintf("v%d %s dev=%d ino=%d size=%d mtime=%d ctime=%d %s", scanCacheVersion, abs,
+			fk.dev, fk.ino, fk.size, fk.mtime, fk.ctime, c.fingerprint),
+	}, true
 }
 
-// get returns the cached scan of the shard at path, if it is there and
-// the shard is unchanged.
-func (c *scanCache) get(path string, fi os.FileInfo) (webdataset.ShardEntry, bool) {
-	file, key, ok := c.key(path, fi)
-	if !ok {
-		return webdataset.ShardEntry{}, false
-	}
-	b, err := os.ReadFile(file)
+// get returns the scan cached in slot for the shard at path, as fi
+// describes it, if it is there and the shard is unchanged.
+func (c *scanCache) get(slot scanSlot, path string, fi os.FileInfo) (webdataset.ShardEntry, bool) {
+	b, err := os.ReadFile(slot.file)
 	if err != nil {
 		return webdataset.ShardEntry{}, false
 	}
 	var s cachedScan
-	if json.Unmarshal(b, &s) != nil || s.Key != key || !plausible(s.Entry, path, fi) {
+	if json.Unmarshal(b, &s) != nil || s.Key != slot.key || !plausible(s.Entry, path, fi) {
 		return webdataset.ShardEntry{}, false
 	}
 	s.Entry.FirstKey, s.Entry.LastKey = s.FirstKey, s.LastKey
@@ -110,16 +112,11 @@ func plausible(e webdataset.ShardEntry, path string, fi os.FileInfo) bool {
 		e.SampleBytes >= 0 && !e.SplitFirst
 }
 
-// put records the scan e of the shard at path, as fi described it before
-// the scan: a file written in full beside its final name, then renamed,
-// so that readers (other ranks opening the same dataset) see a whole
-// entry or none.
-func (c *scanCache) put(path string, fi os.FileInfo, e webdataset.ShardEntry) {
-	file, key, ok := c.key(path, fi)
-	if !ok {
-		return
-	}
-	b, err := json.Marshal(cachedScan{Key: key, Entry: e, FirstKey: e.FirstKey, LastKey: e.LastKey})
+// put records the scan e in slot: a file written in full beside its final
+// name, then renamed, so that readers (other ranks opening the same
+// dataset) see a whole entry or none.
+func (c *scanCache) put(slot scanSlot, e webdataset.ShardEntry) {
+	b, err := json.Marshal(cachedScan{Key: slot.key, Entry: e, FirstKey: e.FirstKey, LastKey: e.LastKey})
 	if err != nil || os.MkdirAll(c.dir, 0o700) != nil {
 		return
 	}
@@ -128,7 +125,7 @@ func (c *scanCache) put(path string, fi os.FileInfo, e webdataset.ShardEntry) {
 		return
 	}
 	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), file) != nil {
+	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), slot.file) != nil {
 		_ = os.Remove(tmp.Name())
 	}
 }

@@ -98,9 +98,9 @@ func FuzzScanCacheFile(f *testing.F) {
 	fi, err := os.Stat(shard)
 	require.NoError(f, err)
 	c := &scanCache{dir: filepath.Join(dir, "cache"), fingerprint: "fp"}
-	file, key, ok := c.key(shard, fi)
+	slot, ok := c.slot(shard, fi)
 	require.True(f, ok)
-	good, err := json.Marshal(cachedScan{Key: key, Entry: webdataset.ShardEntry{Name: "s.tar", Bytes: 2048, Samples: 3}})
+	good, err := json.Marshal(cachedScan{Key: slot.key, Entry: webdataset.ShardEntry{Name: "s.tar", Bytes: 2048, Samples: 3}})
 	require.NoError(f, err)
 	f.Add(good)
 	f.Add([]byte(`{"key":"x","entry":{"name":"s.tar","bytes":2048,"samples":-1}}`))
@@ -109,13 +109,13 @@ func FuzzScanCacheFile(f *testing.F) {
 		require.NoError(t, os.MkdirAll(c.dir, 0o700))
 		var doc map[string]any
 		if json.Unmarshal(b, &doc) == nil && doc != nil {
-			doc["key"] = key // also under the right key
+			doc["key"] = slot.key // also under the right key
 			if k, err := json.Marshal(doc); err == nil {
 				b = k
 			}
 		}
-		require.NoError(t, os.WriteFile(file, b, 0o600))
-		e, ok := c.get(shard, fi)
+		require.NoError(t, os.WriteFile(slot.file, b, 0o600))
+		e, ok := c.get(slot, shard, fi)
 		if ok {
 			require.True(t, plausible(e, shard, fi), "%+v", e)
 		}

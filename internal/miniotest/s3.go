@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -48,13 +49,31 @@ func (c *Cluster) Put(ctx context.Context, bucket, key string, data []byte) (str
 }
 
 // PutWithChecksum is Put with another checksum algorithm ("" for none).
+// A PUT is a test's setup, not what it tests, and is idempotent: one that
+// fails is made again, up to putAttempts times in all. A distributed
+// cluster on a loaded two-core machine once answered a 32 MiB PUT with
+// 400 IncompleteBody (the body did not all arrive), failing a fresh-clone
+// CI run in a test about reads.
 func (c *Cluster) PutWithChecksum(ctx context.Context, bucket, key string, data []byte, alg s3types.ChecksumAlgorithm) (string, error) {
-	out, err := c.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(data), ChecksumAlgorithm: alg})
-	if err != nil {
-		return "", fmt.Errorf("miniotest: put s3://%s/%s: %w", bucket, key, err)
+	var err error
+	for attempt := 1; ; attempt++ {
+		var out *s3.PutObjectOutput
+		out, err = c.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(data), ChecksumAlgorithm: alg})
+		if err == nil {
+			return aws.ToString(out.ETag), nil
+		}
+		if attempt == putAttempts || ctx.Err() != nil {
+			return "", fmt.Errorf("miniotest: put s3://%s/%s (attempt %d): %w", bucket, key, attempt, err)
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		case <-ctx.Done():
+		}
 	}
-	return aws.ToString(out.ETag), nil
 }
+
+// putAttempts bounds the PUTs PutWithChecksum makes of one object.
+const putAttempts = 3
 
 // PutMany writes many small objects in one request: MinIO's snowball
 // upload extracts a tar into one object per member (key = member name).

@@ -214,3 +214,59 @@ func TestDialSilentPeer(t *testing.T) {
 		t.Errorf("took %v", time.Since(start))
 	}
 }
+
+// A DATA piece is received and summed crcSegment bytes at a time: a byte
+// changed in any segment, or at either side of a boundary, fails the read
+// with ErrChecksum, and the honest bytes pass.
+func TestChecksumCoversEverySegment(t *testing.T) {
+	const size = 1 << 20 // two segments in one DATA piece
+	if size <= crcSegment {
+		t.Fatalf("the test needs a read longer than one segment (%d bytes)", crcSegment)
+	}
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*7 + i>>11)
+	}
+	sum := crc32.Checksum(want, crc32.MakeTable(crc32.Castagnoli))
+	for _, tc := range []struct {
+		name    string
+		flip    int // index of the byte the server changes; -1: none
+		wantErr error
+	}{
+		{"honest", -1, nil},
+		{"first byte", 0, ErrChecksum},
+		{"last byte of the first segment", crcSegment - 1, ErrChecksum},
+		{"first byte of the second segment", crcSegment, ErrChecksum},
+		{"last byte", size - 1, ErrChecksum},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := hostileServer(t, size, func(c net.Conn, id uint32, r wire.Read) {
+				sent := bytes.Clone(want[:r.Length])
+				if tc.flip >= 0 && tc.flip < len(sent) {
+					sent[tc.flip] ^= 0x40
+				}
+				c.Write(append(wire.AppendFrame(nil, wire.TypeData, id, wire.Data{Offset: 0, N: r.Length}.Append(nil)), sent...))
+				c.Write(wire.AppendFrame(nil, wire.TypeReadDone, id, wire.ReadDone{N: r.Length, HasCRC: true, CRC: sum}.Append(nil)))
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cl, err := Dial(ctx, addr, WithConnections(1), WithRetryDeadline(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			f, err := cl.Open(ctx, "x.bin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, size)
+			n, err := f.ReadAtContext(ctx, buf, 0)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("ReadAt = %d, %v; want %v", n, err, tc.wantErr)
+			}
+			if tc.wantErr == nil && !bytes.Equal(buf, want) {
+				t.Fatal("the bytes read differ from the bytes sent")
+			}
+		})
+	}
+}

@@ -81,6 +81,25 @@ func serveHostile(c net.Conn, size int, names []string, reply func(c net.Conn, i
 	}
 }
 
+// openHostile dials the hostile server at addr with one connection and
+// opens x.bin; the client is closed and the context cancelled when the
+// test ends.
+func openHostile(t *testing.T, addr string) (context.Context, *File) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	cl, err := Dial(ctx, addr, WithConnections(1), WithRetryDeadline(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	f, err := cl.Open(ctx, "x.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, f
+}
+
 // A client facing a server that lies must fail the read with a protocol
 // or checksum error, never write outside the caller's buffer, and never
 // return bytes it did not receive.
@@ -133,17 +152,7 @@ func TestClientRefusesHostileServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := hostileServer(t, 1<<20, tc.reply)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			cl, err := Dial(ctx, addr, WithConnections(1), WithRetryDeadline(time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			f, err := cl.Open(ctx, "x.bin")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ctx, f := openHostile(t, addr)
 			// The caller's buffer sits between guard bytes.
 			backing := bytes.Repeat([]byte{0x11}, 3*4096)
 			buf := backing[4096 : 2*4096 : 2*4096]
@@ -248,17 +257,7 @@ func TestChecksumCoversEverySegment(t *testing.T) {
 				c.Write(append(wire.AppendFrame(nil, wire.TypeData, id, wire.Data{Offset: 0, N: r.Length}.Append(nil)), sent...))
 				c.Write(wire.AppendFrame(nil, wire.TypeReadDone, id, wire.ReadDone{N: r.Length, HasCRC: true, CRC: sum}.Append(nil)))
 			})
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			cl, err := Dial(ctx, addr, WithConnections(1), WithRetryDeadline(time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			f, err := cl.Open(ctx, "x.bin")
-			if err != nil {
-				t.Fatal(err)
-			}
+			ctx, f := openHostile(t, addr)
 			buf := make([]byte, size)
 			n, err := f.ReadAtContext(ctx, buf, 0)
 			if !errors.Is(err, tc.wantErr) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/gdsload/gdsload/loader"
 )
@@ -16,14 +17,14 @@ const (
 
 // RandomMode reads Config.RandomReads blocks of Config.BlockSize bytes at
 // random block-aligned offsets of the file (drawn with a fixed seed, so
-// every run reads the same blocks; a block may repeat), through the loader
-// engine with Config.Workers reads at once, O_DIRECT where the file system
-// takes it: a load of many small ranges, as fio --rw=randread measures.
+// every run reads the same blocks; a block may repeat) with
+// loader.File.ReadMany, Config.Workers reads in flight, O_DIRECT where the
+// file system takes it: many small reads, as fio --rw=randread measures.
 // Its Result's IOPS and p99 are the figures to compare. It reads part of
 // the file, so it runs only when asked for by name.
 func RandomMode() Mode {
 	return Mode{Name: "random", OnlyByName: true,
-		Help: "O_DIRECT reads of --block-size bytes at random aligned offsets through the loader engine, --workers at once (fio --rw=randread); see IOPS and p99",
+		Help: "O_DIRECT reads of --block-size bytes at random aligned offsets (loader.File.ReadMany), --workers in flight at once (fio --rw=randread); see IOPS and p99",
 		Run:  runRandom}
 }
 
@@ -49,15 +50,25 @@ func runRandom(ctx context.Context, path string, cfg Config) (Sample, error) {
 	if blocks == 0 {
 		return Sample{}, fmt.Errorf("random reads of %d-byte blocks: %s has only %d bytes", block, path, f.Size())
 	}
-	ring, err := loader.NewRing(2*workers, block)
-	if err != nil {
-		return Sample{}, err
-	}
-	defer ring.Close()
 	r := rand.New(rand.NewPCG(uint64(blocks), uint64(block)))
-	jobs := make([]loader.Job, reads)
-	for i := range jobs {
-		jobs[i] = loader.Job{Source: f, Offset: r.Int64N(blocks) * block, Length: block, Dest: ring}
+	ranges := make([]loader.Range, reads)
+	for i := range ranges {
+		ranges[i] = loader.Range{Off: r.Int64N(blocks) * block, Len: block}
 	}
-	return LoaderRun(ctx, jobs, loader.Options{Workers: workers, ChunkSize: block})
+	return measure(func() (int64, []time.Duration, error) {
+		lat := make([]time.Duration, 0, reads)
+		var n int64
+		err := f.ReadMany(ranges, workers, func(rr loader.RangeRead) error {
+			if rr.Err != nil {
+				return rr.Err
+			}
+			if int64(len(rr.Data)) != block {
+				return fmt.Errorf("random read %d at offset %d: %d bytes, want %d", rr.Index, ranges[rr.Index].Off, len(rr.Data), block)
+			}
+			n += block
+			lat = append(lat, rr.Latency)
+			return nil
+		})
+		return n, lat, err
+	})
 }

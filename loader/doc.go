@@ -7,8 +7,11 @@
 // share, so many small files do not serialize and memory stays bounded
 // whatever the file sizes. Workers read large chunks of local files with
 // pread(2); small O_DIRECT reads (random 4 KiB blocks) go through the
-// process's io_uring (internal/uring), so that no thread blocks per read. Every load returns a Result with its statistics,
-// the route it took (gds, bounce, host, rdma: each destination reports its
+// process's io_uring (internal/uring), so that no thread blocks per read.
+// File.ReadMany reads many small ranges of one file (samples at random
+// offsets) with many in flight from the calling goroutine alone, so that
+// a completion wakes no goroutine of its own. Every load returns a Result
+// with its statistics, the route it took (gds, bounce, host, rdma: each destination reports its
 // own) and the reason for it; Result.Files follows the order of the jobs.
 // Load reads sources and fills destinations but never opens or closes them:
 // whoever opened them closes them after Load returns.

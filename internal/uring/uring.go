@@ -13,7 +13,9 @@
 // readers.
 //
 // Read is pread(2) for callers that cannot tell the difference: the same
-// byte counts, short reads and errors (as syscall.Errno). Where io_uring
+// byte counts, short reads and errors (as syscall.Errno). ReadBatch is for
+// one goroutine with many reads to make: it keeps up to a given number in
+// flight and is woken once per batch of completions, not once per read. Where io_uring
 // is missing or refused (old kernels, kernel.io_uring_disabled, seccomp
 // profiles), Available reports false and Read calls pread itself.
 package uring
@@ -22,3 +24,11 @@ package uring
 // it runs for the life of the process once a read has gone through the
 // ring, and leak checks (goleak.IgnoreAnyFunction) must let it be.
 const Reaper = "github.com/gdsload/gdsload/internal/uring.(*ring).reap"
+
+// Req is one read of ReadBatch: len(Buf) bytes at Off. Tag is the
+// caller's, handed back with the read.
+type Req struct {
+	Buf []byte
+	Off int64
+	Tag int
+}

@@ -48,6 +48,10 @@ type request struct {
 	buf  unsafe.Pointer // the reader's buffer, kept reachable (see Read)
 	res  int32
 	done chan struct{}
+	// batch, for a read of ReadBatch, is where the reaper hands the
+	// request back instead of signalling done; req is that read.
+	batch chan *request
+	req   Req
 }
 
 // ring is the process's io_uring and the state its readers share.
@@ -222,7 +226,11 @@ func (r *ring) complete() {
 		r.free = append(r.free, uint16(slot))
 		r.mu.Unlock()
 		req.res = res
-		req.done <- struct{}{}
+		if req.batch != nil {
+			req.batch <- req // buffered for every read of the batch in flight
+		} else {
+			req.done <- struct{}{}
+		}
 	}
 	atomic.StoreUint32(r.cqHead, head)
 }
@@ -237,4 +245,75 @@ func enter(fd int) (uint32, error) {
 		return 0, errno
 	}
 	return uint32(n), nil
+}
+
+// ReadBatch reads from fd what next hands out, keeping up to depth reads
+// in flight from the calling goroutine alone, and hands each read to done
+// with pread(2)'s count and error as it completes, in completion order.
+// It returns once next has said there is no more and every read has
+// been handed to done. next and done run on the calling goroutine, so
+// they need no locks; a Req's buffer belongs to the kernel from next
+// until its done, and may be handed out again after.
+//
+// Why: with Read, each completion wakes the goroutine that waits for it,
+// and the Go runtime wakes a thread to run it; a caller that keeps many
+// small reads in flight from one goroutine is woken once per batch of
+// completions instead, which halved the CPU of 4 KiB random reads on the
+// development VM. Without the ring, the reads are preads, one at a time.
+func ReadBatch(fd, depth int, next func() (Req, bool), done func(r Req, n int, err error)) {
+	r := get()
+	if r == nil || depth <= 1 {
+		for {
+			q, ok := next()
+			if !ok {
+				return
+			}
+			n, err := Read(fd, q.Buf, q.Off)
+			done(q, n, err)
+		}
+	}
+	depth = min(depth, Entries)
+	back := make(chan *request, depth)
+	inflight := 0
+	more := true
+	// Whatever way this returns, a panic in next or done included, the
+	// reads in flight are waited for and their entries given back: the
+	// kernel must be done with the buffers, and the ring is the process's.
+	defer func() {
+		for ; inflight > 0; inflight-- {
+			<-back
+			r.slots <- struct{}{}
+		}
+	}()
+	fill := func() {
+		for more && inflight < depth {
+			q, ok := next()
+			if !ok {
+				more = false
+				return
+			}
+			if q.Off < 0 || len(q.Buf) == 0 || len(q.Buf) > maxRead {
+				n, err := Read(fd, q.Buf, q.Off) // pread's answer, as Read gives it
+				done(q, n, err)
+				continue
+			}
+			<-r.slots
+			req := &request{batch: back, req: q, buf: unsafe.Pointer(unsafe.SliceData(q.Buf))}
+			r.submit(req, fd, len(q.Buf), q.Off)
+			inflight++
+		}
+	}
+	fill()
+	for inflight > 0 {
+		req := <-back
+		r.slots <- struct{}{}
+		inflight--
+		req.buf = nil
+		if req.res < 0 {
+			done(req.req, 0, syscall.Errno(-req.res))
+		} else {
+			done(req.req, int(req.res), nil)
+		}
+		fill()
+	}
 }

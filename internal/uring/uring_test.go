@@ -145,3 +145,125 @@ func TestReadDirect(t *testing.T) {
 		}
 	})
 }
+
+// TestReadBatch: every read handed out comes back once, with pread's count
+// and bytes (short at the end, EINVAL for a negative offset), whatever the
+// depth, including more than the ring's entries; reads stop when next
+// says so, and no buffer is handed to the kernel twice at once.
+func TestReadBatch(t *testing.T) {
+	f, data := testFile(t, 1<<20)
+	fd := int(f.Fd())
+	forEachPath(t, func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			depth int
+			reads int
+		}{
+			{"one at a time", 1, 50},
+			{"eight in flight", 8, 500},
+			{"deeper than the ring", 2 * Entries, 2000},
+			{"more depth than reads", 64, 10},
+			{"no reads", 8, 0},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(tc.depth), uint64(tc.reads)))
+				offs := make([]int64, tc.reads)
+				lens := make([]int, tc.reads)
+				for i := range offs {
+					offs[i], lens[i] = r.Int64N(int64(len(data))), 1+r.IntN(8192)
+				}
+				if tc.reads > 2 {
+					offs[1] = -5                     // EINVAL, as Read says
+					offs[2] = int64(len(data)) - 100 // short at the end
+					lens[2] = 4096
+				}
+				bufs := make([][]byte, tc.depth)
+				for i := range bufs {
+					bufs[i] = make([]byte, 8192)
+				}
+				busy := make([]bool, tc.depth)
+				free := make([]int, 0, tc.depth)
+				for i := range tc.depth {
+					free = append(free, i)
+				}
+				owner := make([]int, tc.reads) // the buffer each read went into
+				seen := make([]bool, tc.reads)
+				next := 0
+				ReadBatch(fd, tc.depth, func() (Req, bool) {
+					if next == tc.reads {
+						return Req{}, false
+					}
+					if len(free) == 0 {
+						t.Fatal("next called with every buffer in flight")
+					}
+					b := free[len(free)-1]
+					free = free[:len(free)-1]
+					if busy[b] {
+						t.Fatalf("buffer %d handed out twice", b)
+					}
+					busy[b], owner[next] = true, b
+					next++
+					return Req{Buf: bufs[b][:lens[next-1]], Off: offs[next-1], Tag: next - 1}, true
+				}, func(q Req, n int, err error) {
+					i := q.Tag
+					if seen[i] {
+						t.Fatalf("read %d handed back twice", i)
+					}
+					seen[i] = true
+					b := owner[i]
+					busy[b] = false
+					free = append(free, b)
+					wantN, wantErr := len(q.Buf), error(nil)
+					switch {
+					case offs[i] < 0:
+						wantN, wantErr = 0, syscall.EINVAL
+					case offs[i]+int64(wantN) > int64(len(data)):
+						wantN = len(data) - int(offs[i])
+					}
+					if n != wantN || !errors.Is(err, wantErr) {
+						t.Fatalf("read %d at %d: %d, %v; want %d, %v", i, offs[i], n, err, wantN, wantErr)
+					}
+					if n > 0 && !bytes.Equal(q.Buf[:n], data[offs[i]:offs[i]+int64(n)]) {
+						t.Fatalf("read %d at %d: wrong bytes", i, offs[i])
+					}
+				})
+				for i, ok := range seen {
+					if !ok {
+						t.Fatalf("read %d never handed back", i)
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestReadBatchPanics: a callback that panics leaves the ring as it found
+// it: the reads in flight are waited for and every entry is free again.
+func TestReadBatchPanics(t *testing.T) {
+	if !Available() {
+		t.Skip("no io_uring here")
+	}
+	f, _ := testFile(t, 1<<20)
+	bufs := make([][]byte, Entries)
+	for i := range bufs {
+		bufs[i] = make([]byte, 4096)
+	}
+	next := 0
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the callback's panic did not reach the caller")
+			}
+		}()
+		ReadBatch(int(f.Fd()), Entries, func() (Req, bool) {
+			if next == Entries {
+				return Req{}, false
+			}
+			next++
+			return Req{Buf: bufs[next-1], Off: int64(next-1) * 4096}, true
+		}, func(Req, int, error) { panic("callback failed") })
+	}()
+	if got := len(get().slots); got != Entries {
+		t.Fatalf("%d of %d ring entries free after the panic", got, Entries)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/gdsload/gdsload/internal/uring"
@@ -43,12 +44,12 @@ type RangeRead struct {
 // otherwise it returns nil once every range has been handed to fn, the
 // failed ones with their Err.
 func (f *File) ReadMany(ranges []Range, depth int, fn func(RangeRead) error) error {
-	var longest int64
+	var longest int64 // the most bytes of one range inside the file
 	for i, r := range ranges {
-		if r.Off < 0 || r.Len < 0 {
-			return fmt.Errorf("read %s: range %d (offset %d, length %d) is negative", f.name, i, r.Off, r.Len)
+		if r.Off < 0 || r.Len < 0 || r.Len > math.MaxInt64-r.Off {
+			return fmt.Errorf("read %s: range %d (offset %d, length %d) is negative or ends past the largest offset", f.name, i, r.Off, r.Len)
 		}
-		longest = max(longest, r.Len)
+		longest = max(longest, min(r.Len, max(f.size-r.Off, 0)))
 	}
 	if !f.direct || !f.ring || depth <= 1 {
 		return f.readManyInOrder(ranges, longest, fn)
@@ -61,7 +62,13 @@ func (f *File) readManyInOrder(ranges []Range, longest int64, fn func(RangeRead)
 	buf := alignedSlice(int(longest), int(max(f.memAlign, 4096)))
 	for i, r := range ranges {
 		t0 := time.Now()
-		n, err := f.ReadAt(buf[:r.Len], r.Off)
+		// Only the bytes inside the file: ReadAt still says io.EOF for a
+		// range past the end, and buf need not be longer than the file.
+		want := min(r.Len, max(f.size-r.Off, 0))
+		n, err := f.ReadAt(buf[:want], r.Off)
+		if err == nil && want < r.Len {
+			err = io.EOF
+		}
 		if err := fn(RangeRead{Index: i, Data: buf[:n], Latency: time.Since(t0), Err: err}); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -27,6 +28,7 @@ func TestReadMany(t *testing.T) {
 	ranges := []Range{
 		{0, 4096}, {4096, 512}, {size - 100, 4096}, {size, 10}, {size + 4096, 1},
 		{12345, 0}, {1 << 20, 300 << 10}, {size - 4096 - 7, 4096 + 7},
+		{size - 10, 1 << 50}, // no buffer of a petabyte: only the file's last bytes are read
 	}
 	for range 300 {
 		off := r.Int64N(size)
@@ -86,8 +88,8 @@ func TestReadMany(t *testing.T) {
 }
 
 // TestReadManyStops: an error from the callback stops the reads (none is
-// handed over after it) and is returned; negative ranges are refused
-// before any read.
+// handed over after it) and is returned; negative ranges, and ranges whose
+// end overflows, are refused before any read.
 func TestReadManyStops(t *testing.T) {
 	path := writeRandom(t, t.TempDir(), 1<<20, 10)
 	for _, direct := range []DirectMode{DirectAuto, DirectOff} {
@@ -109,10 +111,12 @@ func TestReadManyStops(t *testing.T) {
 		require.ErrorIs(t, err, stop)
 		require.Equal(t, 5, calls, "no range is handed over after the callback's error")
 
-		called := false
-		err = f.ReadMany([]Range{{0, 10}, {-1, 10}}, 4, func(RangeRead) error { called = true; return nil })
-		require.ErrorContains(t, err, "range 1")
-		require.False(t, called, "a negative range is refused before any read")
+		for _, bad := range []Range{{-1, 10}, {0, -1}, {1, math.MaxInt64}} {
+			called := false
+			err = f.ReadMany([]Range{{0, 10}, bad}, 4, func(RangeRead) error { called = true; return nil })
+			require.ErrorContains(t, err, "range 1", "%+v", bad)
+			require.False(t, called, "a range %+v is refused before any read", bad)
+		}
 		require.NoError(t, f.Close())
 	}
 }

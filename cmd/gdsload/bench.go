@@ -47,7 +47,7 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&o.modes, "modes", "", "comma-separated modes (default: all available here)")
 	f.IntVar(&o.runs, "runs", 3, "runs of each mode")
 	f.BoolVar(&o.cold, "cold", false, "drop the file's cached pages before each run (drop_caches as root, else posix_fadvise)")
-	f.IntVar(&o.workers, "workers", loader.DefaultWorkers, "concurrent reads of the loader modes")
+	f.IntVar(&o.workers, "workers", loader.DefaultWorkers, "concurrent reads of the loader modes; reads in flight of the random mode")
 	f.StringVar(&o.chunkSize, "chunk-size", "4MiB", "chunk size of the loader modes")
 	f.StringVar(&o.blockSize, "block-size", "4KiB", "size of each read of the random mode")
 	f.IntVar(&o.reads, "random-reads", bench.DefaultRandomReads, "number of reads of the random mode")

@@ -38,8 +38,11 @@ type RangeRead struct {
 // own (4 KiB random reads, 32 in flight, took half the CPU they take as
 // 32 goroutines calling ReadAt; docs/PERFORMANCE.md).
 //
-// A range with a negative offset or length is refused before any read.
-// When fn returns an error, ReadMany starts no more reads, waits for
+// It holds one buffer per read in flight, each as long as the longest
+// range (the part inside the file, rounded to the direct-I/O alignment),
+// and depth is capped at the ring's entries (uring.Entries). A range with
+// a negative offset or length, or one whose end overflows, is refused
+// before any read. When fn returns an error, ReadMany starts no more reads, waits for
 // those in flight (without handing them to fn), and returns that error;
 // otherwise it returns nil once every range has been handed to fn, the
 // failed ones with their Err.
@@ -54,7 +57,7 @@ func (f *File) ReadMany(ranges []Range, depth int, fn func(RangeRead) error) err
 	if !f.direct || !f.ring || depth <= 1 {
 		return f.readManyInOrder(ranges, longest, fn)
 	}
-	return f.readManyRing(ranges, longest, min(depth, len(ranges)), fn)
+	return f.readManyRing(ranges, longest, min(depth, len(ranges), uring.Entries), fn)
 }
 
 // readManyInOrder is ReadMany one range at a time through ReadAt.

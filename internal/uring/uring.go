@@ -15,9 +15,10 @@
 // Read is pread(2) for callers that cannot tell the difference: the same
 // byte counts, short reads and errors (as syscall.Errno). ReadBatch is for
 // one goroutine with many reads to make: it keeps up to a given number in
-// flight and is woken once per batch of completions, not once per read. Where io_uring
-// is missing or refused (old kernels, kernel.io_uring_disabled, seccomp
-// profiles), Available reports false and Read calls pread itself.
+// flight and is woken once per batch of completions, not once per read.
+// Where io_uring is missing or refused (old kernels,
+// kernel.io_uring_disabled, seccomp profiles), Available reports false and
+// Read calls pread itself.
 package uring
 
 // Reaper names the function of the goroutine that waits for completions:

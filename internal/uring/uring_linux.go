@@ -151,7 +151,7 @@ func Read(fd int, p []byte, off int64) (int, error) {
 	case off < 0:
 		// The ring would read at the file position (an offset of -1).
 		return 0, syscall.EINVAL
-	case r == nil || len(p) == 0 || len(p) > maxRead:
+	case r == nil || !ringable(p):
 		n, err := unix.Pread(fd, p, off)
 		return max(n, 0), err
 	}
@@ -166,6 +166,15 @@ func Read(fd int, p []byte, off int64) (int, error) {
 	req.buf = nil
 	reqPool.Put(req)
 	r.slots <- struct{}{}
+	return result(res)
+}
+
+// ringable reports whether a read into p goes through the ring: pread
+// answers empty reads itself, and an entry's length is 32 bits.
+func ringable(p []byte) bool { return len(p) > 0 && len(p) <= maxRead }
+
+// result is pread's answer for a completion's res: a count, or -errno.
+func result(res int32) (int, error) {
 	if res < 0 {
 		return 0, syscall.Errno(-res)
 	}
@@ -274,6 +283,7 @@ func ReadBatch(fd, depth int, next func() (Req, bool), done func(r Req, n int, e
 	}
 	depth = min(depth, Entries)
 	back := make(chan *request, depth)
+	spare := make([]*request, 0, depth) // requests back from the kernel, to use again
 	inflight := 0
 	more := true
 	// Whatever way this returns, a panic in next or done included, the
@@ -292,13 +302,19 @@ func ReadBatch(fd, depth int, next func() (Req, bool), done func(r Req, n int, e
 				more = false
 				return
 			}
-			if q.Off < 0 || len(q.Buf) == 0 || len(q.Buf) > maxRead {
+			if q.Off < 0 || !ringable(q.Buf) {
 				n, err := Read(fd, q.Buf, q.Off) // pread's answer, as Read gives it
 				done(q, n, err)
 				continue
 			}
 			<-r.slots
-			req := &request{batch: back, req: q, buf: unsafe.Pointer(unsafe.SliceData(q.Buf))}
+			var req *request
+			if k := len(spare); k > 0 {
+				req, spare = spare[k-1], spare[:k-1]
+			} else {
+				req = &request{batch: back}
+			}
+			req.req, req.buf = q, unsafe.Pointer(unsafe.SliceData(q.Buf))
 			r.submit(req, fd, len(q.Buf), q.Off)
 			inflight++
 		}
@@ -308,12 +324,11 @@ func ReadBatch(fd, depth int, next func() (Req, bool), done func(r Req, n int, e
 		req := <-back
 		r.slots <- struct{}{}
 		inflight--
-		req.buf = nil
-		if req.res < 0 {
-			done(req.req, 0, syscall.Errno(-req.res))
-		} else {
-			done(req.req, int(req.res), nil)
-		}
+		q := req.req
+		req.req, req.buf = Req{}, nil
+		spare = append(spare, req)
+		n, err := result(req.res)
+		done(q, n, err)
 		fill()
 	}
 }

@@ -11,8 +11,9 @@
 // File.ReadMany reads many small ranges of one file (samples at random
 // offsets) with many in flight from the calling goroutine alone, so that
 // a completion wakes no goroutine of its own. Every load returns a Result
-// with its statistics, the route it took (gds, bounce, host, rdma: each destination reports its
-// own) and the reason for it; Result.Files follows the order of the jobs.
+// with its statistics, the route it took (gds, bounce, host, rdma: each
+// destination reports its own) and the reason for it; Result.Files
+// follows the order of the jobs.
 // Load reads sources and fills destinations but never opens or closes them:
 // whoever opened them closes them after Load returns.
 //

@@ -89,8 +89,12 @@ func (f *File) readManyRing(ranges []Range, longest int64, depth int, fn func(Ra
 	for s := range free {
 		free[s] = s
 	}
-	index := make([]int, depth)         // the range each slot holds
-	started := make([]time.Time, depth) // when its read was submitted
+	// What each slot holds: the range's index, and when its read went out.
+	type inFlight struct {
+		index   int
+		started time.Time
+	}
+	slots := make([]inFlight, depth)
 	var stop error
 	hand := func(rr RangeRead) {
 		if stop == nil {
@@ -116,7 +120,7 @@ func (f *File) readManyRing(ranges []Range, longest int64, depth int, fn func(Ra
 			free = free[:len(free)-1]
 			start := r.Off / f.align * f.align
 			end := alignUp(min(r.Off+r.Len, f.size), f.align)
-			index[s], started[s] = i, time.Now()
+			slots[s] = inFlight{i, time.Now()}
 			buf := slab[int64(s)*slotLen:][:end-start]
 			return uring.Req{Buf: buf, Off: start, Tag: s}, true
 		}
@@ -124,8 +128,8 @@ func (f *File) readManyRing(ranges []Range, longest int64, depth int, fn func(Ra
 	}, func(q uring.Req, n int, err error) {
 		s := q.Tag
 		defer func() { free = append(free, s) }() // after fn is done with the slot
-		i, r := index[s], ranges[index[s]]
-		lat := time.Since(started[s])
+		i, r := slots[s].index, ranges[slots[s].index]
+		lat := time.Since(slots[s].started)
 		if stop != nil {
 			return
 		}
@@ -142,11 +146,11 @@ func (f *File) readManyRing(ranges []Range, longest int64, depth int, fn func(Ra
 			// the kernel cut short): ReadAt finishes it or says why not.
 			got, rerr := f.ReadAt(data, r.Off)
 			if rerr != nil && !errors.Is(rerr, io.EOF) {
-				hand(RangeRead{Index: i, Data: data[:got], Latency: time.Since(started[s]), Err: rerr})
+				hand(RangeRead{Index: i, Data: data[:got], Latency: time.Since(slots[s].started), Err: rerr})
 				return
 			}
 			data = data[:got]
-			lat = time.Since(started[s])
+			lat = time.Since(slots[s].started)
 		}
 		var eof error
 		if r.Off+r.Len > f.size {

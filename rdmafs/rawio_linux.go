@@ -15,10 +15,10 @@ import (
 // that copies a segment (up to 512 KiB) from the socket often lasts that
 // long. Each handoff is a thread wake-up, a context switch and, on a VM,
 // an IPI; a client receiving at full speed made thousands of them a
-// second, and kept the monitor polling every 20 µs. A read of a non-blocking socket
-// never waits for data (EAGAIN parks the goroutine in the poller as a
-// plain Read does); it is a copy, so it keeps its P like one.
-// Deadlines and Close work as for the connection's own Read.
+// second, and kept the monitor polling every 20 µs. A read of a
+// non-blocking socket never waits for data (EAGAIN parks the goroutine in
+// the poller as a plain Read does); it is a copy, so it keeps its P like
+// one. Deadlines and Close work as for the connection's own Read.
 type streamReader struct {
 	rc syscall.RawConn
 }

@@ -52,7 +52,8 @@ func (f *File) ReadMany(ranges []Range, depth int, fn func(RangeRead) error) err
 		if r.Off < 0 || r.Len < 0 || r.Len > math.MaxInt64-r.Off {
 			return fmt.Errorf("read %s: range %d (offset %d, length %d) is negative or ends past the largest offset", f.name, i, r.Off, r.Len)
 		}
-		longest = max(longest, min(r.Len, max(f.size-r.Off, 0)))
+		n, _ := f.inFile(r)
+		longest = max(longest, n)
 	}
 	if !f.direct || !f.ring || depth <= 1 {
 		return f.readManyInOrder(ranges, longest, fn)
@@ -60,17 +61,27 @@ func (f *File) ReadMany(ranges []Range, depth int, fn func(RangeRead) error) err
 	return f.readManyRing(ranges, longest, min(depth, len(ranges), uring.Entries), fn)
 }
 
+// inFile is how many bytes of r lie inside the file, and io.EOF when r
+// reaches past its end, as ReadAt says it.
+func (f *File) inFile(r Range) (int64, error) {
+	n := min(r.Len, max(f.size-r.Off, 0))
+	if n < r.Len {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
 // readManyInOrder is ReadMany one range at a time through ReadAt.
 func (f *File) readManyInOrder(ranges []Range, longest int64, fn func(RangeRead) error) error {
 	buf := alignedSlice(int(longest), int(max(f.memAlign, 4096)))
 	for i, r := range ranges {
 		t0 := time.Now()
-		// Only the bytes inside the file: ReadAt still says io.EOF for a
-		// range past the end, and buf need not be longer than the file.
-		want := min(r.Len, max(f.size-r.Off, 0))
+		// Only the bytes inside the file, so that buf need not be longer
+		// than the file; the io.EOF past its end is ReadAt's.
+		want, eof := f.inFile(r)
 		n, err := f.ReadAt(buf[:want], r.Off)
-		if err == nil && want < r.Len {
-			err = io.EOF
+		if err == nil {
+			err = eof
 		}
 		if err := fn(RangeRead{Index: i, Data: buf[:n], Latency: time.Since(t0), Err: err}); err != nil {
 			return err
@@ -107,13 +118,9 @@ func (f *File) readManyRing(ranges []Range, longest int64, depth int, fn func(Ra
 		for stop == nil && next < len(ranges) {
 			i, r := next, ranges[next]
 			next++
-			if r.Len == 0 || r.Off >= f.size {
+			if want, eof := f.inFile(r); want == 0 {
 				// Nothing to read: ReadAt's answer, without a trip to the disk.
-				var err error
-				if r.Len > 0 {
-					err = io.EOF
-				}
-				hand(RangeRead{Index: i, Err: err})
+				hand(RangeRead{Index: i, Err: eof})
 				continue
 			}
 			s := free[len(free)-1]
@@ -134,7 +141,7 @@ func (f *File) readManyRing(ranges []Range, longest int64, depth int, fn func(Ra
 			return
 		}
 		skip := r.Off - q.Off
-		want := min(r.Len, f.size-r.Off)
+		want, eof := f.inFile(r)
 		data := q.Buf[skip : skip+want]
 		switch {
 		case err != nil:
@@ -151,10 +158,6 @@ func (f *File) readManyRing(ranges []Range, longest int64, depth int, fn func(Ra
 			}
 			data = data[:got]
 			lat = time.Since(slots[s].started)
-		}
-		var eof error
-		if r.Off+r.Len > f.size {
-			eof = io.EOF
 		}
 		hand(RangeRead{Index: i, Data: data, Latency: lat, Err: eof})
 	})

@@ -55,7 +55,7 @@ func (f *File) ReadMany(ranges []Range, depth int, fn func(RangeRead) error) err
 		n, _ := f.inFile(r)
 		longest = max(longest, n)
 	}
-	if !f.direct || !f.ring || depth <= 1 {
+	if !f.ring || depth <= 1 { // ring: direct reads, io_uring here
 		return f.readManyInOrder(ranges, longest, fn)
 	}
 	return f.readManyRing(ranges, longest, min(depth, len(ranges), uring.Entries), fn)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -161,6 +162,11 @@ func TestDialErrors(t *testing.T) {
 			_, err := Dial(ctx, tc.addr, append(tc.opts, WithLogger(quietLogger()))...)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Dial err = %v, want %v", err, tc.want)
+			}
+			// The address is named, once: the transport's own error
+			// names it already.
+			if n := strings.Count(err.Error(), tc.addr); tc.want == ErrServerGone && n != 1 {
+				t.Errorf("Dial err = %q names %s %d times, want once", err, tc.addr, n)
 			}
 		})
 	}

@@ -11,6 +11,16 @@ import (
 	"github.com/gdsload/gdsload/rdmafs/wire"
 )
 
+// dialFailure says what failed to connect: the transport's error alone
+// where it names the address already (net.OpError: "dial tcp ADDR: ..."),
+// else prefixed with the transport and the address.
+func dialFailure(transport, addr string, err error) string {
+	if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Addr != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s %s: %v", transport, addr, err)
+}
+
 // dialConn connects, authenticates and starts the reader.
 func dialConn(ctx context.Context, cfg *clientConfig, addr string) (*clientConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
@@ -20,7 +30,7 @@ func dialConn(ctx context.Context, cfg *clientConfig, addr string) (*clientConn,
 		if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, ctx.Err()
 		}
-		return nil, &Error{Op: "dial", Msg: fmt.Sprintf("%s %s: %v; is the server (gdsload serve) running there?", cfg.transport.Name(), addr, err), Err: ErrServerGone}
+		return nil, &Error{Op: "dial", Msg: dialFailure(cfg.transport.Name(), addr, err) + "; is the server (gdsload serve) running there?", Err: ErrServerGone}
 	}
 	// A server gives up on a handshake after its HandshakeTimeout (10 s
 	// by default): waiting longer only delays the error.

@@ -234,7 +234,12 @@ func (r *Reader) nextMember() (*member, error) {
 			return nil, io.EOF
 		}
 		if err != nil {
-			return nil, r.fail("", before, fmt.Errorf("tar header: %w", eofIsUnexpected(err)))
+			err = fmt.Errorf("tar header: %w", eofIsUnexpected(err))
+			if before == 0 {
+				// Not even a first header: the file is something else.
+				err = fmt.Errorf("not a tar archive (%w)", err)
+			}
+			return nil, r.fail("", before, err)
 		}
 		if m, ok := sampleMember(hdr.Name, hdr.Typeflag, hdr.Size, r.offset()); ok {
 			return m, nil

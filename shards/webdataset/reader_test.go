@@ -95,6 +95,26 @@ func TestReaderErrors(t *testing.T) {
 }
 
 func TestReaderNotTar(t *testing.T) {
+	two := goTar(t, []tmember{{Name: "a.txt", Data: []byte("1")}, {Name: "b.txt", Data: []byte("2")}})
+	for _, tc := range []struct {
+		name, data string
+		notTar     bool // the error says the file is not a tar archive
+	}{
+		{"junk", strings.Repeat("not a tar file at all ", 40), true},
+		{"shorter than a header", "hello", true},
+		{"cut in its second header", string(two[:512*2+100]), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := readAll(strings.NewReader(tc.data), None, WithName("junk.tar"))
+			var we *Error
+			if !errors.As(err, &we) || we.Shard != "junk.tar" {
+				t.Fatalf("error %v, want *Error naming junk.tar", err)
+			}
+			if got := strings.Contains(err.Error(), "not a tar archive"); got != tc.notTar {
+				t.Fatalf("error %q: says not a tar archive: %v, want %v", err, got, tc.notTar)
+			}
+		})
+	}
 	_, err := readAll(strings.NewReader(strings.Repeat("not a tar file at all ", 40)), Auto, WithName("junk.tar"))
 	var we *Error
 	if !errors.As(err, &we) || we.Shard != "junk.tar" {

@@ -1,0 +1,95 @@
+package rdmafs
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gdsload/gdsload/rdmafs/wire"
+)
+
+// FuzzServerFrames sends arbitrary bytes to a live server, before the
+// handshake (first byte even) or after a good one (odd), then half-closes
+// the connection. Whatever the bytes, the server must answer or refuse
+// them and close within its deadline, never hang, crash or serve the
+// next client less: after the input a fresh client must still read a
+// file byte for byte. TestMalformedFramesRefused holds the exact answer
+// to each known bad frame; this holds the server to the rest.
+func FuzzServerFrames(f *testing.F) {
+	ts := startServer(f, ServerConfig{}, nil)
+	want := writeFile(f, ts.root, "f", 3000, 1)
+	stat := wire.AppendFrame(nil, wire.TypeStat, 1, wire.Stat{Name: "f"}.Append(nil))
+	read := wire.AppendFrame(nil, wire.TypeRead, 2, wire.Read{Length: 3000, Name: "f"}.Append(nil))
+	for _, seed := range [][]byte{
+		stat,
+		append(append([]byte(nil), stat...), read...),
+		wire.AppendFrame(nil, wire.TypeRead, 3, wire.Read{Offset: 1 << 40, Length: 10, Name: "../f"}.Append(nil)),
+		wire.AppendFrame(nil, wire.TypeHello, 0, make([]byte, 36)),
+		headerBytes(wire.Magic, wire.Version, uint8(wire.TypeRead), 1, 0xffffffff),
+		wire.AppendFrame(nil, 99, 1, nil),
+		read[:wire.HeaderSize+3],
+	} {
+		f.Add(append([]byte{1}, seed...)) // after the handshake
+		f.Add(append([]byte{0}, seed...)) // instead of it
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		r := rawDial(t, ts.addr)
+		if data[0]%2 == 1 {
+			r.mustWelcome(testTok)
+		}
+		// Drain what the server sends while the bytes go out: it may
+		// answer, refuse and close before they are all written.
+		drained := make(chan error, 1)
+		go func() { drained <- drainUntilClosed(r.c, 10*time.Second) }()
+		_ = r.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := r.c.Write(data[1:]); err == nil {
+			_ = r.c.(*net.TCPConn).CloseWrite()
+		}
+		if err := <-drained; err != nil {
+			t.Fatalf("after %d bytes (handshake first: %v): %v", len(data)-1, data[0]%2 == 1, err)
+		}
+		// The server still serves a well-behaved client.
+		r2 := rawDial(t, ts.addr)
+		r2.mustWelcome(testTok)
+		r2.send(wire.TypeRead, 1, wire.Read{Length: uint32(len(want)), Name: "f"}.Append(nil))
+		var got []byte
+		for {
+			h, p, err := r2.recv()
+			if err != nil {
+				t.Fatalf("a fresh client's READ after the input: %v", err)
+			}
+			if h.Type == wire.TypeData {
+				got = append(got, p...)
+				continue
+			}
+			if h.Type != wire.TypeReadDone {
+				t.Fatalf("a fresh client's READ after the input: got %s", h.Type)
+			}
+			break
+		}
+		if string(got) != string(want) {
+			t.Fatalf("a fresh client read %d bytes, not the file's %d", len(got), len(want))
+		}
+	})
+}
+
+// drainUntilClosed reads c until the peer closes it (EOF or reset), and
+// fails if that takes longer than d.
+func drainUntilClosed(c net.Conn, d time.Duration) error {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	var b [64 << 10]byte
+	for {
+		_, err := c.Read(b[:])
+		if err == nil {
+			continue
+		}
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return errors.New("the server neither finished nor closed the connection within " + d.String())
+		}
+		return nil
+	}
+}

@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -150,14 +149,14 @@ func (f *File) readManyRing(ranges []Range, longest int64, depth int, fn func(Ra
 			return
 		case int64(n) < skip+want:
 			// A short read inside the file (a file that shrank, or a read
-			// the kernel cut short): ReadAt finishes it or says why not.
+			// the kernel cut short): ReadAt finishes it or says why not
+			// (ErrChanged for a file that shrank: data lies inside the
+			// size it had when opened, so ReadAt has no io.EOF to give).
 			got, rerr := f.ReadAt(data, r.Off)
-			if rerr != nil && !errors.Is(rerr, io.EOF) {
-				hand(RangeRead{Index: i, Data: data[:got], Latency: time.Since(slots[s].started), Err: rerr})
-				return
+			data, lat = data[:got], time.Since(slots[s].started)
+			if rerr != nil {
+				eof = rerr
 			}
-			data = data[:got]
-			lat = time.Since(slots[s].started)
 		}
 		hand(RangeRead{Index: i, Data: data, Latency: lat, Err: eof})
 	})

@@ -120,3 +120,39 @@ func TestReadManyStops(t *testing.T) {
 		require.NoError(t, f.Close())
 	}
 }
+
+// TestReadManyShrunkFile: a file cut short after it was opened. Ranges
+// still inside it come back whole; ranges past its new end, inside the
+// size it had when opened, fail with ErrChanged, never as short data
+// without an error; in flight or one at a time.
+func TestReadManyShrunkFile(t *testing.T) {
+	const size, cut = 1 << 20, 300 << 10
+	for _, depth := range []int{32, 1} {
+		path := writeRandom(t, t.TempDir(), size, 11)
+		want, err := os.ReadFile(path)
+		require.NoError(t, err)
+		f, err := OpenFile(path, DirectAuto)
+		require.NoError(t, err)
+		if !f.Direct() {
+			t.Skipf("no O_DIRECT here: %s", f.DirectReason())
+		}
+		require.NoError(t, os.Truncate(path, cut))
+		ranges := []Range{{0, 4096}, {cut - 4096, 4096}, {cut - 100, 4096}, {cut + 8192, 4096}, {size - 10, 10}}
+		seen := 0
+		err = f.ReadMany(ranges, depth, func(rr RangeRead) error {
+			seen++
+			rg := ranges[rr.Index]
+			if rg.Off+rg.Len <= cut {
+				require.NoError(t, rr.Err, "depth %d, range %+v", depth, rg)
+				require.Equal(t, want[rg.Off:rg.Off+rg.Len], rr.Data, "depth %d, range %+v", depth, rg)
+				return nil
+			}
+			require.ErrorIs(t, rr.Err, ErrChanged, "depth %d, range %+v: %d bytes", depth, rg, len(rr.Data))
+			require.Less(t, int64(len(rr.Data)), rg.Len, "depth %d, range %+v", depth, rg)
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, len(ranges), seen)
+		require.NoError(t, f.Close())
+	}
+}

@@ -1,7 +1,6 @@
 package rdmafs
 
 import (
-	"errors"
 	"net"
 	"testing"
 	"time"
@@ -55,41 +54,8 @@ func FuzzServerFrames(f *testing.F) {
 		// The server still serves a well-behaved client.
 		r2 := rawDial(t, ts.addr)
 		r2.mustWelcome(testTok)
-		r2.send(wire.TypeRead, 1, wire.Read{Length: uint32(len(want)), Name: "f"}.Append(nil))
-		var got []byte
-		for {
-			h, p, err := r2.recv()
-			if err != nil {
-				t.Fatalf("a fresh client's READ after the input: %v", err)
-			}
-			if h.Type == wire.TypeData {
-				got = append(got, p...)
-				continue
-			}
-			if h.Type != wire.TypeReadDone {
-				t.Fatalf("a fresh client's READ after the input: got %s", h.Type)
-			}
-			break
-		}
-		if string(got) != string(want) {
+		if got := r2.read(1, "f", uint32(len(want))); string(got) != string(want) {
 			t.Fatalf("a fresh client read %d bytes, not the file's %d", len(got), len(want))
 		}
 	})
-}
-
-// drainUntilClosed reads c until the peer closes it (EOF or reset), and
-// fails if that takes longer than d.
-func drainUntilClosed(c net.Conn, d time.Duration) error {
-	_ = c.SetReadDeadline(time.Now().Add(d))
-	var b [64 << 10]byte
-	for {
-		_, err := c.Read(b[:])
-		if err == nil {
-			continue
-		}
-		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-			return errors.New("the server neither finished nor closed the connection within " + d.String())
-		}
-		return nil
-	}
 }

@@ -3,6 +3,7 @@ package rdmafs
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -97,6 +98,29 @@ func (r *raw) mustWelcome(token []byte) {
 	}
 }
 
+// read sends a READ of n bytes of name as request id and returns the bytes
+// of its DATA frames once its READ_DONE arrives; any other reply fails
+// the test.
+func (r *raw) read(id uint32, name string, n uint32) []byte {
+	r.t.Helper()
+	r.send(wire.TypeRead, id, wire.Read{Length: n, Name: name}.Append(nil))
+	var got []byte
+	for {
+		h, p, err := r.recv()
+		if err != nil {
+			r.t.Fatalf("READ %s: %v", name, err)
+		}
+		switch h.Type {
+		case wire.TypeData:
+			got = append(got, p...)
+		case wire.TypeReadDone:
+			return got
+		default:
+			r.t.Fatalf("READ %s: got %s after %d bytes", name, h.Type, len(got))
+		}
+	}
+}
+
 // expectError reads frames until an ERROR and returns its code.
 func (r *raw) expectError() (wire.Header, wire.ErrorMsg) {
 	r.t.Helper()
@@ -122,18 +146,26 @@ func (r *raw) expectError() (wire.Header, wire.ErrorMsg) {
 // expectClosed checks the server closes the connection.
 func (r *raw) expectClosed() {
 	r.t.Helper()
-	_ = r.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var b [4096]byte
+	if err := drainUntilClosed(r.c, 5*time.Second); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// drainUntilClosed reads c until the peer closes it (EOF or reset), and
+// fails if that takes longer than d. It calls no testing function, so it
+// may run on a goroutine of its own.
+func drainUntilClosed(c net.Conn, d time.Duration) error {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	var b [64 << 10]byte
 	for {
-		_, err := r.c.Read(b[:])
+		_, err := c.Read(b[:])
 		if err == nil {
 			continue
 		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			r.t.Fatal("server did not close the connection within 5s")
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return fmt.Errorf("the server neither finished nor closed the connection within %v", d)
 		}
-		return
+		return nil
 	}
 }
 

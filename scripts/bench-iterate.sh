@@ -227,7 +227,8 @@ background_tps() {
 }
 
 # wait_idle: returns once the CPUs were no busier than the background
-# (BG_TPS) for 0.3 s, or after a minute, saying so.
+# (BG_TPS) for 0.3 s, or after a minute, saying so and counting the run in
+# $WORK/unquiet.
 wait_idle() {
   local a b
   for _ in $(seq 1 200); do
@@ -235,6 +236,7 @@ wait_idle() {
     [ $((b - a)) -le $((BG_TPS * 3 / 10 + 2)) ] && return 0
   done
   echo "QUIET=1: the CPUs stayed busier than the background ($BG_TPS ticks/s) for a minute; running anyway" >&2
+  echo x >>"$WORK/unquiet"
 }
 BG_TPS=0
 if [ "$QUIET" = 1 ]; then
@@ -269,7 +271,7 @@ for set in $SETS; do
   [ "$got" = "$fsum" ] || { echo "gdsload iterate (no index): sha256 $got, the reference $fsum" >&2; exit 1; }
   echo "checksummed runs: zstd per shard and gdsload (noverify, verify, 2 workers, no index) match the reference" >&2
 
-  rm -f "$WORK"/t."$set".* "$WORK/repeated" "$WORK/disturbed"
+  rm -f "$WORK"/t."$set".* "$WORK/repeated" "$WORK/disturbed" "$WORK/unquiet"
   one=(taskset -c 0 env GOMAXPROCS=1 "$GDSLOAD" iterate --shuffle=false --direct off --json)
   two=(taskset -c 0,1 env GOMAXPROCS=2 "$GDSLOAD" iterate --shuffle=false --direct off --json)
   jcheck=(check_json "$WORK/out" "$samples" "$fbytes")
@@ -326,7 +328,7 @@ for set in $SETS; do
   echo
   quiet=""
   if [ "$QUIET" = 1 ]; then
-    quiet=" QUIET=1: each run started on a machine no busier than its background ($BG_TPS clock ticks of 10 ms per second, $((BG_TPS))% of one CPU); $(lines "$WORK/repeated") runs repeated because other processes took CPU during them, $(lines "$WORK/disturbed") left disturbed after 8 tries."
+    quiet=" QUIET=1: each run waited for a machine no busier than its background ($BG_TPS clock ticks of 10 ms per second, $BG_TPS% of one CPU), $(lines "$WORK/unquiet") of them in vain for a minute; $(lines "$WORK/repeated") runs repeated because other processes took CPU during them, $(lines "$WORK/disturbed") left disturbed after 8 tries."
   fi
   echo "${#shards[@]} shards, $compressed bytes compressed, $tarbytes bytes of tar, $samples samples ($fbytes field bytes), page cache warm; every run's samples and bytes checked, each configuration's SHA-256 checked once. Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg).$quiet"
   echo

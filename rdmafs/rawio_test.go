@@ -53,6 +53,11 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := &sendFile{fd: f.Fd(), fi: fi, f: f}
 	c, s := tcpPair(t)
 	r := newStreamReader(c)
 	if _, ok := r.(*streamReader); !ok {
@@ -76,7 +81,7 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 			}
 			got <- b
 		}()
-		sent, err := sendFileData(s, []byte(tc.hdr), f, tc.off, tc.n)
+		sent, err := sendFileData(s, []byte(tc.hdr), sf, tc.off, tc.n)
 		if err != nil || sent != tc.wantBytes {
 			t.Fatalf("sendFileData(%q, %d, %d) = %d, %v; want %d, nil", tc.hdr, tc.off, tc.n, sent, err, tc.wantBytes)
 		}

@@ -129,12 +129,16 @@ func CheckTCPCongestion(name string) error {
 // name is resolved beneath the root by os.Root: "..", absolute paths, NUL
 // bytes, over-long names and symlinks leading outside are refused.
 type Server struct {
-	cfg     ServerConfig
-	root    *os.Root
-	pool    *bufPool
-	digests *digestCache // nil: off
-	metrics *metrics
-	log     *slog.Logger
+	cfg  ServerConfig
+	root *os.Root
+	// rootDir is the root directory itself, and rootConn its descriptor,
+	// for openCached; nil where it could not be opened.
+	rootDir  *os.File
+	rootConn syscall.RawConn
+	pool     *bufPool
+	digests  *digestCache // nil: off
+	metrics  *metrics
+	log      *slog.Logger
 	// authLog rate-limits the failed-login lines: 10 a minute.
 	authLog logLimiter
 
@@ -183,7 +187,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rdmafs server: open export root: %w", err)
 	}
-	return &Server{
+	s := &Server{
 		cfg:     cfg,
 		root:    root,
 		pool:    newBufPool(cfg.PoolBuffers, cfg.BufferSize),
@@ -192,7 +196,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		log:     cfg.Logger,
 		authLog: logLimiter{interval: time.Minute, burst: 10},
 		conns:   map[*serverConn]struct{}{},
-	}, nil
+	}
+	if dir, err := root.Open("."); err == nil {
+		if rc, err := dir.SyscallConn(); err == nil {
+			s.rootDir, s.rootConn = dir, rc
+		} else {
+			dir.Close()
+		}
+	}
+	return s, nil
 }
 
 // Serve accepts connections on ln until ctx is cancelled, then drains:
@@ -204,6 +216,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 // export root, so a Server serves once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.root.Close()
+	if s.rootDir != nil {
+		defer s.rootDir.Close()
+	}
 	if br, ok := ln.(bufferRegistrar); ok {
 		if err := br.prepare(s.pool.buffers(), s.log); err != nil {
 			ln.Close()

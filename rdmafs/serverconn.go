@@ -1,6 +1,7 @@
 package rdmafs
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -116,11 +117,16 @@ func (sc *serverConn) readLoop() error {
 	cfg := &sc.s.cfg
 	payload := make([]byte, wire.MaxPayload)
 	var hb [wire.HeaderSize]byte
+	// Buffered, so that a request's header and payload usually come in
+	// one read(2), and raw on TCP (newStreamReader): a plain read is a
+	// system call the Go scheduler sees (serverfile_linux.go says why
+	// that costs).
+	r := bufio.NewReaderSize(newStreamReader(sc.c), 4096)
 	for {
 		if !sc.setReadDeadline(cfg.IdleTimeout) {
 			return nil
 		}
-		n, err := io.ReadFull(sc.c, hb[:])
+		n, err := io.ReadFull(r, hb[:])
 		if err != nil {
 			if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 				if sc.isDraining() {
@@ -148,7 +154,7 @@ func (sc *serverConn) readLoop() error {
 			return nil
 		}
 		p := payload[:h.Length]
-		if _, err := io.ReadFull(sc.c, p); err != nil {
+		if _, err := io.ReadFull(r, p); err != nil {
 			if sc.isDraining() {
 				return nil
 			}
@@ -239,8 +245,7 @@ func (sc *serverConn) send(bufs ...[]byte) error {
 		return err
 	}
 	defer sc.wmu.Unlock()
-	nb := net.Buffers(bufs)
-	if _, err := nb.WriteTo(sc.c); err != nil {
+	if err := writeBuffers(sc.c, bufs); err != nil {
 		return sc.writeFailed(fmt.Errorf("write to client: %w", err))
 	}
 	return nil

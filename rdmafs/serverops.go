@@ -145,17 +145,23 @@ func (sc *serverConn) handleRead(id uint32, m wire.Read) {
 		sc.reply(id, refuse(wire.CodeRegion, "read %s: region of %d bytes is smaller than the %d asked", name, m.Region.Len, m.Length))
 		return
 	}
-	f, fi, rerr := sc.openRegular(name)
-	if rerr != nil {
-		sc.reply(id, rerr)
-		return
-	}
-	defer f.Close()
 	var sent, crc uint32
 	var eof bool
 	if sc.canSendfile(m, region) {
-		sent, eof, crc, rerr = sc.sendfilePieces(id, f, fi, name, m)
+		var sf *sendFile
+		if sf, rerr = sc.openSendFile(name); rerr != nil {
+			sc.reply(id, rerr)
+			return
+		}
+		defer sf.close()
+		sent, eof, crc, rerr = sc.sendfilePieces(id, sf, name, m)
 	} else {
+		var f *os.File
+		if f, _, rerr = sc.openRegular(name); rerr != nil {
+			sc.reply(id, rerr)
+			return
+		}
+		defer f.Close()
 		sent, eof, crc, rerr = sc.readPieces(id, f, name, m, region)
 	}
 	if rerr != nil {

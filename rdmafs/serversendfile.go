@@ -24,13 +24,46 @@ func (sc *serverConn) canSendfile(_ wire.Read, region bool) bool {
 	return tcp && !region
 }
 
+// sendFile is the file a READ is sent from with sendfile(2): a descriptor,
+// what fstat said of it at open, and the *os.File that owns the
+// descriptor when it was opened through os.Root (nil when openCached
+// opened it; see serverfile_linux.go).
+type sendFile struct {
+	fd uintptr
+	fi os.FileInfo
+	f  *os.File
+}
+
+// openSendFile opens a regular file for a sendfile READ: with system calls
+// the Go scheduler does not see where the platform and the kernel's caches
+// allow it (openCached), through os.Root otherwise, which also gives every
+// refusal its error.
+func (sc *serverConn) openSendFile(name string) (*sendFile, *requestError) {
+	if sf := sc.s.openCached(name); sf != nil {
+		return sf, nil
+	}
+	f, fi, rerr := sc.openRegular(name)
+	if rerr != nil {
+		return nil, rerr
+	}
+	return &sendFile{fd: f.Fd(), fi: fi, f: f}, nil
+}
+
+func (sf *sendFile) close() {
+	if sf.f != nil {
+		sf.f.Close()
+		return
+	}
+	closeRaw(sf.fd)
+}
+
 // sendfilePieces serves a READ with sendfile(2) in BufferSize pieces. The
-// piece sizes are fixed from fi, the file as it was at open; if the file
+// piece sizes are fixed from the file as it was at open; if the file
 // shrinks under the server the stream can no longer be trusted, so the
 // connection is dropped (the client retries the idempotent read on a new
 // one).
-func (sc *serverConn) sendfilePieces(id uint32, f *os.File, fi os.FileInfo, name string, m wire.Read) (sent uint32, eof bool, crc uint32, rerr *requestError) {
-	size := fi.Size()
+func (sc *serverConn) sendfilePieces(id uint32, sf *sendFile, name string, m wire.Read) (sent uint32, eof bool, crc uint32, rerr *requestError) {
+	size := sf.fi.Size()
 	end := int64(m.Offset) + int64(m.Length)
 	if end > size {
 		end, eof = max(size, int64(m.Offset)), true
@@ -42,9 +75,9 @@ func (sc *serverConn) sendfilePieces(id uint32, f *os.File, fi os.FileInfo, name
 	wantCRC := m.Flags&wire.ReadCRC != 0
 	var fd *fileDigests
 	if wantCRC {
-		fd = sc.s.digests.lookup(fi)
+		fd = sc.s.digests.lookup(sf.fi)
 	}
-	compute := func(crc uint32, off, n int64) (uint32, error) { return sc.preadCRC(f, crc, off, n) }
+	compute := func(crc uint32, off, n int64) (uint32, error) { return sc.preadCRC(sf.readerAt(), crc, off, n) }
 	var summed uint32 // bytes of the READ in crc
 	for sent < total {
 		n := min(total-sent, uint32(sc.s.cfg.BufferSize))
@@ -58,7 +91,7 @@ func (sc *serverConn) sendfilePieces(id uint32, f *os.File, fi os.FileInfo, name
 			}
 			summed = upto
 		}
-		if err := sc.sendfileOne(id, f, int64(m.Offset)+int64(sent), sent, n); err != nil {
+		if err := sc.sendfileOne(id, sf, int64(m.Offset)+int64(sent), sent, n); err != nil {
 			return sent, false, 0, refuse(wire.CodeShuttingDown, "read %s: %v", name, err)
 		}
 		sent += n
@@ -67,13 +100,13 @@ func (sc *serverConn) sendfilePieces(id uint32, f *os.File, fi os.FileInfo, name
 	return sent, eof, crc, nil
 }
 
-func (sc *serverConn) sendfileOne(id uint32, f *os.File, fileOff int64, off, n uint32) error {
+func (sc *serverConn) sendfileOne(id uint32, sf *sendFile, fileOff int64, off, n uint32) error {
 	fb := dataFrame(id, off, n)
 	if err := sc.lockForWrite(); err != nil {
 		return err
 	}
 	defer sc.wmu.Unlock()
-	w, err := sendFileData(sc.c.(*net.TCPConn), fb[:], f, fileOff, int64(n))
+	w, err := sendFileData(sc.c.(*net.TCPConn), fb[:], sf, fileOff, int64(n))
 	if err != nil {
 		return sc.writeFailed(fmt.Errorf("send to client: %w", err))
 	}
@@ -93,7 +126,7 @@ const crcPiece = 256 << 10
 // buffer (taken for the call, under the connection's share): the bytes are
 // copied once into the cache and summed there, while sendfile sends them
 // from the page cache. A file that ends early is an error.
-func (sc *serverConn) preadCRC(f *os.File, crc uint32, off, n int64) (uint32, error) {
+func (sc *serverConn) preadCRC(f io.ReaderAt, crc uint32, off, n int64) (uint32, error) {
 	select {
 	case sc.connBufs <- struct{}{}:
 	case <-sc.ctx.Done():

@@ -1,0 +1,150 @@
+package rdmafs
+
+import (
+	"io"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Why a READ's file is opened, checked and closed with raw system calls.
+//
+// A plain system call tells the Go runtime that the thread may block, and
+// the first one after the process has been wholly idle also wakes the
+// runtime's monitor (sysmon), which then polls every 20 µs for at least a
+// millisecond, handing the processor of any call that lasts longer than
+// that to another thread. A server sending with sendfile goes idle
+// whenever its sockets are full, that is, many times a second, and each
+// READ opened, stat'ed and closed its file. On 2 GiB loads over loopback
+// perf put the monitor's polling at 8-9% of the server's CPU samples, and
+// with every per-READ call raw the server spent 160 ms of CPU per load
+// instead of 190 (docs/PERFORMANCE-NOTES.md). Raw calls, which the runtime
+// does not see, are right only for calls that do not wait, so:
+//
+//   - the open is openat2(2) with RESOLVE_CACHED, which fails rather than
+//     wait when a component of the name is not in the kernel's caches,
+//     and RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, which keeps it beneath
+//     the export root, as strict as os.Root;
+//   - sendfile is raw only for pieces wholly in the page cache
+//     (residentRange, with cachestat(2));
+//   - anything else (a name not cached, an error of any kind, a kernel
+//     without openat2 or cachestat) takes the plain path through os.Root,
+//     which also gives every refusal its usual error.
+
+// cachedOpenOff is set once openat2 with these flags proved unusable here
+// (ENOSYS before Linux 5.6, EINVAL before 5.12, EPERM under a seccomp
+// filter): the server then opens every file through os.Root.
+var cachedOpenOff atomic.Bool
+
+// resolveCached is RESOLVE_CACHED (Linux 5.12), which x/sys/unix lacks.
+const resolveCached = 0x20
+
+// openCached opens name beneath the export root with raw openat2 and fstat
+// calls, and returns nil when the plain path must be taken instead: the
+// name not wholly in the dentry cache, anything but a regular file, or any
+// error (which os.Root then reports).
+func (s *Server) openCached(name string) *sendFile {
+	if s.rootConn == nil || cachedOpenOff.Load() {
+		return nil
+	}
+	p, err := syscall.BytePtrFromString(name)
+	if err != nil {
+		return nil
+	}
+	how := unix.OpenHow{
+		Flags:   uint64(syscall.O_RDONLY | syscall.O_NONBLOCK | syscall.O_CLOEXEC),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | resolveCached,
+	}
+	var fd uintptr
+	var errno syscall.Errno
+	// Control holds the root directory's descriptor open for the call.
+	if s.rootConn.Control(func(dir uintptr) {
+		fd, _, errno = syscall.RawSyscall6(unix.SYS_OPENAT2, dir, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&how)), unsafe.Sizeof(how), 0, 0)
+	}) != nil {
+		return nil
+	}
+	switch errno {
+	case 0:
+	case syscall.ENOSYS, syscall.EINVAL, syscall.EPERM:
+		cachedOpenOff.Store(true)
+		return nil
+	default:
+		return nil
+	}
+	fi := &statInfo{name: name}
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_FSTAT, fd, uintptr(unsafe.Pointer(&fi.st)), 0); errno != 0 || fi.st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		closeRaw(fd)
+		return nil
+	}
+	return &sendFile{fd: fd, fi: fi}
+}
+
+// closeRaw closes a descriptor openCached opened. Closing a file opened
+// read-only does not wait for the disk.
+func closeRaw(fd uintptr) { syscall.RawSyscall(syscall.SYS_CLOSE, fd, 0, 0) }
+
+// residentRange reports whether file bytes [off, off+n) are all in the
+// page cache (cachestat(2), Linux 6.5; false where it is missing).
+func residentRange(fd uintptr, off, n int64) bool {
+	if n <= 0 || cachestatOff.Load() {
+		return false
+	}
+	r := unix.CachestatRange{Off: uint64(off), Len: uint64(n)}
+	var cs unix.Cachestat_t
+	if _, _, errno := syscall.RawSyscall6(unix.SYS_CACHESTAT, fd, uintptr(unsafe.Pointer(&r)), uintptr(unsafe.Pointer(&cs)), 0, 0, 0); errno != 0 {
+		if errno == syscall.ENOSYS || errno == syscall.EPERM {
+			cachestatOff.Store(true)
+		}
+		return false
+	}
+	page := int64(os.Getpagesize())
+	return int64(cs.Cache) >= (off+n-1)/page-off/page+1
+}
+
+var cachestatOff atomic.Bool
+
+// readerAt reads the file for the digests the server computes itself,
+// with plain system calls: they may wait for the disk.
+func (sf *sendFile) readerAt() io.ReaderAt {
+	if sf.f != nil {
+		return sf.f
+	}
+	return fdReaderAt(sf.fd)
+}
+
+type fdReaderAt uintptr
+
+func (fd fdReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	var done int
+	for done < len(p) {
+		n, err := syscall.Pread(int(fd), p[done:], off+int64(done))
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return done, &os.PathError{Op: "pread", Path: "file", Err: err}
+		case n == 0:
+			return done, io.EOF
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// statInfo is the os.FileInfo of a file openCached opened: what its fstat
+// said.
+type statInfo struct {
+	name string
+	st   syscall.Stat_t
+}
+
+func (fi *statInfo) Name() string       { return fi.name }
+func (fi *statInfo) Size() int64        { return fi.st.Size }
+func (fi *statInfo) Mode() os.FileMode  { return os.FileMode(fi.st.Mode & 0o777) }
+func (fi *statInfo) ModTime() time.Time { return time.Unix(fi.st.Mtim.Unix()) }
+func (fi *statInfo) IsDir() bool        { return false }
+func (fi *statInfo) Sys() any           { return &fi.st }

@@ -1,0 +1,201 @@
+package rdmafs
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// cachedServer returns a Server over a fresh export root holding a
+// regular file, a directory, a FIFO and symbolic links inside and outside
+// the root; it skips the test where this kernel refuses openat2 with
+// RESOLVE_CACHED (before Linux 5.12, or under a seccomp filter).
+func cachedServer(t *testing.T) (*Server, string, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "export")
+	data := bytes.Repeat([]byte("gdsload "), 40000)
+	outside := filepath.Join(dir, "outside")
+	for _, err := range []error{
+		os.MkdirAll(filepath.Join(root, "sub"), 0o755),
+		os.WriteFile(filepath.Join(root, "sub", "f"), data, 0o600),
+		os.WriteFile(outside, data, 0o600),
+		syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600),
+		os.Symlink("sub/f", filepath.Join(root, "inside")),
+		os.Symlink(outside, filepath.Join(root, "abs-out")),
+		os.Symlink("../outside", filepath.Join(root, "rel-out")),
+		os.Symlink("/proc/self/root"+outside, filepath.Join(root, "magic")),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := NewServer(ServerConfig{Root: root, InsecureNoToken: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.root.Close(); s.rootDir.Close() })
+	if sf := s.openCached("sub/f"); sf != nil {
+		sf.close()
+	} else if cachedOpenOff.Load() {
+		t.Skip("this kernel refuses openat2 with RESOLVE_CACHED; the server opens through os.Root")
+	}
+	return s, root, data
+}
+
+// TestOpenCached checks the raw open of a READ's file: it opens regular
+// files beneath the export root, directly or through a symbolic link that
+// stays beneath it, and leaves everything else (and every error) to the
+// os.Root path, which refuses it with the usual error.
+func TestOpenCached(t *testing.T) {
+	s, _, data := cachedServer(t)
+	for _, tc := range []struct {
+		name  string
+		open  bool
+		maybe bool // a link inside: the plain path when the kernel must write the link's atime first
+	}{
+		{name: "sub/f", open: true},
+		{name: "inside", open: true, maybe: true},
+		{name: "sub"},     // a directory
+		{name: "fifo"},    // not a regular file
+		{name: "missing"}, // ENOENT
+		{name: "abs-out"}, // an absolute link, outside
+		{name: "rel-out"}, // a relative link leading outside
+		{name: "magic"},   // through /proc
+		{name: "../outside"},
+		{name: "sub/f/x"}, // ENOTDIR
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sf := s.openCached(tc.name)
+			if (sf != nil) != tc.open && !tc.maybe {
+				t.Fatalf("openCached(%q) opened: %v, want %v", tc.name, sf != nil, tc.open)
+			}
+			if sf == nil {
+				return
+			}
+			defer sf.close()
+			if sf.f != nil || sf.fi.Size() != int64(len(data)) || !sf.fi.Mode().IsRegular() {
+				t.Fatalf("openCached(%q) = os.File %v, size %d, mode %v; want a raw descriptor of a %d-byte regular file", tc.name, sf.f, sf.fi.Size(), sf.fi.Mode(), len(data))
+			}
+			got := make([]byte, len(data))
+			if _, err := sf.readerAt().ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("reading what openCached(%q) opened: %v, or bytes differ", tc.name, err)
+			}
+			if n, err := sf.readerAt().ReadAt(make([]byte, 10), int64(len(data))-4); n != 4 || err != io.EOF {
+				t.Fatalf("ReadAt across the end = %d, %v; want 4, EOF", n, err)
+			}
+		})
+	}
+	if cachedOpenOff.Load() {
+		t.Fatal("a refusal turned openCached off for the whole server")
+	}
+}
+
+// TestResidentRange checks the page-cache test that decides whether a
+// sendfile piece may be a raw call: true for bytes just written, false
+// once the kernel dropped them and for bytes past the end.
+func TestResidentRange(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	data := make([]byte, 1<<20)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd := f.Fd()
+	if !residentRange(fd, 4096, 8192) {
+		if cachestatOff.Load() {
+			t.Skip("this kernel has no cachestat(2) (Linux 6.5); every sendfile is a plain system call")
+		}
+		t.Fatal("residentRange of bytes just written = false, want true")
+	}
+	if !residentRange(fd, 1, int64(len(data))-2) {
+		t.Fatal("residentRange of the whole file, unaligned = false, want true")
+	}
+	if residentRange(fd, int64(len(data)), 4096) {
+		t.Fatal("residentRange past the end = true, want false")
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(fd), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	if residentRange(fd, 0, int64(len(data))) {
+		t.Fatal("residentRange after the kernel dropped the file's pages = true, want false")
+	}
+}
+
+// TestSendFileDataCachedAndCold sends from a file openCached opened, with
+// its pages in the page cache (raw sendfile) and dropped from it (plain
+// sendfile, which waits for the disk): the same bytes either way.
+func TestSendFileDataCachedAndCold(t *testing.T) {
+	s, _, data := cachedServer(t)
+	for _, cold := range []bool{false, true} {
+		sf := s.openCached("sub/f")
+		if sf == nil {
+			t.Fatal("openCached(sub/f) = nil")
+		}
+		if cold {
+			if err := unix.Fadvise(int(sf.fd), 0, 0, unix.FADV_DONTNEED); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, srv := tcpPair(t)
+		got := make(chan []byte, 1)
+		go func() {
+			b, _ := io.ReadAll(newStreamReader(c))
+			got <- b
+		}()
+		sent, err := sendFileData(srv, []byte("HDR"), sf, 100, int64(len(data)))
+		srv.Close()
+		sf.close()
+		if err != nil || sent != int64(len(data))-100 {
+			t.Fatalf("cold %v: sendFileData = %d, %v; want %d, nil", cold, sent, err, len(data)-100)
+		}
+		if b := <-got; !bytes.Equal(b, append([]byte("HDR"), data[100:]...)) {
+			t.Fatalf("cold %v: received %d bytes that differ from the header and the file", cold, len(b))
+		}
+	}
+}
+
+// TestWriteBuffers checks the raw writev that sends the server's frames:
+// every byte in order, across empty buffers, more buffers than one call
+// takes, and more bytes than the socket holds (the poller's wait).
+func TestWriteBuffers(t *testing.T) {
+	big := bytes.Repeat([]byte{0xa5}, 16<<20)
+	for _, tc := range []struct {
+		name string
+		bufs [][]byte
+	}{
+		{"one", [][]byte{[]byte("header")}},
+		{"empties", [][]byte{{}, []byte("a"), {}, {}, []byte("bc"), {}}},
+		{"many", [][]byte{[]byte("1"), []byte("22"), []byte("333"), []byte("4444"), []byte("55555"), []byte("666666")}},
+		{"big", [][]byte{[]byte("hdr"), big, []byte("tail")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, srv := tcpPair(t)
+			got := make(chan []byte, 1)
+			go func() {
+				b, _ := io.ReadAll(c)
+				got <- b
+			}()
+			want := bytes.Join(tc.bufs, nil)
+			if err := writeBuffers(srv, append([][]byte(nil), tc.bufs...)); err != nil {
+				t.Fatal(err)
+			}
+			srv.Close()
+			if b := <-got; !bytes.Equal(b, want) {
+				t.Fatalf("received %d bytes, want the %d written, in order", len(b), len(want))
+			}
+		})
+	}
+}

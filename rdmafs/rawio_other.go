@@ -5,6 +5,8 @@ package rdmafs
 import (
 	"io"
 	"net"
+	"os"
+	"syscall"
 )
 
 func newStreamReader(c net.Conn) io.Reader { return c }
@@ -29,5 +31,7 @@ func writeBuffers(c net.Conn, bufs [][]byte) error {
 func (s *Server) openCached(string) *sendFile { return nil }
 
 func closeRaw(uintptr) {}
+
+func rawOpenDir(*os.File) syscall.RawConn { return nil }
 
 func (sf *sendFile) readerAt() io.ReaderAt { return sf.f }

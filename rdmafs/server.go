@@ -132,7 +132,7 @@ type Server struct {
 	cfg  ServerConfig
 	root *os.Root
 	// rootDir is the root directory itself, and rootConn its descriptor,
-	// for openCached; nil where it could not be opened.
+	// for openCached; nil where openCached is off (rawOpenDir).
 	rootDir  *os.File
 	rootConn syscall.RawConn
 	pool     *bufPool
@@ -198,7 +198,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		conns:   map[*serverConn]struct{}{},
 	}
 	if dir, err := root.Open("."); err == nil {
-		if rc, err := dir.SyscallConn(); err == nil {
+		if rc := rawOpenDir(dir); rc != nil {
 			s.rootDir, s.rootConn = dir, rc
 		} else {
 			dir.Close()

@@ -31,6 +31,11 @@ import (
 //     the export root, as strict as os.Root;
 //   - sendfile is raw only for pieces wholly in the page cache
 //     (residentRange, with cachestat(2));
+//   - the open and close themselves do not wait only on a local disk
+//     filesystem (an NFS open and close are round trips to the server, a
+//     FUSE open one to its daemon), so the raw path is taken only when the
+//     export root is on one (localFilesystem) and the name does not cross
+//     into another mount (RESOLVE_NO_XDEV);
 //   - anything else (a name not cached, an error of any kind, a kernel
 //     without openat2 or cachestat) takes the plain path through os.Root,
 //     which also gives every refusal its usual error.
@@ -57,7 +62,7 @@ func (s *Server) openCached(name string) *sendFile {
 	}
 	how := unix.OpenHow{
 		Flags:   uint64(syscall.O_RDONLY | syscall.O_NONBLOCK | syscall.O_CLOEXEC),
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | resolveCached,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV | resolveCached,
 	}
 	var fd uintptr
 	var errno syscall.Errno
@@ -81,6 +86,32 @@ func (s *Server) openCached(name string) *sendFile {
 		return nil
 	}
 	return &sendFile{fd: fd, fi: fi}
+}
+
+// rawOpenDir returns dir, the export root, for openCached when it is on a
+// local disk filesystem, and nil (os.Root opens every file) otherwise or
+// when its filesystem cannot be told.
+func rawOpenDir(dir *os.File) syscall.RawConn {
+	var st unix.Statfs_t
+	if unix.Fstatfs(int(dir.Fd()), &st) != nil || !localFilesystem(int64(st.Type)) {
+		return nil
+	}
+	rc, err := dir.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// localFilesystem reports whether a filesystem of this statfs type opens
+// and closes files without waiting on anything but the local disk.
+func localFilesystem(fsType int64) bool {
+	switch fsType {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC,
+		unix.F2FS_SUPER_MAGIC, unix.BCACHEFS_SUPER_MAGIC, unix.TMPFS_MAGIC:
+		return true
+	}
+	return false
 }
 
 // closeRaw closes a descriptor openCached opened. Closing a file opened

@@ -126,8 +126,10 @@ func CheckTCPCongestion(name string) error {
 }
 
 // Server exports one directory read-only over the rdmafs protocol. Every
-// name is resolved beneath the root by os.Root: "..", absolute paths, NUL
-// bytes, over-long names and symlinks leading outside are refused.
+// name is resolved beneath the root by os.Root (or, for a READ on Linux,
+// by openat2 with RESOLVE_BENEATH, which is as strict; see
+// serverfile_linux.go): "..", absolute paths, NUL bytes, over-long names
+// and symlinks leading outside are refused.
 type Server struct {
 	cfg  ServerConfig
 	root *os.Root

@@ -31,11 +31,10 @@ import (
 //     the export root, as strict as os.Root;
 //   - sendfile is raw only for pieces wholly in the page cache
 //     (residentRange, with cachestat(2));
-//   - the open and close themselves do not wait only on a local disk
-//     filesystem (an NFS open and close are round trips to the server, a
-//     FUSE open one to its daemon), so the raw path is taken only when the
-//     export root is on one (localFilesystem) and the name does not cross
-//     into another mount (RESOLVE_NO_XDEV);
+//   - an open or close on NFS is a round trip to its server, and a FUSE
+//     open one to its daemon, so the raw path is taken only when the
+//     export root is on a local disk filesystem (localFilesystem) and the
+//     name does not cross into another mount (RESOLVE_NO_XDEV);
 //   - anything else (a name not cached, an error of any kind, a kernel
 //     without openat2 or cachestat) takes the plain path through os.Root,
 //     which also gives every refusal its usual error.

@@ -83,9 +83,9 @@ func sendFileData(c *net.TCPConn, hdr []byte, sf *sendFile, off, n int64) (int64
 		return 0, err
 	}
 	in := sf.fd
-	// Once for the piece, not again for each part sent after EAGAIN: a
-	// cachestat of 4 MiB walks its 1,024 pages, and cost 4% of the
-	// server's CPU when it was asked on every call.
+	// Once for the piece, not again for each part sent after EAGAIN. A
+	// cachestat walks the piece's pages (256 for the default 1 MiB
+	// BufferSize): about 4% of the server's CPU on 2 GiB loads.
 	raw := residentRange(in, off, n)
 	var sent int64
 	var serr error

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"golang.org/x/sys/unix"
 )
 
 // escapeFixture builds root/ and a sibling outside/ holding a secret, with
@@ -33,9 +34,20 @@ func escapeFixture(t *testing.T) (root string) {
 		"sub/deep":       "../../outside/secret",
 		"etc-passwd":     "/etc/passwd",
 		"inside-to-link": "sub/deep",
+		"ok-link":        "sub/../ok.bin", // stays inside: served
 	}
+	// A link whose access time is older than its change time must have it
+	// written when followed, and the server's raw open (openat2 with
+	// RESOLVE_CACHED, serverfile_linux.go) then leaves the name to os.Root:
+	// current access times make the raw open the one that decides.
+	now := time.Now()
+	times := []unix.Timespec{unix.NsecToTimespec(now.UnixNano()), unix.NsecToTimespec(now.Add(-time.Hour).UnixNano())}
 	for name, target := range links {
-		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+		p := filepath.Join(root, name)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, times, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,10 +115,13 @@ func TestHostilePathsRefused(t *testing.T) {
 			}
 		}
 	}
-	// The connection survives refusals and still serves good requests.
-	id++
-	if got := r.read(id, "ok.bin", 100); len(got) != 100 {
-		t.Fatalf("good read after refusals: %d bytes, want 100", len(got))
+	// The connection survives refusals and still serves good requests,
+	// through a link that stays inside too.
+	for _, name := range []string{"ok.bin", "ok-link"} {
+		id++
+		if got := r.read(id, name, 100); len(got) != 100 {
+			t.Fatalf("good read of %s after refusals: %d bytes, want 100", name, len(got))
+		}
 	}
 }
 

@@ -36,14 +36,10 @@ func tcpPair(t *testing.T) (client, server *net.TCPConn) {
 	return c.(*net.TCPConn), s.(*net.TCPConn)
 }
 
-// TestSendFileDataAndStreamReader sends a header and file ranges with
-// sendFileData and receives them with the client's streamReader: the
-// bytes, their order, a file that ends early, and the reader's EOF.
-func TestSendFileDataAndStreamReader(t *testing.T) {
-	data := make([]byte, 3<<20+17)
-	for i := range data {
-		data[i] = byte(i*7 + i>>11)
-	}
+// openTemp writes data to a new temporary file and returns it open for
+// reading, closed when the test ends.
+func openTemp(t *testing.T, data []byte) *os.File {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -52,7 +48,19 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestSendFileDataAndStreamReader sends a header and file ranges with
+// sendFileData and receives them with the client's streamReader: the
+// bytes, their order, a file that ends early, and the reader's EOF.
+func TestSendFileDataAndStreamReader(t *testing.T) {
+	data := make([]byte, 3<<20+17)
+	for i := range data {
+		data[i] = byte(i*7 + i>>11)
+	}
+	f := openTemp(t, data)
 	fi, err := f.Stat()
 	if err != nil {
 		t.Fatal(err)

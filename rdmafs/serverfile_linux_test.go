@@ -125,16 +125,8 @@ func TestOpenCached(t *testing.T) {
 // sendfile piece may be a raw call: true for bytes just written, false
 // once the kernel dropped them and for bytes past the end.
 func TestResidentRange(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f")
 	data := make([]byte, 1<<20)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openTemp(t, data)
 	fd := f.Fd()
 	if !residentRange(fd, 4096, 8192) {
 		if cachestatOff.Load() {

@@ -32,6 +32,8 @@ func (s *Server) openCached(string) *sendFile { return nil }
 
 func closeRaw(uintptr) {}
 
-func rawOpenDir(*os.File) syscall.RawConn { return nil }
+func rawOpenDir(*os.File) (syscall.RawConn, string) {
+	return nil, "raw opens are Linux-only"
+}
 
 func (sf *sendFile) readerAt() io.ReaderAt { return sf.f }

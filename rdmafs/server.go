@@ -134,9 +134,11 @@ type Server struct {
 	cfg  ServerConfig
 	root *os.Root
 	// rootDir is the root directory itself, and rootConn its descriptor,
-	// for openCached; nil where openCached is off (rawOpenDir).
+	// for openCached; nil where openCached is off, and rawOff says why
+	// (rawOpenDir).
 	rootDir  *os.File
 	rootConn syscall.RawConn
+	rawOff   string
 	pool     *bufPool
 	digests  *digestCache // nil: off
 	metrics  *metrics
@@ -199,12 +201,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		authLog: logLimiter{interval: time.Minute, burst: 10},
 		conns:   map[*serverConn]struct{}{},
 	}
-	if dir, err := root.Open("."); err == nil {
-		if rc := rawOpenDir(dir); rc != nil {
-			s.rootDir, s.rootConn = dir, rc
-		} else {
-			dir.Close()
-		}
+	if dir, err := root.Open("."); err != nil {
+		s.rawOff = fmt.Sprintf("cannot open the export root's directory: %v", err)
+	} else if s.rootConn, s.rawOff = rawOpenDir(dir); s.rootConn != nil {
+		s.rootDir = dir
+	} else {
+		dir.Close()
 	}
 	return s, nil
 }
@@ -228,6 +230,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	s.setCongestion(ln)
+	s.logOpenPath()
 	acceptErr := make(chan error, 1)
 	go func() { acceptErr <- s.acceptLoop(ln) }()
 	var err error
@@ -309,6 +312,17 @@ func (s *Server) setCongestion(ln net.Listener) {
 		return
 	}
 	s.log.Debug("rdmafs TCP congestion control", "congestion", s.cfg.TCPCongestion)
+}
+
+// logOpenPath says how READs will open their files: with the raw calls
+// of serverfile_linux.go (debug), or through os.Root, and why (info: the
+// server then spends more CPU per READ, and an operator should know).
+func (s *Server) logOpenPath() {
+	if s.rootConn != nil {
+		s.log.Debug("rdmafs READs open files with raw openat2 calls beneath the export root")
+		return
+	}
+	s.log.Info("rdmafs READs open files through os.Root with plain system calls", "why", s.rawOff)
 }
 
 // connCongestion puts a connection that the kernel set up before Serve

@@ -1,6 +1,7 @@
 package rdmafs
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"sync/atomic"
@@ -88,18 +89,21 @@ func (s *Server) openCached(name string) *sendFile {
 }
 
 // rawOpenDir returns dir, the export root, for openCached when it is on a
-// local disk filesystem, and nil (os.Root opens every file) otherwise or
-// when its filesystem cannot be told.
-func rawOpenDir(dir *os.File) syscall.RawConn {
+// local disk filesystem. Otherwise it returns nil (os.Root opens every
+// file) and why, for the server's log.
+func rawOpenDir(dir *os.File) (syscall.RawConn, string) {
 	var st unix.Statfs_t
-	if unix.Fstatfs(int(dir.Fd()), &st) != nil || !localFilesystem(int64(st.Type)) {
-		return nil
+	if err := unix.Fstatfs(int(dir.Fd()), &st); err != nil {
+		return nil, fmt.Sprintf("cannot tell the export root's filesystem: %v", err)
+	}
+	if !localFilesystem(int64(st.Type)) {
+		return nil, fmt.Sprintf("the export root's filesystem (statfs type %#x) is not a local disk filesystem (ext4, XFS, Btrfs, F2FS, bcachefs, tmpfs), where an open cannot wait on a network or a daemon", st.Type)
 	}
 	rc, err := dir.SyscallConn()
 	if err != nil {
-		return nil
+		return nil, err.Error()
 	}
-	return rc
+	return rc, ""
 }
 
 // localFilesystem reports whether a filesystem of this statfs type opens

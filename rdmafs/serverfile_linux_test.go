@@ -3,8 +3,10 @@ package rdmafs
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -246,5 +248,25 @@ func TestLocalFilesystem(t *testing.T) {
 		if got := localFilesystem(tc.typ); got != tc.want {
 			t.Errorf("localFilesystem(%s) = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestServeLogsOpenPath checks that a serving server says how its READs
+// open files: the raw path at debug level, or os.Root at info level with
+// the reason (an export root on a filesystem other than a local disk
+// one, such as overlayfs in a container).
+func TestServeLogsOpenPath(t *testing.T) {
+	var logs lockedBuffer
+	ts := startServer(t, ServerConfig{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, nil)
+	want := "level=INFO msg=\"rdmafs READs open files through os.Root with plain system calls\" why="
+	if ts.srv.rootConn != nil {
+		want = "level=DEBUG msg=\"rdmafs READs open files with raw openat2 calls beneath the export root\""
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's log lacks %q:\n%s", want, logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

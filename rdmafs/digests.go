@@ -2,7 +2,6 @@ package rdmafs
 
 import (
 	"container/list"
-	"os"
 	"sync"
 	"syscall"
 )
@@ -61,17 +60,16 @@ func newDigestCache(maxBlocks int) *digestCache {
 	return &digestCache{maxBlocks: maxBlocks, files: map[fileKey]*list.Element{}, lru: list.New()}
 }
 
-// lookup returns the digests of the open file described by fi, created
+// lookup returns the digests of the open file whose fstat is st, created
 // empty when the file is new or changed since its blocks were cached; nil
 // when the cache is off or the file is too large for it.
-func (c *digestCache) lookup(fi os.FileInfo) *fileDigests {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if c == nil || !ok || fi.Size() < digestBlock {
+func (c *digestCache) lookup(st *syscall.Stat_t) *fileDigests {
+	if c == nil || st.Size < digestBlock {
 		return nil
 	}
 	key := fileKey{dev: uint64(st.Dev), ino: st.Ino}
-	stamp := fileStamp{size: fi.Size(), mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
-	n := int(fi.Size() / digestBlock)
+	stamp := fileStamp{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	n := int(st.Size / digestBlock)
 	if n > c.maxBlocks {
 		return nil
 	}

@@ -7,9 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// sysStat is the fstat behind fi, as the server's digest cache takes it.
+func sysStat(fi os.FileInfo) *syscall.Stat_t { return fi.Sys().(*syscall.Stat_t) }
 
 // readCRC sums file bytes [off, off+n) of f, as a test's compute function.
 func readCRC(f *os.File) func(crc uint32, off, n int64) (uint32, error) {
@@ -53,7 +57,7 @@ func TestDigestCacheRanges(t *testing.T) {
 	}
 	for pass := range 2 {
 		for _, r := range ranges {
-			fd := c.lookup(fi)
+			fd := c.lookup(sysStat(fi))
 			if fd == nil {
 				t.Fatal("lookup of a 5 MiB file = nil")
 			}
@@ -85,11 +89,11 @@ func TestDigestCacheChangedFile(t *testing.T) {
 	f, _ := openDigestFile(t, 2*digestBlock)
 	fi, _ := f.Stat()
 	c := newDigestCache(0)
-	fd := c.lookup(fi)
+	fd := c.lookup(sysStat(fi))
 	if _, err := fd.crcRange(0, 0, 2*digestBlock, readCRC(f)); err != nil {
 		t.Fatal(err)
 	}
-	if c.lookup(fi) != fd {
+	if c.lookup(sysStat(fi)) != fd {
 		t.Fatal("the same file, unchanged, got a new entry")
 	}
 	// New bytes; the modification time is set apart explicitly so that a
@@ -102,7 +106,7 @@ func TestDigestCacheChangedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi2, _ := f.Stat()
-	fd2 := c.lookup(fi2)
+	fd2 := c.lookup(sysStat(fi2))
 	if fd2 == fd {
 		t.Fatal("a changed file kept its cached CRCs")
 	}
@@ -121,7 +125,7 @@ func TestDigestCacheBound(t *testing.T) {
 	for range 3 {
 		f, _ := openDigestFile(t, 2*digestBlock)
 		fi, _ := f.Stat()
-		fds = append(fds, c.lookup(fi))
+		fds = append(fds, c.lookup(sysStat(fi)))
 		if c.blocks > 4 {
 			t.Fatalf("cache holds %d blocks, bound 4", c.blocks)
 		}
@@ -134,15 +138,15 @@ func TestDigestCacheBound(t *testing.T) {
 	}
 	big, _ := openDigestFile(t, 5*digestBlock)
 	fi, _ := big.Stat()
-	if c.lookup(fi) != nil {
+	if c.lookup(sysStat(fi)) != nil {
 		t.Error("a file larger than the whole cache was cached")
 	}
 	small, _ := openDigestFile(t, digestBlock-1)
 	fi, _ = small.Stat()
-	if c.lookup(fi) != nil {
+	if c.lookup(sysStat(fi)) != nil {
 		t.Error("a file without a whole block was cached")
 	}
-	if newDigestCache(-1).lookup(fi) != nil {
+	if newDigestCache(-1).lookup(sysStat(fi)) != nil {
 		t.Error("a cache turned off returned an entry")
 	}
 }
@@ -204,7 +208,7 @@ func TestReadCRCAfterChange(t *testing.T) {
 
 	// A stale cached CRC, as a change the stamp missed would leave.
 	fi, _ := os.Stat(p)
-	fd := ts.srv.digests.lookup(fi)
+	fd := ts.srv.digests.lookup(sysStat(fi))
 	c, _ := fd.get(1)
 	fd.put(1, ^c)
 	if _, err := read(); !errors.Is(err, ErrChecksum) {

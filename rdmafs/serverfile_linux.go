@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -80,12 +79,12 @@ func (s *Server) openCached(name string) *sendFile {
 	default:
 		return nil
 	}
-	fi := &statInfo{name: name}
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_FSTAT, fd, uintptr(unsafe.Pointer(&fi.st)), 0); errno != 0 || fi.st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+	sf := &sendFile{fd: fd}
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_FSTAT, fd, uintptr(unsafe.Pointer(&sf.st)), 0); errno != 0 || sf.st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		closeRaw(fd)
 		return nil
 	}
-	return &sendFile{fd: fd, fi: fi}
+	return sf
 }
 
 // rawOpenDir returns dir, the export root, for openCached when it is on a
@@ -168,17 +167,3 @@ func (fd fdReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return done, nil
 }
-
-// statInfo is the os.FileInfo of a file openCached opened: what its fstat
-// said.
-type statInfo struct {
-	name string
-	st   syscall.Stat_t
-}
-
-func (fi *statInfo) Name() string       { return fi.name }
-func (fi *statInfo) Size() int64        { return fi.st.Size }
-func (fi *statInfo) Mode() os.FileMode  { return os.FileMode(fi.st.Mode & 0o777) }
-func (fi *statInfo) ModTime() time.Time { return time.Unix(fi.st.Mtim.Unix()) }
-func (fi *statInfo) IsDir() bool        { return false }
-func (fi *statInfo) Sys() any           { return &fi.st }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
 )
@@ -30,7 +31,7 @@ func (sc *serverConn) canSendfile(_ wire.Read, region bool) bool {
 // opened it; see serverfile_linux.go).
 type sendFile struct {
 	fd uintptr
-	fi os.FileInfo
+	st syscall.Stat_t
 	f  *os.File
 }
 
@@ -46,7 +47,8 @@ func (sc *serverConn) openSendFile(name string) (*sendFile, *requestError) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	return &sendFile{fd: f.Fd(), fi: fi, f: f}, nil
+	// A *syscall.Stat_t wherever syscall has the type, so this compiles.
+	return &sendFile{fd: f.Fd(), st: *fi.Sys().(*syscall.Stat_t), f: f}, nil
 }
 
 func (sf *sendFile) close() {
@@ -63,7 +65,7 @@ func (sf *sendFile) close() {
 // connection is dropped (the client retries the idempotent read on a new
 // one).
 func (sc *serverConn) sendfilePieces(id uint32, sf *sendFile, name string, m wire.Read) (sent uint32, eof bool, crc uint32, rerr *requestError) {
-	size := sf.fi.Size()
+	size := sf.st.Size
 	end := int64(m.Offset) + int64(m.Length)
 	if end > size {
 		end, eof = max(size, int64(m.Offset)), true
@@ -75,7 +77,7 @@ func (sc *serverConn) sendfilePieces(id uint32, sf *sendFile, name string, m wir
 	wantCRC := m.Flags&wire.ReadCRC != 0
 	var fd *fileDigests
 	if wantCRC {
-		fd = sc.s.digests.lookup(sf.fi)
+		fd = sc.s.digests.lookup(&sf.st)
 	}
 	compute := func(crc uint32, off, n int64) (uint32, error) { return sc.preadCRC(sf.readerAt(), crc, off, n) }
 	var summed uint32 // bytes of the READ in crc

@@ -35,5 +35,3 @@ func closeRaw(uintptr) {}
 func rawOpenDir(*os.File) (syscall.RawConn, string) {
 	return nil, "raw opens are Linux-only"
 }
-
-func (sf *sendFile) readerAt() io.ReaderAt { return sf.f }

@@ -2,7 +2,6 @@ package rdmafs
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -139,31 +138,3 @@ func residentRange(fd uintptr, off, n int64) bool {
 }
 
 var cachestatOff atomic.Bool
-
-// readerAt reads the file for the digests the server computes itself,
-// with plain system calls: they may wait for the disk.
-func (sf *sendFile) readerAt() io.ReaderAt {
-	if sf.f != nil {
-		return sf.f
-	}
-	return fdReaderAt(sf.fd)
-}
-
-type fdReaderAt uintptr
-
-func (fd fdReaderAt) ReadAt(p []byte, off int64) (int, error) {
-	var done int
-	for done < len(p) {
-		n, err := syscall.Pread(int(fd), p[done:], off+int64(done))
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err != nil:
-			return done, &os.PathError{Op: "pread", Path: "file", Err: err}
-		case n == 0:
-			return done, io.EOF
-		}
-		done += n
-	}
-	return done, nil
-}

@@ -2,6 +2,7 @@ package rdmafs
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -110,10 +111,10 @@ func TestOpenCached(t *testing.T) {
 				t.Fatalf("openCached(%q) = os.File %v, size %d, mode %#o; want a raw descriptor of a %d-byte regular file", tc.name, sf.f, sf.st.Size, sf.st.Mode, len(data))
 			}
 			got := make([]byte, len(data))
-			if _, err := sf.readerAt().ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
+			if _, err := fdReaderAt(sf.fd).ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("reading what openCached(%q) opened: %v, or bytes differ", tc.name, err)
 			}
-			if n, err := sf.readerAt().ReadAt(make([]byte, 10), int64(len(data))-4); n != 4 || err != io.EOF {
+			if n, err := fdReaderAt(sf.fd).ReadAt(make([]byte, 10), int64(len(data))-4); n != 4 || err != io.EOF {
 				t.Fatalf("ReadAt across the end = %d, %v; want 4, EOF", n, err)
 			}
 		})
@@ -268,5 +269,21 @@ func TestServeLogsOpenPath(t *testing.T) {
 			t.Fatalf("the server's log lacks %q:\n%s", want, logs.String())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFdReaderAtErrorsNameNoPath: what the server's own digest reads
+// fail with reaches the client, so it must not say where the export
+// lives (a pread of a directory fails with EISDIR).
+func TestFdReaderAtErrorsNameNoPath(t *testing.T) {
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	n, err := fdReaderAt(d.Fd()).ReadAt(make([]byte, 10), 0)
+	if n != 0 || !errors.Is(err, syscall.EISDIR) || strings.Contains(err.Error(), dir) {
+		t.Fatalf("ReadAt of a directory = %d, %v; want 0 and EISDIR without the path %s", n, err, dir)
 	}
 }

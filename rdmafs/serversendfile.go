@@ -51,6 +51,29 @@ func (sc *serverConn) openSendFile(name string) (*sendFile, *requestError) {
 	return &sendFile{fd: f.Fd(), st: *fi.Sys().(*syscall.Stat_t), f: f}, nil
 }
 
+// fdReaderAt reads a sendFile's descriptor with pread(2), plain system
+// calls (they may wait for the disk), for the digests the server computes
+// itself, whichever way the file was opened. Its errors name no path: the
+// client sees them, and must not learn where the export lives.
+type fdReaderAt uintptr
+
+func (fd fdReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	var done int
+	for done < len(p) {
+		n, err := syscall.Pread(int(fd), p[done:], off+int64(done))
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return done, os.NewSyscallError("pread", err)
+		case n == 0:
+			return done, io.EOF
+		}
+		done += n
+	}
+	return done, nil
+}
+
 func (sf *sendFile) close() {
 	if sf.f != nil {
 		sf.f.Close()
@@ -79,7 +102,7 @@ func (sc *serverConn) sendfilePieces(id uint32, sf *sendFile, name string, m wir
 	if wantCRC {
 		fd = sc.s.digests.lookup(&sf.st)
 	}
-	compute := func(crc uint32, off, n int64) (uint32, error) { return sc.preadCRC(sf.readerAt(), crc, off, n) }
+	compute := func(crc uint32, off, n int64) (uint32, error) { return sc.preadCRC(fdReaderAt(sf.fd), crc, off, n) }
 	var summed uint32 // bytes of the READ in crc
 	for sent < total {
 		n := min(total-sent, uint32(sc.s.cfg.BufferSize))

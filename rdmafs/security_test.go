@@ -36,22 +36,28 @@ func escapeFixture(t *testing.T) (root string) {
 		"inside-to-link": "sub/deep",
 		"ok-link":        "sub/../ok.bin", // stays inside: served
 	}
-	// A link whose access time is older than its change time must have it
-	// written when followed, and the server's raw open (openat2 with
-	// RESOLVE_CACHED, serverfile_linux.go) then leaves the name to os.Root:
-	// current access times make the raw open the one that decides.
-	now := time.Now()
-	times := []unix.Timespec{unix.NsecToTimespec(now.UnixNano()), unix.NsecToTimespec(now.Add(-time.Hour).UnixNano())}
 	for name, target := range links {
-		p := filepath.Join(root, name)
-		if err := os.Symlink(target, p); err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, times, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			t.Fatal(err)
-		}
+		symlinkFollowable(t, target, filepath.Join(root, name))
 	}
 	return root
+}
+
+// symlinkFollowable makes a symbolic link at path to target that the
+// server's raw open can follow. A link whose access time is older than
+// its change time must have it written when followed, and openat2 with
+// RESOLVE_CACHED (serverfile_linux.go) refuses to wait for that, leaving
+// the name to os.Root: with a current access time, where the link leads
+// is what decides whether the raw open takes it.
+func symlinkFollowable(t *testing.T, target, path string) {
+	t.Helper()
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	times := []unix.Timespec{unix.NsecToTimespec(now.UnixNano()), unix.NsecToTimespec(now.Add(-time.Hour).UnixNano())}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, path, times, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestHostilePathsRefused(t *testing.T) {

@@ -101,7 +101,15 @@ func strictOctal(b []byte) (int64, bool) {
 	if len(b) == 0 || b[0]&0x80 != 0 {
 		return 0, false
 	}
-	b = bytes.Trim(b, " \x00")
+	// Spaces and NULs around the digits are ignored (bytes.Trim(b, " \x00"),
+	// written out: Trim builds its byte set on every call, and this runs
+	// eight times a header).
+	for len(b) > 0 && (b[0] == ' ' || b[0] == 0) {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == 0) {
+		b = b[:len(b)-1]
+	}
 	var v int64
 	for _, c := range b {
 		if c < '0' || c > '7' {
@@ -113,24 +121,33 @@ func strictOctal(b []byte) (int64, bool) {
 }
 
 // checksumMatches tells whether want is the header's unsigned or signed
-// byte sum with the checksum field counted as spaces (archive/tar accepts
-// either).
+// byte sum with the checksum field (bytes 148..155) counted as spaces
+// (archive/tar accepts either). The whole block is summed eight bytes at
+// a time, then the field's own bytes are swapped for spaces. The signed
+// sum, which writers almost never use, is worked out only when the
+// unsigned one does not match.
 func checksumMatches(blk []byte, want int64) bool {
 	const lanes = 0x00ff00ff00ff00ff
+	blk = blk[:tarBlock]
 	var acc uint64
-	var high int
 	for i := 0; i < tarBlock; i += 8 {
 		x := binary.LittleEndian.Uint64(blk[i:])
-		if i == 144 {
-			// Bytes 148..151 are the first half of the checksum field.
-			x = x&0x00000000ffffffff | 0x2020202000000000
-		} else if i == 152 {
-			// Bytes 152..155 are the rest of it; 156.. are the type and name.
-			x = x&0xffffffff00000000 | 0x20202020
-		}
 		acc += x&lanes + (x>>8)&lanes
-		high += bits.OnesCount64(x & 0x8080808080808080)
 	}
 	unsigned := int64(acc&0xffff + (acc>>16)&0xffff + (acc>>32)&0xffff + acc>>48)
-	return want == unsigned || want == unsigned-256*int64(high)
+	field := blk[148:156]
+	for _, c := range field {
+		unsigned += ' ' - int64(c)
+	}
+	if want == unsigned {
+		return true
+	}
+	// Each byte with its high bit set counts 256 less when signed; the
+	// spaces that stand for the field have none.
+	var high int
+	for i := 0; i < tarBlock; i += 8 {
+		high += bits.OnesCount64(binary.LittleEndian.Uint64(blk[i:]) & 0x8080808080808080)
+	}
+	high -= bits.OnesCount64(binary.LittleEndian.Uint64(field) & 0x8080808080808080)
+	return want == unsigned-256*int64(high)
 }

@@ -110,6 +110,20 @@ func TestFastTarMatchesArchiveTar(t *testing.T) {
 		b[at] ^= 0x41
 		cases["damaged "+name] = b
 	}
+	// A name with bytes above 0x7f, summed as signed bytes, as some old
+	// writers did: archive/tar takes it, and so must the fast path.
+	signed := bytes.Clone(plain)
+	signed[20], signed[21] = 0xc3, 0xa9
+	copy(signed[148:156], "        ")
+	var sum int64
+	for _, c := range signed[:tarBlock] {
+		sum += int64(int8(c))
+	}
+	copy(signed[148:156], fmt.Sprintf("%06o\x00 ", sum))
+	cases["signed checksum"] = signed
+	if _, ok := parseSimpleHeader(signed[:tarBlock]); !ok {
+		t.Error("the fast path refused a header whose checksum is its signed byte sum")
+	}
 	cases["truncated payload"] = plain[:len(plain)-1100]
 	cases["truncated header"] = plain[:tarBlock+100]
 	cases["no end blocks"] = plain[:len(plain)-2*tarBlock]

@@ -31,10 +31,12 @@ type Reader struct {
 	fastOff  int64 // where the next header starts, while fast
 	slowOnly bool
 
-	pending  *member // first member of the next sample, payload unread
-	index    int     // samples returned or skipped so far
-	lastSize int64   // field bytes of the sample last returned or skipped
-	err      error   // sticky: io.EOF or the first failure
+	pending    member // first member of the next sample, payload unread
+	havePend   bool   // pending is set
+	index      int    // samples returned or skipped so far
+	lastSize   int64  // field bytes of the sample last returned or skipped
+	lastFields int    // fields of the sample last returned or skipped
+	err        error  // sticky: io.EOF or the first failure
 }
 
 type member struct {
@@ -63,7 +65,7 @@ func NewReader(r io.Reader, c Compression, opts ...Option) (*Reader, error) {
 // reusing its decompressors; name is the shard name errors report.
 func (r *Reader) Reset(src io.Reader, c Compression, name string) error {
 	r.o.name = name
-	r.pending, r.index, r.err = nil, 0, nil
+	r.havePend, r.index, r.err = false, 0, nil
 	if c == Auto {
 		if r.br == nil {
 			r.br = bufio.NewReaderSize(src, 64<<10)
@@ -119,7 +121,7 @@ func (r *Reader) Reset(src io.Reader, c Compression, name string) error {
 // tarData unchanged; skipped payloads are not even touched.
 func (r *Reader) ResetBytes(tarData []byte, name string) {
 	r.o.name = name
-	r.pending, r.index, r.err = nil, 0, nil
+	r.havePend, r.index, r.err = false, 0, nil
 	r.comp = None
 	r.mem = &sliceReader{b: tarData}
 	r.tr = nil
@@ -162,7 +164,9 @@ func (r *Reader) next(read bool) (*Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sample{Key: m.key}
+	// Samples of a shard mostly have the same fields: room for as many as
+	// the last one had saves growing the slice field by field.
+	s := &Sample{Key: m.key, Fields: make([]Field, 0, max(r.lastFields, 1))}
 	var total int64
 	for {
 		// Caps are checked here, once the member is known to belong to this
@@ -201,22 +205,22 @@ func (r *Reader) next(read bool) (*Sample, error) {
 			return nil, err
 		}
 		if m.key != s.Key {
-			r.pending = m
+			r.pending, r.havePend = m, true
 			break
 		}
 	}
 	r.index++
-	r.lastSize = total
+	r.lastSize, r.lastFields = total, len(s.Fields)
 	return s, nil
 }
 
 // nextMember returns the next member that belongs to a sample, skipping
 // what WebDataset skips: non-regular members, metadata names and names
 // without a key.
-func (r *Reader) nextMember() (*member, error) {
-	if m := r.pending; m != nil {
-		r.pending = nil
-		return m, nil
+func (r *Reader) nextMember() (member, error) {
+	if r.havePend {
+		r.havePend = false
+		return r.pending, nil
 	}
 	if r.fast {
 		if m, ok := r.nextFast(); ok {
@@ -228,10 +232,10 @@ func (r *Reader) nextMember() (*member, error) {
 		hdr, err := r.tr.Next()
 		if err == io.EOF {
 			if err := r.drain(); err != nil {
-				return nil, r.fail("", r.offset(), fmt.Errorf("checking the end of the %v stream after the tar archive: %w (the shard is damaged: copy or write it again)", r.comp, err))
+				return member{}, r.fail("", r.offset(), fmt.Errorf("checking the end of the %v stream after the tar archive: %w (the shard is damaged: copy or write it again)", r.comp, err))
 			}
 			r.err = io.EOF
-			return nil, io.EOF
+			return member{}, io.EOF
 		}
 		if err != nil {
 			err = fmt.Errorf("tar header: %w", eofIsUnexpected(err))
@@ -239,7 +243,7 @@ func (r *Reader) nextMember() (*member, error) {
 				// Not even a first header: the file is something else.
 				err = fmt.Errorf("not a tar archive (%w)", err)
 			}
-			return nil, r.fail("", before, err)
+			return member{}, r.fail("", before, err)
 		}
 		if m, ok := sampleMember(hdr.Name, hdr.Typeflag, hdr.Size, r.offset()); ok {
 			return m, nil
@@ -265,21 +269,21 @@ func (r *Reader) drain() error {
 // sampleMember is the member a tar entry gives a sample, and false for
 // what WebDataset skips: non-regular entries, metadata names and names
 // without a key. off is where its data starts.
-func sampleMember(name string, typeflag byte, size, off int64) (*member, bool) {
+func sampleMember(name string, typeflag byte, size, off int64) (member, bool) {
 	if !isRegular(typeflag) || isMeta(name) {
-		return nil, false
+		return member{}, false
 	}
 	key, ext, ok := SplitKey(name)
 	if !ok {
-		return nil, false
+		return member{}, false
 	}
-	return &member{name: name, size: size, sparse: typeflag == tar.TypeGNUSparse, key: key, ext: strings.ToLower(ext), offset: off}, true
+	return member{name: name, size: size, sparse: typeflag == tar.TypeGNUSparse, key: key, ext: strings.ToLower(ext), offset: off}, true
 }
 
 // nextFast walks simple headers in memory (see fasttar.go). When it meets
 // one archive/tar must read, it hands over: tr starts at that header and
 // ok is false.
-func (r *Reader) nextFast() (m *member, ok bool) {
+func (r *Reader) nextFast() (m member, ok bool) {
 	b := r.mem.b
 	for {
 		off := r.fastOff
@@ -299,7 +303,7 @@ func (r *Reader) nextFast() (m *member, ok bool) {
 	r.fast = false
 	r.mem.off = r.fastOff
 	r.tr = tar.NewReader(r.mem)
-	return nil, false
+	return member{}, false
 }
 
 // isRegular matches Python tarfile's isreg(), which WebDataset uses.

@@ -39,6 +39,10 @@ type Reader struct {
 	err        error  // sticky: io.EOF or the first failure
 }
 
+// maxFieldsHint caps the room Next gives a sample's fields before it
+// reads them (see next).
+const maxFieldsHint = 16
+
 type member struct {
 	name     string
 	size     int64
@@ -165,8 +169,10 @@ func (r *Reader) next(read bool) (*Sample, error) {
 		return nil, err
 	}
 	// Samples of a shard mostly have the same fields: room for as many as
-	// the last one had saves growing the slice field by field.
-	s := &Sample{Key: m.key, Fields: make([]Field, 0, max(r.lastFields, 1))}
+	// the last one had saves growing the slice field by field. The hint is
+	// capped, so that one sample of many fields does not make every sample
+	// after it hold room for as many.
+	s := &Sample{Key: m.key, Fields: make([]Field, 0, min(max(r.lastFields, 1), maxFieldsHint))}
 	var total int64
 	for {
 		// Caps are checked here, once the member is known to belong to this

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"strings"
@@ -157,6 +158,40 @@ func TestSkipMatchesNext(t *testing.T) {
 	}
 	if rd.Index() != len(want) {
 		t.Fatalf("Index %d, want %d", rd.Index(), len(want))
+	}
+}
+
+// A sample's fields slice has room for as many fields as the sample
+// before it, up to maxFieldsHint: one sample of many fields does not make
+// the samples after it hold room for as many.
+func TestFieldsRoomFollowsTheLastSample(t *testing.T) {
+	var ms []tmember
+	for i := range 3 * maxFieldsHint {
+		ms = append(ms, tmember{Name: fmt.Sprintf("wide.f%03d", i), Data: []byte{byte(i)}})
+	}
+	ms = append(ms, tmember{Name: "narrow.a", Data: []byte("a")},
+		tmember{Name: "pair.a", Data: []byte("a")}, tmember{Name: "pair.b", Data: []byte("b")},
+		tmember{Name: "pair2.a", Data: []byte("a")}, tmember{Name: "pair2.b", Data: []byte("b")})
+	data := goTar(t, ms)
+	for _, slowOnly := range []bool{false, true} {
+		rd, _ := NewReader(bytes.NewReader(nil), None)
+		rd.slowOnly = slowOnly
+		rd.ResetBytes(data, "fields.tar")
+		for _, want := range []struct {
+			key          string
+			fields, room int
+		}{{"wide", 3 * maxFieldsHint, 3 * maxFieldsHint}, {"narrow", 1, maxFieldsHint}, {"pair", 2, 2}, {"pair2", 2, 2}} {
+			s, err := rd.Next()
+			if err != nil {
+				t.Fatalf("slowOnly %v: %s: %v", slowOnly, want.key, err)
+			}
+			if s.Key != want.key || len(s.Fields) != want.fields {
+				t.Fatalf("slowOnly %v: got %s with %d fields, want %s with %d", slowOnly, s.Key, len(s.Fields), want.key, want.fields)
+			}
+			if want.key != "wide" && cap(s.Fields) > want.room {
+				t.Errorf("slowOnly %v: %s has room for %d fields, want at most %d", slowOnly, s.Key, cap(s.Fields), want.room)
+			}
+		}
 	}
 }
 

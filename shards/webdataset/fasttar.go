@@ -54,7 +54,7 @@ func parseSimpleHeader(blk []byte) (h simpleHeader, ok bool) {
 		return h, false // V7, STAR, or something else
 	}
 	for _, f := range [][2]int{{100, 108}, {108, 116}, {116, 124}, {136, 148}, {329, 337}, {337, 345}} {
-		if _, ok := strictOctal(blk[f[0]:f[1]]); !ok {
+		if !octalOK(blk[f[0]:f[1]]) {
 			return h, false // mode, uid, gid, mtime, devmajor, devminor
 		}
 	}
@@ -118,6 +118,30 @@ func strictOctal(b []byte) (int64, bool) {
 		v = v<<3 | int64(c-'0')
 	}
 	return v, true // fields are at most 12 bytes: 36 bits, no overflow
+}
+
+// octalOK reports whether strictOctal accepts b, without a loop for the
+// layout writers use: octal digits up to a last byte that is a NUL or a
+// space ("0000644\x00"). Anything else goes to strictOctal.
+func octalOK(b []byte) bool {
+	// c&0xf8 == '0' holds for '0' to '7' alone. The last byte is checked
+	// apart: it is set to '0' before the digit test.
+	const mask, digits = 0xf8f8f8f8f8f8f8f8, 0x3030303030303030
+	switch len(b) {
+	case 8: // mode, uid, gid, devmajor, devminor
+		x := binary.LittleEndian.Uint64(b)&^(0xff<<56) | '0'<<56
+		if x&mask == digits && (b[7] == 0 || b[7] == ' ') {
+			return true
+		}
+	case 12: // mtime
+		x := binary.LittleEndian.Uint64(b)
+		y := binary.LittleEndian.Uint32(b[8:])&^(0xff<<24) | '0'<<24
+		if x&mask == digits && y&(mask&0xffffffff) == digits&0xffffffff && (b[11] == 0 || b[11] == ' ') {
+			return true
+		}
+	}
+	_, ok := strictOctal(b)
+	return ok
 }
 
 // checksumMatches tells whether want is the header's unsigned or signed

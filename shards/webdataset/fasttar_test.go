@@ -207,6 +207,43 @@ func TestFastTarSingleByteChanges(t *testing.T) {
 	}
 }
 
+// octalOK must accept exactly what strictOctal accepts: fields as writers
+// lay them out, and each with any one byte set to a value that matters.
+func TestOctalOKMatchesStrictOctal(t *testing.T) {
+	bases := []string{
+		"0000644\x00", "0000644 ", "   644 \x00", "\x00\x00\x00\x00\x00\x00\x00\x00", "        ", "0000000\x00",
+		"00000000000\x00", "14723412345 ", " 1472341234\x00", "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", "777777777777",
+	}
+	for _, base := range bases {
+		for i := range len(base) {
+			for _, v := range []byte{0, ' ', '0', '7', '8', '/', 'x', 0x80, 0xb0, 0xff} {
+				b := []byte(base)
+				b[i] = v
+				_, want := strictOctal(b)
+				if got := octalOK(b); got != want {
+					t.Errorf("octalOK(%q) = %v, strictOctal accepts it: %v", b, got, want)
+				}
+			}
+		}
+	}
+}
+
+func FuzzOctalOK(f *testing.F) {
+	f.Add([]byte("0000644\x00"))
+	f.Add([]byte("00000000000\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, n := range []int{8, 12} {
+			if len(b) < n {
+				return
+			}
+			_, want := strictOctal(b[:n])
+			if got := octalOK(b[:n]); got != want {
+				t.Fatalf("octalOK(%q) = %v, strictOctal accepts it: %v", b[:n], got, want)
+			}
+		}
+	})
+}
+
 // BenchmarkInMemoryTar reads a decompressed shard of 2,000 small samples
 // with the fast header path and with archive/tar alone (the peer).
 func BenchmarkInMemoryTar(b *testing.B) {

@@ -276,7 +276,7 @@ func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 			it.walk = newWalker(it.lay, sch)
 			it.pipe = it.startPipeline(it.lay, sch)
 		}
-		part, i, v, fresh, ok := it.walk.next()
+		_, i, v, fresh, ok := it.walk.next()
 		if !ok {
 			it.pipe.stop()
 			it.pipe, it.walk = nil, nil
@@ -292,7 +292,7 @@ func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 				return nil, err
 			}
 		}
-		if s := it.emit(part, i, v); s != nil {
+		if s := it.emit(i, v); s != nil {
 			return s, nil
 		}
 		// Its shard was skipped (OnShardError): on to the next position.
@@ -345,7 +345,7 @@ func (it *Iterator) receive(ctx context.Context, v *visit) error {
 	if err := it.pipe.load(ctx, pv, it.skipShard); err != nil {
 		return err
 	}
-	v.perm, v.samples = pv.perm, pv.samples
+	v.samples = pv.samples
 	return nil
 }
 
@@ -360,17 +360,13 @@ func (it *Iterator) skipShard(shard int, err error) error {
 
 // emit returns the sample at partition index i of visit v, nil when its
 // shard was skipped.
-func (it *Iterator) emit(part int, i int64, v *visit) *Sample {
-	win := &it.lay.windows[part][v.win]
-	off := i - win.start
-	if v.perm != nil {
-		off = int64(v.perm[off])
-	}
-	ld := v.samples[off]
-	if ld == nil {
+func (it *Iterator) emit(i int64, v *visit) *Sample {
+	k := (i - v.iStart) / v.step
+	if k < 0 || k >= int64(len(v.samples)) || v.samples[k].sample == nil {
 		return nil
 	}
-	delete(v.samples, off)
+	ld := v.samples[k]
+	v.samples[k] = loaded{} // what the caller no longer needs is not kept
 	if ld.hold.left--; ld.hold.left == 0 {
 		it.release = append(it.release, ld.hold)
 	}

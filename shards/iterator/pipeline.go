@@ -2,6 +2,7 @@ package iterator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -14,12 +15,13 @@ import (
 )
 
 // job is one shard read on behalf of one visit: the samples at sorted
-// shard-local indices idx, stored at window offsets offs.
+// shard-local indices idx, which are the visit's samples at positions pos
+// (see visit.samples).
 type job struct {
 	shard int
 	seq   int64 // place in the order the consumer receives jobs
 	idx   []int64
-	offs  []int64
+	pos   []int64
 	done  chan jobResult // buffered: a worker never blocks on it
 	// raw is the shard's bytes as read (a pooled buffer or a mapping), or
 	// readErr why not; filled by the read stage before a decoder sees the
@@ -131,27 +133,31 @@ func (p *pipeline) dispatch(ctx context.Context, lay *layout, sch schedule, work
 	}
 }
 
-// planJobs lists, per shard, the samples a visit needs.
+// planJobs lists, per shard, the samples a visit needs, in the order they
+// are stored in the window.
 func planJobs(lay *layout, v *visit) []*job {
 	win := &lay.windows[v.part][v.win]
-	offs := make([]int64, 0, v.count())
-	for i := v.iStart; i < v.end; i += v.step {
+	type want struct{ off, pos int64 } // stored offset in the window, place in the visit
+	wants := make([]want, 0, v.count())
+	for i, pos := v.iStart, int64(0); i < v.end; i, pos = i+v.step, pos+1 {
 		off := i - win.start
 		if v.perm != nil {
 			off = int64(v.perm[off])
 		}
-		offs = append(offs, off)
+		wants = append(wants, want{off, pos})
 	}
-	slices.Sort(offs)
+	if v.perm != nil { // without a permutation they come in stored order
+		slices.SortFunc(wants, func(a, b want) int { return cmp.Compare(a.off, b.off) })
+	}
 	var jobs []*job
-	for _, off := range offs {
-		shard, idx := win.locate(off)
+	for _, w := range wants {
+		shard, idx := win.locate(w.off)
 		if len(jobs) == 0 || jobs[len(jobs)-1].shard != shard {
 			jobs = append(jobs, &job{shard: shard, done: make(chan jobResult, 1)})
 		}
 		j := jobs[len(jobs)-1]
 		j.idx = append(j.idx, idx)
-		j.offs = append(j.offs, off)
+		j.pos = append(j.pos, w.pos)
 	}
 	return jobs
 }
@@ -329,7 +335,7 @@ func (it *Iterator) bufferHint(sh Shard) int64 {
 // that failed is handed to skip with its shard: nil leaves its samples
 // out, an error is returned.
 func (p *pipeline) load(ctx context.Context, v *visit, skip func(shard int, err error) error) error {
-	v.samples = make(map[int64]*loaded, v.count())
+	v.samples = make([]loaded, v.count())
 	for _, j := range v.jobs {
 		var r jobResult
 		select {
@@ -347,7 +353,7 @@ func (p *pipeline) load(ctx context.Context, v *visit, skip func(shard int, err 
 			continue
 		}
 		for k, s := range r.samples {
-			v.samples[j.offs[k]] = &loaded{shard: j.shard, index: j.idx[k], sample: s, hold: r.hold}
+			v.samples[j.pos[k]] = loaded{shard: j.shard, index: j.idx[k], sample: s, hold: r.hold}
 		}
 	}
 	v.jobs = nil

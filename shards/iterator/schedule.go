@@ -54,7 +54,7 @@ type visit struct {
 	iStart, step, end int64
 	perm              []int32
 	jobs              []*job
-	samples           map[int64]*loaded // by stored offset in the window
+	samples           []loaded // by place in the visit: (i-iStart)/step for partition index i; a nil sample was skipped
 }
 
 func (v *visit) count() int64 { return (v.end - v.iStart + v.step - 1) / v.step }

@@ -124,19 +124,17 @@ func strictOctal(b []byte) (int64, bool) {
 // layout writers use: octal digits up to a last byte that is a NUL or a
 // space ("0000644\x00"). Anything else goes to strictOctal.
 func octalOK(b []byte) bool {
-	// c&0xf8 == '0' holds for '0' to '7' alone. The last byte is checked
-	// apart: it is set to '0' before the digit test.
+	// c&0xf8 == '0' holds for '0' to '7' alone. The field's first and last
+	// eight bytes are tested (the same eight in an 8-byte field), the last
+	// byte set to '0' first: it is checked apart.
 	const mask, digits = 0xf8f8f8f8f8f8f8f8, 0x3030303030303030
-	switch len(b) {
-	case 8: // mode, uid, gid, devmajor, devminor
-		x := binary.LittleEndian.Uint64(b)&^(0xff<<56) | '0'<<56
-		if x&mask == digits && (b[7] == 0 || b[7] == ' ') {
-			return true
+	if n := len(b); n == 8 || n == 12 { // mode, uid, gid, devmajor, devminor; mtime
+		tail := binary.LittleEndian.Uint64(b[n-8:])&^(0xff<<56) | '0'<<56
+		head := tail
+		if n == 12 {
+			head = binary.LittleEndian.Uint64(b)
 		}
-	case 12: // mtime
-		x := binary.LittleEndian.Uint64(b)
-		y := binary.LittleEndian.Uint32(b[8:])&^(0xff<<24) | '0'<<24
-		if x&mask == digits && y&(mask&0xffffffff) == digits&0xffffffff && (b[11] == 0 || b[11] == ' ') {
+		if head&mask == digits && tail&mask == digits && (b[n-1] == 0 || b[n-1] == ' ') {
 			return true
 		}
 	}

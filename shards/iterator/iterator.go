@@ -276,7 +276,7 @@ func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 			it.walk = newWalker(it.lay, sch)
 			it.pipe = it.startPipeline(it.lay, sch)
 		}
-		_, i, v, fresh, ok := it.walk.next()
+		i, v, fresh, ok := it.walk.next()
 		if !ok {
 			it.pipe.stop()
 			it.pipe, it.walk = nil, nil

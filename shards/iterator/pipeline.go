@@ -103,7 +103,7 @@ func (p *pipeline) dispatch(ctx context.Context, lay *layout, sch schedule, work
 	wk := newWalker(lay, sch)
 	var seq int64
 	for {
-		_, _, v, fresh, ok := wk.next()
+		_, v, fresh, ok := wk.next()
 		if !ok {
 			return
 		}

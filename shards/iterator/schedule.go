@@ -75,19 +75,20 @@ func newWalker(lay *layout, sch schedule) *walker {
 }
 
 // next advances to the next position of the schedule. It returns the
-// partition and index there, the visit serving it, and whether that visit
-// starts here; ok is false after the last position.
-func (w *walker) next() (part int, i int64, v *visit, fresh, ok bool) {
+// index there within its partition, the visit serving it (v.part is the
+// partition), and whether that visit starts here; ok is false after the
+// last position.
+func (w *walker) next() (i int64, v *visit, fresh, ok bool) {
 	if w.k >= w.sch.count {
-		return 0, 0, nil, false, false
+		return 0, nil, false, false
 	}
 	g := w.sch.global(w.k)
 	w.k++
 	lap, e := g/w.lay.n, g%w.lay.n
-	part, i = int(e%w.lay.p), e/w.lay.p
+	part, i := int(e%w.lay.p), e/w.lay.p
 	v = w.cur[part]
 	if v != nil && v.lap == lap && i >= v.iStart && i < v.end {
-		return part, i, v, false, true
+		return i, v, false, true
 	}
 	win := w.lay.windowOf(part, i)
 	// The last position this rank takes in this lap bounds the visit.
@@ -100,7 +101,7 @@ func (w *walker) next() (part int, i int64, v *visit, fresh, ok bool) {
 		end: min(w.lay.windows[part][win].end, iMax),
 	}
 	w.cur[part] = v
-	return part, i, v, true, true
+	return i, v, true, true
 }
 
 func gcd(a, b int64) int64 {

@@ -65,7 +65,7 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sf := &sendFile{fd: f.Fd(), st: *sysStat(fi), f: f}
+	sf := sendFileOf(f, fi)
 	c, s := tcpPair(t)
 	r := newStreamReader(c)
 	if _, ok := r.(*streamReader); !ok {

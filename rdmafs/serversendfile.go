@@ -47,8 +47,13 @@ func (sc *serverConn) openSendFile(name string) (*sendFile, *requestError) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	// A *syscall.Stat_t wherever syscall has the type, so this compiles.
-	return &sendFile{fd: f.Fd(), st: *fi.Sys().(*syscall.Stat_t), f: f}, nil
+	return sendFileOf(f, fi), nil
+}
+
+// sendFileOf is the sendFile of f, opened through os.Root, whose Stat is
+// fi.
+func sendFileOf(f *os.File, fi os.FileInfo) *sendFile {
+	return &sendFile{fd: f.Fd(), st: *fi.Sys().(*syscall.Stat_t), f: f}
 }
 
 // fdReaderAt reads a sendFile's descriptor with pread(2), plain system

@@ -100,6 +100,40 @@ func TestPrefetchIsBounded(t *testing.T) {
 	}
 }
 
+// Prefetch runs on into the next epoch: while the consumer still holds
+// the last sample of an epoch, the next epoch's first shards are being
+// read, so workers do not wait at epoch boundaries. After the run's last
+// epoch nothing more is read.
+func TestPrefetchCrossesEpochs(t *testing.T) {
+	ds := makeShards(t, []int{4, 4, 4})
+	for _, tt := range []struct {
+		epochs   int64
+		wantMore bool // shards of a next epoch opened after the first
+	}{{2, true}, {1, false}} {
+		op := &countingOpener{inner: DirOpener{Root: ds.Root}}
+		it, err := New(ds, Options{Prefetch: 2, Workers: 1, Epochs: tt.epochs, Opener: op})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 12 { // all of epoch 0; the next Next call would cross
+			if _, err := it.Next(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tt.wantMore {
+			for deadline := time.Now().Add(10 * time.Second); op.count() < 3+2; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d shards opened 10 s after the consumer took epoch 0's last sample; want epoch 1's first 2 read ahead", op.count())
+				}
+			}
+		}
+		if got, limit := op.count(), 3+2; got > limit || !tt.wantMore && got != 3 {
+			t.Errorf("epochs %d: %d shards opened at the end of epoch 0", tt.epochs, got)
+		}
+		it.Close()
+	}
+}
+
 func TestCorruptAndStaleShardsAreNamed(t *testing.T) {
 	ds := makeShards(t, []int{5, 5, 5})
 	manifested := withManifest(t, ds)

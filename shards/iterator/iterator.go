@@ -274,13 +274,19 @@ func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 			it.lay = newLayout(it.ds, it.ord, it.epoch)
 			sch := it.schedule(it.lay.n)
 			it.walk = newWalker(it.lay, sch)
-			it.pipe = it.startPipeline(it.lay, sch)
+			if it.pipe == nil {
+				it.pipe = it.startPipeline(it.epoch, it.lay, sch)
+			}
 		}
 		i, v, fresh, ok := it.walk.next()
 		if !ok {
-			it.pipe.stop()
-			it.pipe, it.walk = nil, nil
+			// The pipeline is already on the next epoch, if any.
+			it.walk = nil
 			it.epoch, it.start = it.epoch+1, 0
+			if it.epoch >= it.opts.Epochs {
+				it.pipe.stop()
+				it.pipe = nil
+			}
 			continue
 		}
 		if fresh {
@@ -301,8 +307,13 @@ func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 
 // schedule is this reader's share of the epoch's n positions from it.start:
 // the rank's, split for its consumer.
-func (it *Iterator) schedule(n int64) schedule {
-	return newSchedule(n, it.start, it.opts.Rank, it.opts.WorldSize, it.opts.DropRemainder).split(it.opts.Consumer, it.opts.Consumers)
+func (it *Iterator) schedule(n int64) schedule { return it.scheduleFrom(n, it.start) }
+
+// scheduleFrom is this reader's share of an epoch's n positions from
+// global position start. It reads only the options, so the pipeline may
+// call it for later epochs while the consumer runs.
+func (it *Iterator) scheduleFrom(n, start int64) schedule {
+	return newSchedule(n, start, it.opts.Rank, it.opts.WorldSize, it.opts.DropRemainder).split(it.opts.Consumer, it.opts.Consumers)
 }
 
 // Skip moves a fresh iterator (no Next call yet; after Restore if any)
@@ -339,7 +350,7 @@ func (it *Iterator) receive(ctx context.Context, v *visit) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if pv == nil || pv.part != v.part || pv.win != v.win || pv.lap != v.lap || pv.iStart != v.iStart {
+	if pv == nil || pv.epoch != it.epoch || pv.part != v.part || pv.win != v.win || pv.lap != v.lap || pv.iStart != v.iStart {
 		return errors.New("iterator: internal error: prefetch and consumer disagree on the visit order")
 	}
 	if err := it.pipe.load(ctx, pv, it.skipShard); err != nil {

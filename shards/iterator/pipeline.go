@@ -53,11 +53,14 @@ type loaded struct {
 	hold   *holder
 }
 
-// pipeline prefetches and decodes the shards of one epoch for one rank, in
-// the order the rank will need them: dispatch → read stage (one shard at a
-// time through the loader, ahead of the decoders, so I/O overlaps decoding)
-// → decode workers. At most slots jobs are queued, being read, decoding or
-// decoded but not yet taken by the consumer.
+// pipeline prefetches and decodes the shards of one rank, in the order the
+// rank will need them, from a starting point to the end of the run's last
+// epoch: dispatch → read stage (one shard at a time through the loader,
+// ahead of the decoders, so I/O overlaps decoding) → decode workers. It runs
+// on across epochs, so that workers that finish an epoch's last shards
+// start on the next epoch's first instead of waiting while one worker
+// decodes the epoch's last shard. At most slots jobs are queued, being
+// read, decoding or decoded but not yet taken by the consumer.
 type pipeline struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -67,12 +70,16 @@ type pipeline struct {
 	// consumer will receive (see decodeBuffer).
 	bufs *bufferPool
 	head atomic.Int64
+	seq  int64 // the next job's seq; dispatch's alone
 	// maxBuffers is how many decoded-shard buffers decoders fill before
 	// they wait for one to come back (see decodeBuffer).
 	maxBuffers int
 }
 
-func (it *Iterator) startPipeline(lay *layout, sch schedule) *pipeline {
+// startPipeline starts prefetching at epoch's schedule sch over layout lay;
+// after that epoch it goes on with the next ones from their beginnings, up
+// to the run's last epoch.
+func (it *Iterator) startPipeline(epoch int64, lay *layout, sch schedule) *pipeline {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pipeline{
 		cancel: cancel,
@@ -86,7 +93,16 @@ func (it *Iterator) startPipeline(lay *layout, sch schedule) *pipeline {
 	// workers that finish together do not wait for a read each. Slots
 	// still bound every job in flight.
 	work := make(chan *job, it.opts.Workers)
-	p.wg.Go(func() { p.dispatch(ctx, lay, sch, reads) })
+	p.wg.Go(func() {
+		defer close(reads)
+		defer close(p.visits)
+		for ; epoch < it.opts.Epochs && p.dispatch(ctx, epoch, lay, sch, reads); epoch++ {
+			if epoch+1 < it.opts.Epochs {
+				lay = newLayout(it.ds, it.ord, epoch+1)
+				sch = it.scheduleFrom(lay.n, 0)
+			}
+		}
+	})
 	p.wg.Go(func() { it.readLoop(ctx, reads, work) })
 	for range it.opts.Workers {
 		p.wg.Go(func() { it.decodeLoop(ctx, p, work) })
@@ -94,40 +110,39 @@ func (it *Iterator) startPipeline(lay *layout, sch schedule) *pipeline {
 	return p
 }
 
-// dispatch walks the rank's schedule and hands out each new visit's jobs.
-// A visit goes to the consumer before its jobs take slots, so the consumer
-// can free slots while a visit with many shards is still being queued.
-func (p *pipeline) dispatch(ctx context.Context, lay *layout, sch schedule, work chan<- *job) {
-	defer close(work)
-	defer close(p.visits)
+// dispatch walks the rank's schedule of one epoch and hands out each new
+// visit's jobs; false when ctx ended it first. A visit goes to the
+// consumer before its jobs take slots, so the consumer can free slots while
+// a visit with many shards is still being queued.
+func (p *pipeline) dispatch(ctx context.Context, epoch int64, lay *layout, sch schedule, work chan<- *job) bool {
 	wk := newWalker(lay, sch)
-	var seq int64
 	for {
 		_, v, fresh, ok := wk.next()
 		if !ok {
-			return
+			return true
 		}
 		if !fresh {
 			continue
 		}
+		v.epoch = epoch
 		v.perm = lay.perm(v.part, v.win)
 		v.jobs = planJobs(lay, v)
 		select {
 		case p.visits <- v:
 		case <-ctx.Done():
-			return
+			return false
 		}
 		for _, j := range v.jobs {
-			j.seq, seq = seq, seq+1
+			j.seq, p.seq = p.seq, p.seq+1
 			select {
 			case p.slots <- struct{}{}:
 			case <-ctx.Done():
-				return
+				return false
 			}
 			select {
 			case work <- j:
 			case <-ctx.Done():
-				return
+				return false
 			}
 		}
 	}

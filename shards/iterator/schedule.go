@@ -49,6 +49,7 @@ func (s schedule) split(c, consumers int) schedule {
 // iStart, iStart+step, ... < iEnd of partition part that the rank takes,
 // all in window win, within one lap over the epoch order.
 type visit struct {
+	epoch             int64 // set by the pipeline, which runs on across epochs
 	part, win         int
 	lap               int64
 	iStart, step, end int64

@@ -25,9 +25,20 @@ TEXT ·updateVPCLMUL(SB), NOSPLIT, $0-44
 
 	VBROADCASTI32X4 0(DX), Z0 // by2048
 
+	// While more than 12 KiB are left past a block, it also asks for the
+	// line 12 KiB ahead. A mapping of the page cache comes in 4 KiB
+	// pages, and the hardware prefetchers stop at a page's end, so that
+	// otherwise every page begins with a page walk and a miss that nothing
+	// overlaps (BenchmarkUpdateMapped: 11% faster). Nothing is asked for
+	// past the end of p.
 loop256:
-	CMPQ CX, $256
-	JB   fold512
+	CMPQ       CX, $256
+	JB         fold512
+	CMPQ       CX, $(256+12288)
+	JB         noprefetch
+	PREFETCHT0 12288(SI)
+
+noprefetch:
 	VMOVDQU64  0(SI), Z11
 	VMOVDQU64  64(SI), Z12
 	VMOVDQU64  128(SI), Z13

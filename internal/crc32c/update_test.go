@@ -22,7 +22,7 @@ func TestUpdateMatchesHashCRC32(t *testing.T) {
 	for n := 0; n <= 2100; n++ {
 		lengths = append(lengths, n)
 	}
-	lengths = append(lengths, 4095, 4096, 4097, 4111, 4112, 8191, 65535, 65536)
+	lengths = append(lengths, 4095, 4096, 4097, 4111, 4112, 8191, 12543, 12544, 12545, 12559, 12560, 12800, 65535, 65536)
 	for _, n := range lengths {
 		for _, align := range []int{0, 1, 7, 15, 33, 63} {
 			p := data[align : align+n]

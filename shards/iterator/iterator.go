@@ -271,11 +271,19 @@ func (it *Iterator) Next(ctx context.Context) (*Sample, error) {
 			if it.epoch >= it.opts.Epochs {
 				return nil, io.EOF
 			}
-			it.lay = newLayout(it.ds, it.ord, it.epoch)
-			sch := it.schedule(it.lay.n)
-			it.walk = newWalker(it.lay, sch)
 			if it.pipe == nil {
-				it.pipe = it.startPipeline(it.epoch, it.lay, sch)
+				it.lay = newLayout(it.ds, it.ord, it.epoch)
+				it.walk = newWalker(it.lay, it.schedule(it.lay.n))
+				it.pipe = it.startPipeline(it.epoch, it.lay, it.walk.sch)
+			} else {
+				// The pipeline runs on across epochs and made this one's.
+				select {
+				case it.lay = <-it.pipe.layouts:
+				case <-ctx.Done():
+					it.err = ctx.Err()
+					return nil, it.err
+				}
+				it.walk = newWalker(it.lay, it.schedule(it.lay.n))
 			}
 		}
 		i, v, fresh, ok := it.walk.next()

@@ -71,6 +71,9 @@ type pipeline struct {
 	bufs *bufferPool
 	head atomic.Int64
 	seq  int64 // the next job's seq; dispatch's alone
+	// layouts hands the consumer the layout of each epoch after the first,
+	// in order, as dispatch makes it: one layout serves both sides.
+	layouts chan *layout
 	// maxBuffers is how many decoded-shard buffers decoders fill before
 	// they wait for one to come back (see decodeBuffer).
 	maxBuffers int
@@ -86,6 +89,9 @@ func (it *Iterator) startPipeline(epoch int64, lay *layout, sch schedule) *pipel
 		visits: make(chan *visit, it.opts.Prefetch),
 		slots:  make(chan struct{}, it.opts.Prefetch),
 		bufs:   it.pool,
+		// One ahead is enough: dispatch has handed out an epoch's last
+		// visit before it makes the next epoch's layout.
+		layouts: make(chan *layout, 1),
 	}
 	p.maxBuffers = it.opts.Workers
 	reads := make(chan *job)
@@ -97,9 +103,15 @@ func (it *Iterator) startPipeline(epoch int64, lay *layout, sch schedule) *pipel
 		defer close(reads)
 		defer close(p.visits)
 		for ; epoch < it.opts.Epochs && p.dispatch(ctx, epoch, lay, sch, reads); epoch++ {
-			if epoch+1 < it.opts.Epochs {
-				lay = newLayout(it.ds, it.ord, epoch+1)
-				sch = it.scheduleFrom(lay.n, 0)
+			if epoch+1 == it.opts.Epochs {
+				return
+			}
+			lay = newLayout(it.ds, it.ord, epoch+1)
+			sch = it.scheduleFrom(lay.n, 0)
+			select {
+			case p.layouts <- lay:
+			case <-ctx.Done():
+				return
 			}
 		}
 	})

@@ -103,7 +103,7 @@ func strictOctal(b []byte) (int64, bool) {
 	}
 	// Spaces and NULs around the digits are ignored (bytes.Trim(b, " \x00"),
 	// written out: Trim builds its byte set on every call, and this runs
-	// eight times a header).
+	// at least twice a header, for the checksum and the size).
 	for len(b) > 0 && (b[0] == ' ' || b[0] == 0) {
 		b = b[1:]
 	}

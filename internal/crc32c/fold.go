@@ -14,7 +14,7 @@ package crc32c
 // as the whole input: two CRC32 instructions on it give the CRC.
 
 // vpclmulMin is the shortest input folded: below it hash/crc32's
-// three-way CRC32 instruction loop is about as fast, and the AVX-512 unit
+// three-way CRC32 instruction loop is about as fast, and the vector unit
 // is not worth waking.
 const vpclmulMin = 1024
 
@@ -24,11 +24,12 @@ type foldKeys struct {
 	by2048 [2]uint64 // the main loop: 4 registers of 512 bits
 	by512  [2]uint64 // one 512-bit register into the next
 	by128  [2]uint64 // one 128-bit lane into the next
+	by256  [2]uint64 // one 256-bit register into the next (updateVPCLMUL256)
 }
 
 func newFoldKeys() foldKeys {
 	k := func(bits int64) [2]uint64 { return [2]uint64{foldKey(bits + 32), foldKey(bits - 32)} }
-	return foldKeys{by2048: k(2048), by512: k(512), by128: k(128)}
+	return foldKeys{by2048: k(2048), by512: k(512), by128: k(128), by256: k(256)}
 }
 
 // foldKey is K(n) for n a multiple of 8.

@@ -7,11 +7,22 @@ import (
 	"testing"
 )
 
-// TestUpdateMatchesHashCRC32 cross-checks Update (folding where the CPU
-// has it) against hash/crc32 over lengths around every threshold and
-// step of the folding code, at every alignment, from several CRCs so far.
+// implementations are Update and each folding routine of this CPU, by
+// name.
+func implementations(t testing.TB) map[string]func(crc uint32, p []byte) uint32 {
+	impls := map[string]func(uint32, []byte) uint32{"Update": Update}
+	for name, fn := range routines() {
+		impls[name] = fn
+	}
+	t.Logf("Update folds with %q; routines tested: %d", folding(), len(impls)-1)
+	return impls
+}
+
+// TestUpdateMatchesHashCRC32 cross-checks Update and every folding
+// routine the CPU has against hash/crc32 over lengths around every
+// threshold and step of the folding code, at every alignment, from
+// several CRCs so far.
 func TestUpdateMatchesHashCRC32(t *testing.T) {
-	t.Logf("folding with AVX-512 VPCLMULQDQ: %v", foldingAvailable())
 	r := rand.New(rand.NewPCG(3, 4))
 	data := make([]byte, 64<<10+64)
 	for i := range data {
@@ -23,12 +34,14 @@ func TestUpdateMatchesHashCRC32(t *testing.T) {
 		lengths = append(lengths, n)
 	}
 	lengths = append(lengths, 4095, 4096, 4097, 4111, 4112, 8191, 12543, 12544, 12545, 12559, 12560, 12800, 65535, 65536)
-	for _, n := range lengths {
-		for _, align := range []int{0, 1, 7, 15, 33, 63} {
-			p := data[align : align+n]
-			for _, crc := range []uint32{0, 0xffffffff, 0x12345678} {
-				if got, want := Update(crc, p), crc32.Update(crc, std, p); got != want {
-					t.Fatalf("Update(%08x, %d bytes at alignment %d) = %08x, want %08x", crc, n, align, got, want)
+	for name, update := range implementations(t) {
+		for _, n := range lengths {
+			for _, align := range []int{0, 1, 7, 15, 33, 63} {
+				p := data[align : align+n]
+				for _, crc := range []uint32{0, 0xffffffff, 0x12345678} {
+					if got, want := update(crc, p), crc32.Update(crc, std, p); got != want {
+						t.Fatalf("%s(%08x, %d bytes at alignment %d) = %08x, want %08x", name, crc, n, align, got, want)
+					}
 				}
 			}
 		}
@@ -57,20 +70,24 @@ func TestUpdateInPieces(t *testing.T) {
 	}
 }
 
-// FuzzUpdate cross-checks Update against hash/crc32 on any input.
+// FuzzUpdate cross-checks Update and every folding routine of the CPU
+// against hash/crc32 on any input.
 func FuzzUpdate(f *testing.F) {
 	f.Add(uint32(0), make([]byte, 1024))
 	f.Add(uint32(0xdeadbeef), make([]byte, 4111))
 	std := crc32.MakeTable(crc32.Castagnoli)
+	impls := implementations(f)
 	f.Fuzz(func(t *testing.T, crc uint32, p []byte) {
-		if got, want := Update(crc, p), crc32.Update(crc, std, p); got != want {
-			t.Fatalf("Update(%08x, %d bytes) = %08x, want %08x", crc, len(p), got, want)
-		}
 		// Fuzzed inputs are short: repeated, they reach the folding code.
+		long := p
 		if len(p) > 0 {
-			long := bytes.Repeat(p, 1+(2*vpclmulMin)/len(p))
-			if got, want := Update(crc, long), crc32.Update(crc, std, long); got != want {
-				t.Fatalf("Update(%08x, %d bytes repeated to %d) = %08x, want %08x", crc, len(p), len(long), got, want)
+			long = bytes.Repeat(p, 1+(2*vpclmulMin)/len(p))
+		}
+		for name, update := range impls {
+			for _, q := range [][]byte{p, long} {
+				if got, want := update(crc, q), crc32.Update(crc, std, q); got != want {
+					t.Fatalf("%s(%08x, %d bytes, from %d repeated) = %08x, want %08x", name, crc, len(q), len(p), got, want)
+				}
 			}
 		}
 	})
@@ -78,20 +95,18 @@ func FuzzUpdate(f *testing.F) {
 
 func BenchmarkUpdate(b *testing.B) {
 	std := crc32.MakeTable(crc32.Castagnoli)
-	for _, n := range []int{1 << 10, 128 << 10, 1 << 20} {
+	impls := implementations(b)
+	impls["hash-crc32"] = func(crc uint32, p []byte) uint32 { return crc32.Update(crc, std, p) }
+	for _, n := range []int{1 << 10, 2 << 10, 4 << 10, 16 << 10, 128 << 10, 1 << 20} {
 		p := make([]byte, n)
-		b.Run("crc32c/"+itoa(n), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			for b.Loop() {
-				Update(0, p)
-			}
-		})
-		b.Run("hash-crc32/"+itoa(n), func(b *testing.B) {
-			b.SetBytes(int64(n))
-			for b.Loop() {
-				crc32.Update(0, std, p)
-			}
-		})
+		for name, update := range impls {
+			b.Run(name+"/"+itoa(n), func(b *testing.B) {
+				b.SetBytes(int64(n))
+				for b.Loop() {
+					update(0, p)
+				}
+			})
+		}
 	}
 }
 

@@ -28,6 +28,69 @@ done: \
 	MOVL      CX, ret+40(FP); \
 	RET
 
+// FOLD_YMM(r, off) folds 256-bit register r 2048 bits along, adding the
+// input at off(SI): the step of updateVPCLMUL256's and updateHybrid's
+// loops, the by2048 keys in Y0, Y9 scratch.
+#define FOLD_YMM(r, off) \
+	VPCLMULQDQ $0x11, Y0, r, Y9; \
+	VPCLMULQDQ $0x00, Y0, r, r; \
+	VPXOR      off(SI), Y9, Y9; \
+	VPXOR      Y9, r, r
+
+// CRC4(off) adds 8 bytes at off of each of the four streams (DI, DI+R9,
+// DI+R10, DI+R11) to their CRCs (AX, BX, R12, R13).
+#define CRC4(off) \
+	CRC32Q off(DI), AX; \
+	CRC32Q off(DI)(R9*1), BX; \
+	CRC32Q off(DI)(R10*1), R12; \
+	CRC32Q off(DI)(R11*1), R13
+
+// FOLD_INTO(r) folds Y1 256 bits along into r, leaving the sum in Y1:
+// the by256 keys in Y0, Y9 scratch.
+#define FOLD_INTO(r) \
+	VPCLMULQDQ $0x11, Y0, Y1, Y9; \
+	VPCLMULQDQ $0x00, Y0, Y1, Y1; \
+	VPXOR      Y9, Y1, Y1; \
+	VPXOR      r, Y1, Y1
+
+// REDUCE_YMM folds the eight 256-bit registers Y1..Y8 (the keys at DX)
+// into the 128-bit remainder X1, and leaves the by128 keys in X0, as
+// FOLD16_AND_FINISH wants them.
+#define REDUCE_YMM \
+	VBROADCASTI128 48(DX), Y0; \
+	FOLD_INTO(Y2); \
+	FOLD_INTO(Y3); \
+	FOLD_INTO(Y4); \
+	FOLD_INTO(Y5); \
+	FOLD_INTO(Y6); \
+	FOLD_INTO(Y7); \
+	FOLD_INTO(Y8); \
+	VEXTRACTI128 $1, Y1, X2; \
+	VZEROUPPER; \
+	MOVOU        32(DX), X0; \
+	MOVOA        X1, X5; \
+	PCLMULQDQ    $0x00, X0, X1; \
+	PCLMULQDQ    $0x11, X0, X5; \
+	PXOR         X5, X1; \
+	PXOR         X2, X1
+
+// LOAD_YMM loads the first 256 bytes at SI into Y1..Y8, adds the
+// non-inverted CRC so far (AX) to their first 4, and moves SI and CX
+// past them.
+#define LOAD_YMM \
+	VMOVDQU 0(SI), Y1; \
+	VMOVDQU 32(SI), Y2; \
+	VMOVDQU 64(SI), Y3; \
+	VMOVDQU 96(SI), Y4; \
+	VMOVDQU 128(SI), Y5; \
+	VMOVDQU 160(SI), Y6; \
+	VMOVDQU 192(SI), Y7; \
+	VMOVDQU 224(SI), Y8; \
+	VMOVD   AX, X10; \
+	VPXOR   Y10, Y1, Y1; \
+	ADDQ    $256, SI; \
+	SUBQ    $256, CX
+
 // func updateVPCLMUL(crc uint32, p []byte, k *foldKeys) uint32
 //
 // Folds p (len ≥ 256, a multiple of 16) into 128 bits with AVX-512
@@ -134,110 +197,118 @@ TEXT ·updateVPCLMUL256(SB), NOSPLIT, $0-44
 	MOVQ p_len+16(FP), CX
 	MOVQ k+32(FP), DX
 
-	// The first 256 bytes, with the CRC so far added to their first 4.
-	VMOVDQU 0(SI), Y1
-	VMOVDQU 32(SI), Y2
-	VMOVDQU 64(SI), Y3
-	VMOVDQU 96(SI), Y4
-	VMOVDQU 128(SI), Y5
-	VMOVDQU 160(SI), Y6
-	VMOVDQU 192(SI), Y7
-	VMOVDQU 224(SI), Y8
-	VMOVD   AX, X10 // zeroes the rest of Y10
-	VPXOR   Y10, Y1, Y1
-	ADDQ    $256, SI
-	SUBQ    $256, CX
-
+	LOAD_YMM
 	VBROADCASTI128 0(DX), Y0 // by2048
 
 	// As in updateVPCLMUL, the line 12 KiB ahead is asked for while more
 	// than that is left.
 loop256:
 	CMPQ       CX, $256
-	JB         fold256
+	JB         reduce
 	CMPQ       CX, $(256+12288)
 	JB         noprefetch
 	PREFETCHT0 12288(SI)
 
 noprefetch:
-	VPCLMULQDQ $0x11, Y0, Y1, Y9
-	VPCLMULQDQ $0x00, Y0, Y1, Y1
-	VPCLMULQDQ $0x11, Y0, Y2, Y10
-	VPCLMULQDQ $0x00, Y0, Y2, Y2
-	VPCLMULQDQ $0x11, Y0, Y3, Y11
-	VPCLMULQDQ $0x00, Y0, Y3, Y3
-	VPCLMULQDQ $0x11, Y0, Y4, Y12
-	VPCLMULQDQ $0x00, Y0, Y4, Y4
-	VPXOR      0(SI), Y9, Y9
-	VPXOR      32(SI), Y10, Y10
-	VPXOR      64(SI), Y11, Y11
-	VPXOR      96(SI), Y12, Y12
-	VPXOR      Y9, Y1, Y1
-	VPXOR      Y10, Y2, Y2
-	VPXOR      Y11, Y3, Y3
-	VPXOR      Y12, Y4, Y4
-	VPCLMULQDQ $0x11, Y0, Y5, Y9
-	VPCLMULQDQ $0x00, Y0, Y5, Y5
-	VPCLMULQDQ $0x11, Y0, Y6, Y10
-	VPCLMULQDQ $0x00, Y0, Y6, Y6
-	VPCLMULQDQ $0x11, Y0, Y7, Y11
-	VPCLMULQDQ $0x00, Y0, Y7, Y7
-	VPCLMULQDQ $0x11, Y0, Y8, Y12
-	VPCLMULQDQ $0x00, Y0, Y8, Y8
-	VPXOR      128(SI), Y9, Y9
-	VPXOR      160(SI), Y10, Y10
-	VPXOR      192(SI), Y11, Y11
-	VPXOR      224(SI), Y12, Y12
-	VPXOR      Y9, Y5, Y5
-	VPXOR      Y10, Y6, Y6
-	VPXOR      Y11, Y7, Y7
-	VPXOR      Y12, Y8, Y8
-	ADDQ       $256, SI
-	SUBQ       $256, CX
-	JMP        loop256
+	FOLD_YMM(Y1, 0)
+	FOLD_YMM(Y2, 32)
+	FOLD_YMM(Y3, 64)
+	FOLD_YMM(Y4, 96)
+	FOLD_YMM(Y5, 128)
+	FOLD_YMM(Y6, 160)
+	FOLD_YMM(Y7, 192)
+	FOLD_YMM(Y8, 224)
+	ADDQ $256, SI
+	SUBQ $256, CX
+	JMP  loop256
 
-fold256:
-	// Y1 into Y2, and so on into Y8: 256 bits apart.
-	VBROADCASTI128 48(DX), Y0 // by256
-	VPCLMULQDQ     $0x11, Y0, Y1, Y9
-	VPCLMULQDQ     $0x00, Y0, Y1, Y1
-	VPXOR          Y9, Y1, Y1
-	VPXOR          Y2, Y1, Y1
-	VPCLMULQDQ     $0x11, Y0, Y1, Y9
-	VPCLMULQDQ     $0x00, Y0, Y1, Y1
-	VPXOR          Y9, Y1, Y1
-	VPXOR          Y3, Y1, Y1
-	VPCLMULQDQ     $0x11, Y0, Y1, Y9
-	VPCLMULQDQ     $0x00, Y0, Y1, Y1
-	VPXOR          Y9, Y1, Y1
-	VPXOR          Y4, Y1, Y1
-	VPCLMULQDQ     $0x11, Y0, Y1, Y9
-	VPCLMULQDQ     $0x00, Y0, Y1, Y1
-	VPXOR          Y9, Y1, Y1
-	VPXOR          Y5, Y1, Y1
-	VPCLMULQDQ     $0x11, Y0, Y1, Y9
-	VPCLMULQDQ     $0x00, Y0, Y1, Y1
-	VPXOR          Y9, Y1, Y1
-	VPXOR          Y6, Y1, Y1
-	VPCLMULQDQ     $0x11, Y0, Y1, Y9
-	VPCLMULQDQ     $0x00, Y0, Y1, Y1
-	VPXOR          Y9, Y1, Y1
-	VPXOR          Y7, Y1, Y1
-	VPCLMULQDQ     $0x11, Y0, Y1, Y9
-	VPCLMULQDQ     $0x00, Y0, Y1, Y1
-	VPXOR          Y9, Y1, Y1
-	VPXOR          Y8, Y1, Y1
+reduce:
+	REDUCE_YMM
+	FOLD16_AND_FINISH
 
-	// The two lanes of Y1, the first into the second: 128 bits apart.
-	VEXTRACTI128 $1, Y1, X2
-	VZEROUPPER
-	MOVOU        32(DX), X0 // by128
-	MOVOA        X1, X5
-	PCLMULQDQ    $0x00, X0, X1
-	PCLMULQDQ    $0x11, X0, X5
-	PXOR         X5, X1
-	PXOR         X2, X1
+// func updateHybrid(crc uint32, p []byte, k *foldKeys) (ret, s1, s2, s3, s4 uint32)
+//
+// For CPUs whose VPCLMULQDQ and CRC32 instructions each sum about 8 bytes
+// a cycle and run on different units (AMD Zen 3): p (len ≥ 512, a multiple
+// of 512) is summed as five parts at once. The first half is folded as in
+// updateVPCLMUL256, from the non-inverted CRC so far, into ret; the
+// second half is four streams of len/8 bytes, each summed from zero with
+// CRC32 instructions into s1..s4. The caller combines them (crc32c_amd64.go).
+TEXT ·updateHybrid(SB), NOSPLIT, $0-60
+	MOVL crc+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+	MOVQ k+32(FP), DX
 
+	SHRQ $1, CX           // CX: bytes of the folded half
+	LEAQ (SI)(CX*1), DI   // DI: the first stream
+	MOVQ CX, R9
+	SHRQ $2, R9           // R9: bytes of each stream
+	LEAQ (R9)(R9*1), R10  // R10: 2 streams
+	LEAQ (R10)(R9*1), R11 // R11: 3 streams
+
+	LOAD_YMM
+
+	XORL AX, AX
+	XORL BX, BX
+	XORL R12, R12
+	XORL R13, R13
+
+	VBROADCASTI128 0(DX), Y0 // by2048
+
+	// Each step folds 256 bytes of the first half and sums 64 bytes of
+	// each stream; the streams end 64 bytes after the folded half, which
+	// the loop after this one sums.
+loop:
+	CMPQ CX, $256
+	JB   tail
+	CMPQ CX, $(256+12288)
+	JB   noprefetch
+	PREFETCHT0 12288(SI)
+	PREFETCHT0 3072(DI)
+	PREFETCHT0 3072(DI)(R9*1)
+	PREFETCHT0 3072(DI)(R10*1)
+	PREFETCHT0 3072(DI)(R11*1)
+
+noprefetch:
+	FOLD_YMM(Y1, 0)
+	CRC4(0)
+	FOLD_YMM(Y2, 32)
+	CRC4(8)
+	FOLD_YMM(Y3, 64)
+	CRC4(16)
+	FOLD_YMM(Y4, 96)
+	CRC4(24)
+	FOLD_YMM(Y5, 128)
+	CRC4(32)
+	FOLD_YMM(Y6, 160)
+	CRC4(40)
+	FOLD_YMM(Y7, 192)
+	CRC4(48)
+	FOLD_YMM(Y8, 224)
+	CRC4(56)
+	ADDQ $256, SI
+	ADDQ $64, DI
+	SUBQ $256, CX
+	JMP  loop
+
+tail:
+	// The streams' last 64 bytes.
+	CRC4(0)
+	CRC4(8)
+	CRC4(16)
+	CRC4(24)
+	CRC4(32)
+	CRC4(40)
+	CRC4(48)
+	CRC4(56)
+	MOVL AX, s1+44(FP)
+	MOVL BX, s2+48(FP)
+	MOVL R12, s3+52(FP)
+	MOVL R13, s4+56(FP)
+
+	XORL CX, CX
+	REDUCE_YMM
 	FOLD16_AND_FINISH
 
 // func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)

@@ -23,6 +23,14 @@ func routines() map[string]func(crc uint32, p []byte) uint32 {
 	}
 	if canFold256 {
 		r["AVX2"] = wrap(updateVPCLMUL256)
+		r["hybrid"] = func(crc uint32, p []byte) uint32 {
+			if len(p) >= 512 {
+				var c uint32
+				c, p = hybrid(^crc, p)
+				crc = ^c
+			}
+			return crc32.Update(crc, table, p)
+		}
 	}
 	return r
 }

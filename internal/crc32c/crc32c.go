@@ -84,13 +84,16 @@ var x2nTable = func() (t [32]uint32) {
 
 // xPow8n returns x^(8n) modulo the polynomial: the operator that appends n
 // zero bytes to a CRC.
-func xPow8n(n int64) uint32 {
+func xPow8n(n int64) uint32 { return xPow(8 * n) }
+
+// xPow returns x^m modulo the polynomial.
+func xPow(m int64) uint32 {
 	p := uint32(1) << 31 // x^0
-	for k := 3; n != 0; k++ {
-		if n&1 != 0 {
+	for k := 0; m != 0; k++ {
+		if m&1 != 0 {
 			p = multModP(x2nTable[k&31], p)
 		}
-		n >>= 1
+		m >>= 1
 	}
 	return p
 }

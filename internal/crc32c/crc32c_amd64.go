@@ -8,15 +8,16 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// Which folding routine this CPU, and its OS (which must save the vector
+// Which folding routines this CPU, and its OS (which must save the vector
 // registers), can run; read-only after package initialization.
 var (
 	// canFold512: updateVPCLMUL, AVX-512 (Intel since Ice Lake, AMD
 	// since Zen 4).
 	canFold512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VPCLMULQDQ && cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE42
-	// canFold256: updateVPCLMUL256, VPCLMULQDQ on 256-bit registers
-	// (AMD Zen 3, and every CPU with canFold512). golang.org/x/sys/cpu
-	// reports VPCLMULQDQ only beside AVX-512, so CPUID is asked here.
+	// canFold256: updateVPCLMUL256 and updateHybrid, VPCLMULQDQ on
+	// 256-bit registers (AMD Zen 3, and every CPU with canFold512).
+	// golang.org/x/sys/cpu reports VPCLMULQDQ only beside AVX-512, so
+	// CPUID is asked here.
 	canFold256 = cpu.X86.HasAVX2 && cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE42 && hasVPCLMULQDQ()
 )
 
@@ -29,8 +30,8 @@ func hasVPCLMULQDQ() bool {
 	return ecx&(1<<10) != 0
 }
 
-// keys are the folding constants of both routines; read-only after
-// package initialization.
+// keys are the folding constants of the routines; read-only after package
+// initialization.
 var keys = newFoldKeys()
 
 // updateVPCLMUL extends the non-inverted CRC-32C crc with p, whose length
@@ -44,80 +45,94 @@ func updateVPCLMUL(crc uint32, p []byte, k *foldKeys) uint32
 //go:noescape
 func updateVPCLMUL256(crc uint32, p []byte, k *foldKeys) uint32
 
-// updateHybrid sums p (len ≥ 512, a multiple of 512) in five parts at
-// once: its first half folded from the non-inverted crc into ret, and four
-// streams of len/8 bytes with CRC32 instructions, each from zero, into
-// s1..s4; combineHybrid puts them together.
+// updateHybrid extends the non-inverted crc with p (len ≥ 512, a multiple
+// of 512) in five parts at once: its first half folded as
+// updateVPCLMUL256 does, and four streams of len/8 bytes with CRC32
+// instructions, combined with shift = hybridShift(len/8).
 //
 //go:noescape
-func updateHybrid(crc uint32, p []byte, k *foldKeys) (ret, s1, s2, s3, s4 uint32)
+func updateHybrid(crc uint32, p []byte, k *foldKeys, shift uint32) uint32
 
 func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
 
-// updateFast extends crc with the longest prefix of p it can sum faster
-// than hash/crc32 and returns the rest of p.
-func updateFast(crc uint32, p []byte) (uint32, []byte) {
-	if len(p) < vpclmulMin {
-		return crc, p
-	}
-	n := len(p) &^ 15
+// routine is one way of summing; foldWith runs it.
+type routine int
+
+const (
+	noFold    routine = iota
+	fold512           // updateVPCLMUL
+	fold256           // updateVPCLMUL256
+	hybrid256         // updateHybrid
+)
+
+var routineNames = [...]string{noFold: "", fold512: "AVX-512 VPCLMULQDQ", fold256: "AVX2 VPCLMULQDQ", hybrid256: "AVX2 VPCLMULQDQ and CRC32 streams"}
+
+func (r routine) String() string { return routineNames[r] }
+
+// hybridMin is the shortest input updateHybrid sums: below it, folding
+// alone is as fast in cache (BenchmarkUpdate).
+const hybridMin = 16 << 10
+
+// pick is the routine Update runs for n bytes on this CPU.
+func pick(n int) routine {
 	switch {
 	case canFold512:
-		return ^updateVPCLMUL(^crc, p[:n], &keys), p[n:]
-	case canFold256 && len(p) >= hybridMin:
-		c, rest := hybrid(^crc, p)
-		return ^c, rest
+		return fold512
+	case canFold256 && n >= hybridMin:
+		return hybrid256
 	case canFold256:
+		return fold256
+	}
+	return noFold
+}
+
+// updateFast extends crc with the longest prefix of p it can sum faster
+// than hash/crc32 and returns the rest of p.
+func updateFast(crc uint32, p []byte) (uint32, []byte) { return foldWith(pick(len(p)), crc, p) }
+
+// foldWith extends crc with the longest prefix of p that routine r sums
+// and returns the rest of p: none where p is too short for r.
+func foldWith(r routine, crc uint32, p []byte) (uint32, []byte) {
+	switch {
+	case r == fold512 && len(p) >= vpclmulMin:
+		n := len(p) &^ 15
+		return ^updateVPCLMUL(^crc, p[:n], &keys), p[n:]
+	case r == fold256 && len(p) >= vpclmulMin:
+		n := len(p) &^ 15
 		return ^updateVPCLMUL256(^crc, p[:n], &keys), p[n:]
+	case r == hybrid256 && len(p) >= 512:
+		n := len(p) &^ 511
+		return ^updateHybrid(^crc, p[:n], &keys, hybridShift(int64(n/8))), p[n:]
 	}
 	return crc, p
 }
 
-// folding names the routine Update folds with, "" where it has none.
+// folding names the routines Update folds with, "" where it has none.
 func folding() string {
-	switch {
-	case canFold512:
-		return "AVX-512 VPCLMULQDQ"
-	case canFold256:
-		return "AVX2 VPCLMULQDQ"
+	if r := pick(hybridMin); r != pick(vpclmulMin) {
+		return pick(vpclmulMin).String() + "; from 16 KiB " + r.String()
 	}
-	return ""
+	return pick(vpclmulMin).String()
 }
 
-// hybridMin is the shortest input updateHybrid sums: the four combines
-// cost a few hundred nanoseconds, a sixtieth of what 16 KiB takes.
-const hybridMin = 16 << 10
+// lastShift caches hybridShift's key for the last stream length: a load
+// sums pieces of a few sizes, and xPow takes 50 to 650 ns, up to half of
+// what summing 16 KiB takes.
+var lastShift atomic.Pointer[shiftKey]
 
-// hybrid extends the non-inverted CRC-32C crc with the longest prefix of
-// p that is a multiple of 512 (len(p) ≥ hybridMin) and returns the rest.
-func hybrid(crc uint32, p []byte) (uint32, []byte) {
-	n := len(p) &^ 511
-	folded, s1, s2, s3, s4 := updateHybrid(crc, p[:n], &keys)
-	shift := streamShift(int64(n / 8))
-	crc = multModP(shift, folded) ^ s1
-	crc = multModP(shift, crc) ^ s2
-	crc = multModP(shift, crc) ^ s3
-	crc = multModP(shift, crc) ^ s4
-	return crc, p[n:]
+type shiftKey struct {
+	n   int64
+	key uint32
 }
 
-// lastShift caches streamShift's operator for the last stream length: a
-// load sums pieces of a few sizes, and xPow8n costs as much as summing
-// 32 KiB.
-var lastShift atomic.Pointer[shiftOp]
-
-type shiftOp struct {
-	n  int64
-	op uint32
-}
-
-// streamShift is x^(8n) modulo the polynomial: multModP by it appends n
-// zero bytes to a CRC, as Combine does.
-func streamShift(n int64) uint32 {
+// hybridShift is the key that moves a CRC n bytes along in updateHybrid:
+// x^(8n−33) modulo the polynomial, as one carry-less multiply by it and a
+// CRC32 instruction on the product multiply by x^(8n) (n ≥ 5).
+func hybridShift(n int64) uint32 {
 	if c := lastShift.Load(); c != nil && c.n == n {
-		return c.op
+		return c.key
 	}
-	op := xPow8n(n)
-	lastShift.Store(&shiftOp{n: n, op: op})
-	return op
+	key := xPow(8*n - 33)
+	lastShift.Store(&shiftKey{n: n, key: key})
+	return key
 }

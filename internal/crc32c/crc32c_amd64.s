@@ -2,14 +2,12 @@
 
 #include "textflag.h"
 
-// FOLD16_AND_FINISH folds what is left of p (SI, CX bytes, a multiple of
-// 16) into the 128-bit remainder X1, 16 bytes at a time with the by128
-// keys in X0, then takes the CRC32C of the remainder with two CRC32
-// instructions and returns it. Both folding routines end with it.
-#define FOLD16_AND_FINISH \
+// FOLD16 folds what is left of p (SI, CX bytes, a multiple of 16) into
+// the 128-bit remainder X1, 16 bytes at a time with the by128 keys in X0.
+#define FOLD16 \
 loop16: \
 	CMPQ      CX, $16; \
-	JB        done; \
+	JB        done16; \
 	MOVOU     0(SI), X2; \
 	MOVOA     X1, X5; \
 	PCLMULQDQ $0x00, X0, X1; \
@@ -19,14 +17,35 @@ loop16: \
 	ADDQ      $16, SI; \
 	SUBQ      $16, CX; \
 	JMP       loop16; \
-done: \
+done16:
+
+// FINISH takes the CRC32C of the 128-bit remainder X1 into CX with two
+// CRC32 instructions (AX and BX scratch).
+#define FINISH \
 	MOVQ      X1, AX; \
 	PEXTRQ    $1, X1, BX; \
 	XORL      CX, CX; \
 	CRC32Q    AX, CX; \
-	CRC32Q    BX, CX; \
-	MOVL      CX, ret+40(FP); \
+	CRC32Q    BX, CX
+
+// FOLD16_AND_FINISH is FOLD16 and FINISH, and returns the CRC: how the
+// folding routines end.
+#define FOLD16_AND_FINISH \
+	FOLD16; \
+	FINISH; \
+	MOVL CX, ret+40(FP); \
 	RET
+
+// SHIFT_ADD(s) moves the CRC in CX along the stream length, whose key
+// x^(8n-33) is in X3, and adds the next stream's CRC s: CRC32(clmul(CX,
+// key)) is CX·x^(8n) modulo the polynomial (AX and X2 scratch).
+#define SHIFT_ADD(s) \
+	MOVQ      CX, X2; \
+	PCLMULQDQ $0x00, X3, X2; \
+	MOVQ      X2, AX; \
+	XORL      CX, CX; \
+	CRC32Q    AX, CX; \
+	XORL      s, CX
 
 // FOLD_YMM(r, off) folds 256-bit register r 2048 bits along, adding the
 // input at off(SI): the step of updateVPCLMUL256's and updateHybrid's
@@ -226,15 +245,16 @@ reduce:
 	REDUCE_YMM
 	FOLD16_AND_FINISH
 
-// func updateHybrid(crc uint32, p []byte, k *foldKeys) (ret, s1, s2, s3, s4 uint32)
+// func updateHybrid(crc uint32, p []byte, k *foldKeys, shift uint32) uint32
 //
 // For CPUs whose VPCLMULQDQ and CRC32 instructions each sum about 8 bytes
-// a cycle and run on different units (AMD Zen 3): p (len ≥ 512, a multiple
-// of 512) is summed as five parts at once. The first half is folded as in
-// updateVPCLMUL256, from the non-inverted CRC so far, into ret; the
-// second half is four streams of len/8 bytes, each summed from zero with
-// CRC32 instructions into s1..s4. The caller combines them (crc32c_amd64.go).
-TEXT ·updateHybrid(SB), NOSPLIT, $0-60
+// a cycle (AMD Zen 3): p (len ≥ 512, a multiple of 512) is summed as five
+// parts at once, so that their misses overlap. The first half is folded as
+// in updateVPCLMUL256, from the non-inverted CRC so far; the second half
+// is four streams of len/8 bytes, each summed from zero with CRC32
+// instructions. Then the CRCs are combined in order, each moved along a
+// stream's length by shift, x^(8·len/8−33) modulo the polynomial.
+TEXT ·updateHybrid(SB), NOSPLIT, $0-52
 	MOVL crc+0(FP), AX
 	MOVQ p_base+8(FP), SI
 	MOVQ p_len+16(FP), CX
@@ -302,14 +322,21 @@ tail:
 	CRC4(40)
 	CRC4(48)
 	CRC4(56)
-	MOVL AX, s1+44(FP)
-	MOVL BX, s2+48(FP)
-	MOVL R12, s3+52(FP)
-	MOVL R13, s4+56(FP)
+	MOVL AX, R8 // FINISH takes AX and BX
+	MOVL BX, R10
 
 	XORL CX, CX
 	REDUCE_YMM
-	FOLD16_AND_FINISH
+	FINISH
+
+	MOVL  shift+40(FP), DX
+	MOVQ  DX, X3
+	SHIFT_ADD(R8)
+	SHIFT_ADD(R10)
+	SHIFT_ADD(R12)
+	SHIFT_ADD(R13)
+	MOVL  CX, ret+48(FP)
+	RET
 
 // func cpuid(leaf, subleaf uint32) (eax, ebx, ecx, edx uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24

@@ -1,7 +1,6 @@
 package crc32c
 
 import (
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -34,10 +33,7 @@ func BenchmarkUpdateMapped(b *testing.B) {
 	if Update(0, m) != Update(0, data) {
 		b.Fatal("the mapping sums differently from the bytes written")
 	}
-	std := crc32.MakeTable(crc32.Castagnoli)
-	impls := implementations(b)
-	impls["hash-crc32"] = func(crc uint32, p []byte) uint32 { return crc32.Update(crc, std, p) }
-	for name, update := range impls {
+	for name, update := range benchImplementations(b) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(n)
 			for b.Loop() {

@@ -102,11 +102,10 @@ func (it *Iterator) startPipeline(epoch int64, lay *layout, sch schedule) *pipel
 	p.wg.Go(func() {
 		defer close(reads)
 		defer close(p.visits)
-		for ; epoch < it.opts.Epochs && p.dispatch(ctx, epoch, lay, sch, reads); epoch++ {
-			if epoch+1 == it.opts.Epochs {
-				return
-			}
-			lay = newLayout(it.ds, it.ord, epoch+1)
+		// The consumer starts a pipeline only for an epoch of the run.
+		for p.dispatch(ctx, epoch, lay, sch, reads) && epoch+1 < it.opts.Epochs {
+			epoch++
+			lay = newLayout(it.ds, it.ord, epoch)
 			sch = it.scheduleFrom(lay.n, 0)
 			select {
 			case p.layouts <- lay:

@@ -101,10 +101,17 @@ func FuzzUpdate(f *testing.F) {
 	})
 }
 
+// BenchmarkUpdate sums bytes in cache. They are written first: untouched
+// memory reads as the kernel's one shared zero page, and four CRC32
+// streams whose addresses all map to the same physical lines ran at 13
+// GB/s on AMD Zen 3 against 27-31 GB/s on written bytes.
 func BenchmarkUpdate(b *testing.B) {
 	impls := benchImplementations(b)
 	for _, n := range []int{1 << 10, 2 << 10, 4 << 10, 16 << 10, 128 << 10, 1 << 20} {
 		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(i * 7)
+		}
 		for name, update := range impls {
 			b.Run(name+"/"+itoa(n), func(b *testing.B) {
 				b.SetBytes(int64(n))

@@ -2,6 +2,15 @@
 
 #include "textflag.h"
 
+// FOLD128(x) folds the 128-bit remainder X1 128 bits along and adds x:
+// the by128 keys in X0, X5 scratch. Every routine's last steps.
+#define FOLD128(x) \
+	MOVOA     X1, X5; \
+	PCLMULQDQ $0x00, X0, X1; \
+	PCLMULQDQ $0x11, X0, X5; \
+	PXOR      X5, X1; \
+	PXOR      x, X1
+
 // FOLD16 folds what is left of p (SI, CX bytes, a multiple of 16) into
 // the 128-bit remainder X1, 16 bytes at a time with the by128 keys in X0.
 #define FOLD16 \
@@ -9,11 +18,7 @@ loop16: \
 	CMPQ      CX, $16; \
 	JB        done16; \
 	MOVOU     0(SI), X2; \
-	MOVOA     X1, X5; \
-	PCLMULQDQ $0x00, X0, X1; \
-	PCLMULQDQ $0x11, X0, X5; \
-	PXOR      X5, X1; \
-	PXOR      X2, X1; \
+	FOLD128(X2); \
 	ADDQ      $16, SI; \
 	SUBQ      $16, CX; \
 	JMP       loop16; \
@@ -87,11 +92,7 @@ done16:
 	VEXTRACTI128 $1, Y1, X2; \
 	VZEROUPPER; \
 	MOVOU        32(DX), X0; \
-	MOVOA        X1, X5; \
-	PCLMULQDQ    $0x00, X0, X1; \
-	PCLMULQDQ    $0x11, X0, X5; \
-	PXOR         X5, X1; \
-	PXOR         X2, X1
+	FOLD128(X2)
 
 // LOAD_YMM loads the first 256 bytes at SI into Y1..Y8, adds the
 // non-inverted CRC so far (AX) to their first 4, and moves SI and CX
@@ -186,21 +187,9 @@ fold512:
 	VEXTRACTI32X4 $3, Z1, X4
 	VZEROUPPER
 	MOVOU         32(DX), X0 // by128
-	MOVOA         X1, X5
-	PCLMULQDQ     $0x00, X0, X1
-	PCLMULQDQ     $0x11, X0, X5
-	PXOR          X5, X1
-	PXOR          X2, X1
-	MOVOA         X1, X5
-	PCLMULQDQ     $0x00, X0, X1
-	PCLMULQDQ     $0x11, X0, X5
-	PXOR          X5, X1
-	PXOR          X3, X1
-	MOVOA         X1, X5
-	PCLMULQDQ     $0x00, X0, X1
-	PCLMULQDQ     $0x11, X0, X5
-	PXOR          X5, X1
-	PXOR          X4, X1
+	FOLD128(X2)
+	FOLD128(X3)
+	FOLD128(X4)
 
 	FOLD16_AND_FINISH
 

@@ -3,6 +3,7 @@
 package crc32c
 
 import (
+	"strconv"
 	"sync/atomic"
 
 	"golang.org/x/sys/cpu"
@@ -116,7 +117,7 @@ func foldWith(r routine, crc uint32, p []byte) (uint32, []byte) {
 // folding names the routines Update folds with, "" where it has none.
 func folding() string {
 	if r := pick(hybridMin); r != pick(vpclmulMin) {
-		return pick(vpclmulMin).String() + "; from 16 KiB " + r.String()
+		return pick(vpclmulMin).String() + "; from " + strconv.Itoa(hybridMin>>10) + " KiB " + r.String()
 	}
 	return pick(vpclmulMin).String()
 }

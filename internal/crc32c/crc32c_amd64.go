@@ -122,24 +122,23 @@ func folding() string {
 	return pick(vpclmulMin).String()
 }
 
-// lastShift caches hybridShift's key for the last stream length: a load
-// sums pieces of a few sizes, and xPow took 330 to 780 ns on the AMD
-// VM, about what summing 16 KiB in cache takes.
-var lastShift atomic.Pointer[shiftKey]
-
-type shiftKey struct {
-	n   int64
-	key uint32
-}
+// lastShift caches hybridShift's key for the last stream length, as
+// length<<32 | key (0: none yet): a load sums pieces of a few sizes, and
+// xPow took 330 to 780 ns on the AMD VM, about what summing 16 KiB in
+// cache takes.
+var lastShift atomic.Uint64
 
 // hybridShift is the key that moves a CRC n bytes along in updateHybrid:
 // x^(8n−33) modulo the polynomial, as one carry-less multiply by it and a
-// CRC32 instruction on the product multiply by x^(8n) (n ≥ 5).
+// CRC32 instruction on the product multiply by x^(8n) (n ≥ 5). Lengths of
+// 4 GiB or more (inputs of 32 GiB) are not cached.
 func hybridShift(n int64) uint32 {
-	if c := lastShift.Load(); c != nil && c.n == n {
-		return c.key
+	if c := lastShift.Load(); c != 0 && int64(c>>32) == n {
+		return uint32(c)
 	}
 	key := xPow(8*n - 33)
-	lastShift.Store(&shiftKey{n: n, key: key})
+	if n < 1<<32 {
+		lastShift.Store(uint64(n)<<32 | uint64(key))
+	}
 	return key
 }

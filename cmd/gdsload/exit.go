@@ -33,9 +33,7 @@ type usageError struct{ err error }
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 // commandError carries the path of the command whose run failed ("gdsload
 // load"), so a usage error can point at that command's help.
@@ -124,12 +122,11 @@ func withHint(command string, err error) error {
 // exhaust memory or threads before any useful work, so they are usage
 // errors instead.
 const (
-	maxWorkers   = loader.MaxWorkers
-	maxPrefetch  = 4096
-	maxRuns      = 10000
-	maxChunkSize = loader.MaxChunkSize
-	// maxRandomReads bounds bench --random-reads.
-	maxRandomReads = 1 << 30
+	maxWorkers     = loader.MaxWorkers
+	maxPrefetch    = 4096
+	maxRuns        = 10000
+	maxChunkSize   = loader.MaxChunkSize
+	maxRandomReads = 1 << 30 // bench --random-reads
 )
 
 // intFlagIn is a usage error unless lo <= v <= hi.

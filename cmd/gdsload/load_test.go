@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/gdsload/gdsload/internal/buildinfo"
 	"github.com/gdsload/gdsload/internal/humanize"
 )
 
@@ -127,6 +128,7 @@ func TestExitCodes(t *testing.T) {
 		{"huge runs", []string{"bench", "--runs", "100000000000", p}, 2, "--runs 100000000000: want 1 to 10000"},
 		{"huge connections", []string{"load", "--connections", "100000000000", "rdmafs://127.0.0.1:1/x"}, 2, "--connections"},
 		{"stage huge workers", []string{"stage", "--workers", "1000000000000", p, t.TempDir()}, 2, "want 1 to 1024"},
+		{"serve directory as an argument", []string{"serve", "/srv/data"}, 2, "give the directory as --root /srv/data"},
 		{"serve negative credits", []string{"serve", "--root", t.TempDir(), "--insecure-no-token", "--credits", "-5"}, 2, "--credits -5"},
 		{"serve huge pool", []string{"serve", "--root", t.TempDir(), "--insecure-no-token", "--pool-buffers", "1048576", "--buffer-size", "1048576"}, 1, "over the 64 GiB limit"},
 	} {
@@ -166,7 +168,7 @@ func TestBenchJSON(t *testing.T) {
 func TestVersion(t *testing.T) {
 	out, _, code := run(t, "version", "--json")
 	require.Equal(t, 0, code)
-	var v versionInfo
+	var v buildinfo.Info
 	require.NoError(t, json.Unmarshal([]byte(out), &v))
 	require.NotEmpty(t, v.Go)
 }

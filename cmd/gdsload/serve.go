@@ -50,7 +50,12 @@ rdmafs_auth_failures_total metric.
 Once ready, serve prints exactly one line to stdout, "listening on HOST:PORT"
 (so --listen 127.0.0.1:0 works), and logs to stderr. On SIGINT/SIGTERM it
 stops accepting, lets in-flight reads finish and exits 0.`,
-		Args:         args(cobra.NoArgs),
+		Args: args(func(_ *cobra.Command, a []string) error {
+			if len(a) > 0 {
+				return fmt.Errorf("serve takes no arguments: give the directory as --root %s", a[0])
+			}
+			return nil
+		}),
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.logLevel = level(cmd)
@@ -99,10 +104,9 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		return fmt.Errorf("serve: %w", err)
 	}
 	switch {
+	case tok != nil && o.insecure && o.tokenFile != "":
+		return errors.New("serve: --token-file and --insecure-no-token exclude each other")
 	case tok != nil && o.insecure:
-		if o.tokenFile != "" {
-			return errors.New("serve: --token-file and --insecure-no-token exclude each other")
-		}
 		return errors.New("serve: GDSLOAD_TOKEN is set and --insecure-no-token given: unset one of them")
 	case tok != nil:
 		cfg.Token = tok

@@ -9,8 +9,6 @@ import (
 	"github.com/gdsload/gdsload/internal/buildinfo"
 )
 
-type versionInfo = buildinfo.Info
-
 func newVersionCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -77,7 +77,7 @@ type benchReport struct {
 }
 
 func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
-	if err := errors.Join(intFlagIn("--runs", o.runs, 1, maxRuns), intFlagIn("--workers", o.workers, 1, maxWorkers),
+	if err := errors.Join(intFlagIn("--runs", o.runs, 1, maxRuns), intFlagIn("--workers", o.workers, 1, loader.MaxWorkers),
 		intFlagIn("--random-reads", o.reads, 1, maxRandomReads)); err != nil {
 		return err
 	}

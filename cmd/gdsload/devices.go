@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gdsload/gdsload/devices"
+	"github.com/gdsload/gdsload/internal/humanize"
 )
 
 type devicesOptions struct {
@@ -67,7 +68,7 @@ func printDevices(w io.Writer, r devices.Report) error {
 				continue
 			}
 			fmt.Fprintf(tw, "  %d\t%s\t%s / %s\t%s / %s\tgen%d x%d\t%s\t%s\n", g.Index, g.Name,
-				humanBytes(g.MemoryFree), humanBytes(g.MemoryTotal), humanBytes(g.BAR1Free), humanBytes(g.BAR1Total),
+				humanize.Bytes(int64(g.MemoryFree)), humanize.Bytes(int64(g.MemoryTotal)), humanize.Bytes(int64(g.BAR1Free)), humanize.Bytes(int64(g.BAR1Total)),
 				g.PCIeGen, g.PCIeWidth, numaString(g.NUMANode), g.UUID)
 		}
 	}
@@ -90,12 +91,4 @@ func printDevices(w io.Writer, r devices.Report) error {
 		fmt.Fprintf(tw, "  %s\t%s\tNUMA %s\t%s\n", d.Name, strings.Join(d.NetDevs, ","), numaString(d.NUMANode), strings.Join(ports, "; "))
 	}
 	return tw.Flush()
-}
-
-// humanBytes prints a byte count in GiB or MiB.
-func humanBytes(n uint64) string {
-	if n >= 1<<30 {
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	}
-	return fmt.Sprintf("%d MiB", n>>20)
 }

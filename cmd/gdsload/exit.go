@@ -118,14 +118,13 @@ func withHint(command string, err error) error {
 	return err
 }
 
-// Upper bounds of the count and size flags. Beyond them a typo would
+// Upper bounds of the count flags that the library leaves open (the
+// loader bounds --workers and --chunk-size). Beyond them a typo would
 // exhaust memory or threads before any useful work, so they are usage
 // errors instead.
 const (
-	maxWorkers     = loader.MaxWorkers
 	maxPrefetch    = 4096
 	maxRuns        = 10000
-	maxChunkSize   = loader.MaxChunkSize
 	maxRandomReads = 1 << 30 // bench --random-reads
 )
 
@@ -139,10 +138,10 @@ func intFlagIn(flag string, v, lo, hi int) error {
 
 // alignedSizeFlag parses the size flag's value s (--chunk-size, say): a
 // positive multiple of 4 KiB (the direct-I/O alignment), at most
-// maxChunkSize.
+// loader.MaxChunkSize.
 func alignedSizeFlag(flag, s string) (int64, error) {
 	n, err := humanize.ParseBytes(s)
-	if err != nil || n <= 0 || n > maxChunkSize {
+	if err != nil || n <= 0 || n > loader.MaxChunkSize {
 		return 0, usagef("%s %q: want a size from 4 KiB to 1 GiB, such as 4MiB", flag, s)
 	}
 	if n%loader.DefaultAlignment != 0 {

@@ -29,7 +29,7 @@ func (f *ioFlags) parse() (mode loader.DirectMode, chunk int64, err error) {
 			return 0, 0, err
 		}
 	}
-	if err := intFlagIn("--workers", f.workers, 1, maxWorkers); err != nil {
+	if err := intFlagIn("--workers", f.workers, 1, loader.MaxWorkers); err != nil {
 		return 0, 0, err
 	}
 	return mode, chunk, nil

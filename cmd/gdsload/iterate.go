@@ -108,7 +108,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	if o.limit < 0 || o.epochs < 1 {
 		return usagef("--epochs must be at least 1; --limit not negative")
 	}
-	if err := errors.Join(intFlagIn("--partitions", o.partitions, 0, iterator.MaxPartitions), intFlagIn("--workers", o.workers, 1, maxWorkers),
+	if err := errors.Join(intFlagIn("--partitions", o.partitions, 0, iterator.MaxPartitions), intFlagIn("--workers", o.workers, 1, loader.MaxWorkers),
 		intFlagIn("--prefetch", o.prefetch, 0, maxPrefetch)); err != nil {
 		return err
 	}
@@ -202,7 +202,6 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 			err = errors.Join(err, fmt.Errorf("writing output: %w", ferr))
 		}
 	}()
-	enc := json.NewEncoder(out)
 	var line []byte // a sample's --json line, reused
 	var samples, bytes int64
 	start := time.Now()
@@ -244,7 +243,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	}
 	fmt.Fprintln(infoOut(cmd), sum)
 	if o.asJSON && iterErr == nil {
-		if err := enc.Encode(sum); err != nil {
+		if err := json.NewEncoder(out).Encode(sum); err != nil {
 			return fmt.Errorf("writing output: %w", err)
 		}
 	}

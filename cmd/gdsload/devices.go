@@ -28,7 +28,7 @@ func newDevicesCmd() *cobra.Command {
 NUMA node), NVMe drives and RDMA NICs (through sysfs) of this machine, so that
 you can pair drives, NICs and GPUs on one NUMA node. Where NVML is missing it
 says so and still lists the rest.`,
-		Args: args(cobra.NoArgs),
+		Args: noArgs(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r := collectDevices(o)
 			if o.asJSON {

@@ -35,6 +35,20 @@ func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
+// noArgs refuses arguments to a command that takes none (cobra's NoArgs
+// calls one an unknown command); flag, if set, is where one belongs.
+func noArgs(flag string) cobra.PositionalArgs {
+	return args(func(cmd *cobra.Command, a []string) error {
+		switch {
+		case len(a) == 0:
+			return nil
+		case flag != "":
+			return fmt.Errorf("%s takes no arguments: did you mean %s %s?", cmd.Name(), flag, a[0])
+		}
+		return fmt.Errorf("%s takes no arguments, got %q", cmd.Name(), a[0])
+	})
+}
+
 // commandError carries the path of the command whose run failed ("gdsload
 // load"), so a usage error can point at that command's help.
 type commandError struct {

@@ -128,7 +128,9 @@ func TestExitCodes(t *testing.T) {
 		{"huge runs", []string{"bench", "--runs", "100000000000", p}, 2, "--runs 100000000000: want 1 to 10000"},
 		{"huge connections", []string{"load", "--connections", "100000000000", "rdmafs://127.0.0.1:1/x"}, 2, "--connections"},
 		{"stage huge workers", []string{"stage", "--workers", "1000000000000", p, t.TempDir()}, 2, "want 1 to 1024"},
-		{"serve directory as an argument", []string{"serve", "/srv/data"}, 2, "give the directory as --root /srv/data"},
+		{"serve directory as an argument", []string{"serve", "/srv/data"}, 2, "serve takes no arguments: did you mean --root /srv/data?"},
+		{"devices with an argument", []string{"devices", "gpu0"}, 2, `devices takes no arguments, got "gpu0"`},
+		{"version with an argument", []string{"version", "x"}, 2, `version takes no arguments, got "x"`},
 		{"serve negative credits", []string{"serve", "--root", t.TempDir(), "--insecure-no-token", "--credits", "-5"}, 2, "--credits -5"},
 		{"serve huge pool", []string{"serve", "--root", t.TempDir(), "--insecure-no-token", "--pool-buffers", "1048576", "--buffer-size", "1048576"}, 1, "over the 64 GiB limit"},
 	} {

@@ -50,12 +50,7 @@ rdmafs_auth_failures_total metric.
 Once ready, serve prints exactly one line to stdout, "listening on HOST:PORT"
 (so --listen 127.0.0.1:0 works), and logs to stderr. On SIGINT/SIGTERM it
 stops accepting, lets in-flight reads finish and exits 0.`,
-		Args: args(func(_ *cobra.Command, a []string) error {
-			if len(a) > 0 {
-				return fmt.Errorf("serve takes no arguments: give the directory as --root %s", a[0])
-			}
-			return nil
-		}),
+		Args:         noArgs("--root"),
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.logLevel = level(cmd)

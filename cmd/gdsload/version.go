@@ -14,7 +14,7 @@ func newVersionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the module version and VCS revision",
-		Args:  args(cobra.NoArgs),
+		Args:  noArgs(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := buildinfo.Read()
 			if asJSON {

@@ -84,11 +84,11 @@ type File struct {
 
 // ringReadMax is the largest direct read sent through io_uring (package
 // uring) instead of pread(2). Small reads are where a system call and a
-// blocked thread per read cost most: 4 KiB random reads, 32 at a time,
-// went from about 27,000 to 65,000-80,000 a second on the development VM,
-// and their p99 from 16-26 ms to 0.8-1.6 ms (scripts/bench-vs-fio.sh).
-// Large chunks keep pread, whose threads are cheap per byte (sequential
-// loads measured the same).
+// blocked thread per read cost most: through the ring 4 KiB random reads,
+// 32 at a time, ran at a much higher rate, with a far lower p99
+// (scripts/bench-vs-fio.sh; docs/PERFORMANCE-NOTES.md, loader). Large
+// chunks keep pread, whose threads are cheap per byte (sequential loads
+// measured the same).
 const ringReadMax = 256 << 10
 
 // fileIdentity is what must stay the same for a load to be trusted.
@@ -110,8 +110,9 @@ const smallFileReason = "smaller than 1 MiB: read through the page cache, which 
 // OpenFileForLoad is OpenFile for loading whole directories: under
 // DirectAuto a file smaller than SmallFile is read through the page cache,
 // and DirectReason says so. A direct read of a small file saves no copy
-// worth its cost: on the development VM 10,000 files of 4 to 7 KiB loaded
-// in 1.2 s with O_DIRECT, 0.56 s buffered from a cold cache, 0.2 s warm.
+// worth its cost: small files load faster buffered, even from a cold
+// cache (scripts/bench-vs-fio.sh, its small-files part;
+// docs/PERFORMANCE-NOTES.md, loader).
 func OpenFileForLoad(name string, mode DirectMode) (*File, error) {
 	if mode == DirectAuto {
 		if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() && st.Size() < SmallFile {

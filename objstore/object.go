@@ -47,9 +47,10 @@ func (o *Object) Name() string { return o.url }
 
 // PreferredChunkSize is the client's range size (DefaultRangeSize unless
 // WithRangeSize): a load that leaves the chunk size to its sources
-// (loader.ChunkSizer) then makes one ranged GET per chunk of that size. At
-// 4 MiB, MinIO on the development VM spent a quarter more CPU on the
-// requests of a 2 GiB load, which shared its two cores with the client.
+// (loader.ChunkSizer) then makes one ranged GET per chunk of that size.
+// Each ranged GET costs the server a request's setup: with smaller ranges
+// MinIO spent more CPU on the requests of a load that shared its cores
+// with the client (docs/PERFORMANCE-NOTES.md, objstore; docs/S3.md).
 func (o *Object) PreferredChunkSize() int64 { return o.c.opts.rangeSize }
 
 // Size is the object's size at Open.

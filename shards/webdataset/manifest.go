@@ -406,9 +406,10 @@ func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Opti
 // file, say), for callers that scan many: dec decompresses it (checking
 // its trailers and frame checksums) into buf[:0], which is returned,
 // possibly grown, for the next call; the tar is then walked in memory
-// (Reader.ResetBytes). Its counts equal ScanShard's. It costs about a
-// third of ScanShard's CPU time, most of it decompression (measured on
-// bench-iterate's shards), and needs memory for the decompressed shard.
+// (Reader.ResetBytes). Its counts equal ScanShard's. It costs a fraction
+// of ScanShard's CPU time, most of it decompression
+// (docs/PERFORMANCE-NOTES.md, shards/iterator), and needs memory for the
+// decompressed shard.
 // WithCRC32C(false) and WithSHA256(false) leave the digests out.
 func ScanShardBytes(ctx context.Context, data []byte, name string, dec *Decompressor, buf []byte, opts ...Option) (ShardEntry, []byte, error) {
 	o, err := resolveOptions(opts)

@@ -61,7 +61,7 @@ func statusOf(err error) status {
 		errors.As(err, &ne) && !errors.Is(err, npy.ErrRead),
 		errors.As(err, &we),
 		errors.Is(err, checkpoint.ErrFormat), errors.Is(err, checkpoint.ErrDuplicateTensor),
-		errors.Is(err, checkpoint.ErrWeightMap), errors.Is(err, checkpoint.ErrNotViewable),
+		errors.Is(err, checkpoint.ErrWeightMap), errors.Is(err, checkpoint.ErrNotViewable), errors.Is(err, checkpoint.ErrURLDestination),
 		errors.Is(err, webdataset.ErrShardSize), errors.Is(err, webdataset.ErrShardChecksum),
 		errors.Is(err, iterator.ErrOtherDataset), errors.Is(err, iterator.ErrImpossibleShard):
 		return statusInvalid

@@ -65,6 +65,23 @@ class ErrorsTest(unittest.TestCase):
             gdsload.load_file(self.path("huge-header.safetensors"), device="tpu:0")
         self.assertEqual(gdsload.live_allocations(), 0)
 
+    def test_save_to_a_url_is_refused(self):
+        # Run from the temporary folder: a URL taken for a local path would
+        # make "s3:" there. One that exists already is not written into.
+        old = os.getcwd()
+        os.chdir(self.dir)
+        try:
+            for url in ("s3://models/x.safetensors", "rdmafs://127.0.0.1:7420/x.safetensors", "s3://models/x.safetensors"):
+                with self.assertRaises(ValueError, msg=url) as cm:
+                    gdsload.save_file({"a": torch.zeros(2)}, url)
+                self.assertIn(url, str(cm.exception))
+                self.assertIn("only local paths", str(cm.exception))
+                self.assertEqual(sorted(os.listdir(self.dir)), ["s3:"] if os.path.exists("s3:") else [])
+                os.makedirs(os.path.join("s3:", "models"), exist_ok=True)
+            self.assertEqual(os.listdir(os.path.join("s3:", "models")), [])
+        finally:
+            os.chdir(old)
+
     def test_gpu_that_is_not_there(self):
         p = self.path("g.safetensors")
         gdsload.save_file({"a": torch.zeros(4)}, p)

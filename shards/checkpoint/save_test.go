@@ -82,6 +82,28 @@ func TestSaveSafetensorsRejectsBeforeCreating(t *testing.T) {
 	}
 }
 
+// TestSaveSafetensorsRefusesURL: a URL destination is refused before
+// anything is written, and no local folder named after its scheme
+// appears, whether or not one already exists.
+func TestSaveSafetensorsRefusesURL(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	ts := []SaveTensor{{Name: "a", Dtype: "U8", Shape: []int64{1}, Data: loader.HostMemory([]byte{1})}}
+	for _, url := range []string{"s3://models/x.safetensors", "rdmafs://127.0.0.1:7420/x.safetensors"} {
+		_, err := SaveSafetensors(context.Background(), url, ts, nil, loader.SaveOptions{})
+		require.ErrorIs(t, err, ErrURLDestination, url)
+		require.ErrorContains(t, err, url)
+		ents, _ := os.ReadDir(dir)
+		require.Empty(t, ents, url)
+	}
+	// A folder named like the scheme already there is not written into.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "s3:", "models"), 0o755))
+	_, err := SaveSafetensors(context.Background(), "s3://models/x.safetensors", ts, nil, loader.SaveOptions{})
+	require.ErrorIs(t, err, ErrURLDestination)
+	ents, _ := os.ReadDir(filepath.Join(dir, "s3:", "models"))
+	require.Empty(t, ents)
+}
+
 func TestSaveLoadedFromHost(t *testing.T) {
 	s := writeSharded(t)
 	c := openOrSkip(t, s.index, loader.DirectAuto)

@@ -15,6 +15,7 @@ import ctypes
 import io
 import os
 import struct
+import warnings
 
 from . import _native
 
@@ -142,8 +143,8 @@ class ShardDataset(IterableDataset):
     workers split the rank's samples between them: each sample exactly once
     per epoch.
 
-    epochs: epochs per pass (iter); set_epoch(e) makes the next pass start
-    at epoch e, for training loops that iterate once per epoch.
+    epochs: epochs per pass (iter); each pass starts at the epoch after the
+    last pass's, and set_epoch(e) makes the next pass start at epoch e.
 
     state_dict() / load_state_dict(): the position after the samples this
     process yielded (num_workers=0, or inside a worker, as torchdata's
@@ -238,6 +239,10 @@ class ShardDataset(IterableDataset):
         self._consumer = consumer
         base = state["base"] if state else doc["state"]
         first = req["first_epoch"]
+        # The resume is used up: the next pass is the next epoch, with its
+        # own order (as torchdata's StatefulDataLoader goes on).
+        self._resume = None
+        self._first_epoch = first + self.epochs
         counts = [None] * consumers
         counts[consumer] = skip
         self._counts = counts
@@ -278,21 +283,48 @@ class ShardDataset(IterableDataset):
         this pass): a small dict of plain values, for torch.save."""
         p = getattr(self, "_pass", None)
         if p is None:
-            rank, world = placement(self.rank, self.world_size)
             if self._resume is not None:
                 return dict(self._resume)
+            if get_worker_info() is None:
+                warnings.warn(
+                    "gdsload: ShardDataset.state_dict() in a process that has not iterated it: this is the "
+                    "start of its next pass. A DataLoader with workers iterates copies of the dataset in the "
+                    "workers, so the parent's dataset does not know how far they got; use "
+                    "gdsload.ShardLoader and its state_dict()", RuntimeWarning, stacklevel=2)
+            rank, world = placement(self.rank, self.world_size)
             return {"version": STATE_VERSION, "base": None, "first_epoch": self._first_epoch, "counts": [0],
-                    "next_consumer": 0, "rank": rank, "world_size": world}
+                    "next_consumer": 0, "rank": rank, "world_size": world, "seed": self.seed}
         counts = list(self._counts if counts is None else counts)
         return {"version": STATE_VERSION, "base": p["base"], "first_epoch": p["first_epoch"], "counts": counts,
-                "next_consumer": 0, "rank": p["rank"], "world_size": p["world_size"]}
+                "next_consumer": 0, "rank": p["rank"], "world_size": p["world_size"], "seed": self.seed}
+
+    # The order settings a state was saved with, as the library's state
+    # names them, and this dataset's: a state resumes only the same order.
+    def _order(self):
+        o = {"seed": self.seed, "shuffle": self.shuffle, "shuffle_bytes": self.shuffle_bytes,
+             "drop_remainder": self.drop_remainder}
+        if self.partitions is not None:
+            o["partitions"] = int(self.partitions)
+        return o
 
     def load_state_dict(self, state):
-        """Makes the next pass resume from state (from state_dict)."""
+        """Makes the next pass resume from state (from state_dict). A state
+        saved with another seed, shuffle, shuffle_buffer, partitions or
+        drop_remainder is refused (ValueError); one saved on another
+        dataset is refused when the pass opens it."""
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
             raise ValueError(f"gdsload: not a ShardDataset state of version {STATE_VERSION}: {state!r}")
+        saved = dict(state["base"] or {})
+        if "seed" in state:
+            saved.setdefault("seed", state["seed"])
+        for k, mine in self._order().items():
+            if k in saved and saved[k] != mine:
+                raise ValueError(f"gdsload: the state was saved with {k}={saved[k]!r}, this dataset has {k}={mine!r}; "
+                                 f"resume with the same {k} (the order depends on it)")
         self._resume = {k: state[k] for k in ("version", "base", "first_epoch", "counts", "rank", "world_size")}
         self._resume["next_consumer"] = int(state.get("next_consumer", 0))
+        if "seed" in state:
+            self._resume["seed"] = state["seed"]
         if self._resume["base"] is None:
             # A state saved before the first pass: start where it says.
             self._first_epoch = int(self._resume["first_epoch"])
@@ -310,7 +342,10 @@ class _Tagged:
         info = get_worker_info()
         consumer = getattr(info.dataset, "_consumer", info.id) if info is not None else 0
         n = len(data) if self.batched else 1
-        return (consumer, n, self.collate(data))
+        # The pass's starting state (dataset, seed and order included),
+        # which only the workers, having opened the dataset, know.
+        p = getattr(info.dataset, "_pass", None) if info is not None else None
+        return (consumer, n, p["base"] if p else None, self.collate(data))
 
 
 if torch is not None:
@@ -332,28 +367,49 @@ if torch is not None:
             self._counts = None
 
         def __iter__(self):
+            ds = self.dataset
             consumers = max(1, self.num_workers)
-            state = self.dataset._resume
+            state = ds._resume
             counts = list(state["counts"]) if state is not None else [0] * consumers
             if len(counts) != consumers:
                 raise ValueError(f"gdsload: the state was saved with {len(counts)} workers; resume with "
                                  f"num_workers={len(counts) if len(counts) > 1 else 0}")
             self._counts = counts
             self._next = int(state.get("next_consumer", 0)) if state is not None else 0
-            for consumer, n, batch in super().__iter__():
+            self._base = state["base"] if state is not None else None
+            self._first = state["first_epoch"] if state is not None else ds._first_epoch
+            it = super().__iter__()
+            if self.num_workers:
+                # The workers have their copies of the dataset, resume
+                # included: the parent's goes on to the next pass's epoch,
+                # as each worker's copy does (without workers, the dataset
+                # itself does so).
+                ds._resume = None
+                ds._first_epoch = self._first + ds.epochs
+            for consumer, n, base, batch in it:
                 counts[consumer] += n
                 self._next = (consumer + 1) % consumers
+                if self._base is None:
+                    p = getattr(ds, "_pass", None) if not self.num_workers else None
+                    self._base = base if base is not None else (p["base"] if p else None)
                 yield batch
 
         def state_dict(self):
-            """The position after the batches this loader yielded."""
+            """The position after the batches this loader yielded: the
+            dataset's starting state (which records the dataset and the
+            seed), the epoch, and how many samples each worker yielded."""
             ds = self.dataset
             rank, world = placement(ds.rank, ds.world_size)
-            r = ds._resume
-            return {"version": STATE_VERSION, "base": r["base"] if r else None,
-                    "first_epoch": r["first_epoch"] if r else ds._first_epoch,
-                    "counts": list(self._counts or [0] * max(1, self.num_workers)),
-                    "next_consumer": getattr(self, "_next", 0), "rank": rank, "world_size": world}
+            if getattr(self, "_counts", None) is None:  # not iterated yet
+                r = ds._resume
+                return {"version": STATE_VERSION, "base": r["base"] if r else None,
+                        "first_epoch": r["first_epoch"] if r else ds._first_epoch,
+                        "counts": list(r["counts"]) if r else [0] * max(1, self.num_workers),
+                        "next_consumer": r["next_consumer"] if r else 0, "rank": rank, "world_size": world,
+                        "seed": ds.seed}
+            return {"version": STATE_VERSION, "base": self._base, "first_epoch": self._first,
+                    "counts": list(self._counts), "next_consumer": self._next, "rank": rank, "world_size": world,
+                    "seed": ds.seed}
 
         def load_state_dict(self, state):
             self.dataset.load_state_dict(state)

@@ -95,8 +95,10 @@ char *gdsload_build_info(void);
  *   "partitions", "seed", "shuffle", "shuffle_bytes", "epochs",
  *   "drop_remainder", "workers", "prefetch", "verify", "token",
  *   "state": a saved state | null, "skip": samples of this consumer to
- *   skip after the state}. Result: {"iterator": id, "samples": samples
- *   in the dataset, "shards": count, "fingerprint": "..."}.
+ *   skip after the state, "skip_bad_shards": leave out shards that cannot
+ *   be read, warning on stderr}. Result: {"iterator": id, "samples":
+ *   samples in the dataset, "shards": count, "fingerprint": "...",
+ *   "root": the folder or URL that shard names are relative to}.
  */
 gdsload_status gdsload_load(char *request, uint64_t *job, char **err);
 gdsload_status gdsload_save(char *request, uint64_t *job, char **err);

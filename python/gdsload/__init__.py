@@ -13,11 +13,11 @@ first use in each process (see ForkError for DataLoader workers).
 
 from ._checkpoint import LoadStats, last_stats, load_file, safe_open, save_file
 from ._native import ForkError, build_info, live_allocations
-from .dataset import ShardDataset, ShardLoader
+from .dataset import DecodeError, ShardDataset, ShardLoader, ignore_and_continue, reraise_exception, warn_and_continue
 
 __all__ = [
-    "ForkError", "LoadStats", "ShardDataset", "ShardLoader", "build_info", "last_stats", "live_allocations",
-    "load_file", "safe_open", "save_file",
+    "DecodeError", "ForkError", "LoadStats", "ShardDataset", "ShardLoader", "build_info", "ignore_and_continue",
+    "last_stats", "live_allocations", "load_file", "reraise_exception", "safe_open", "save_file", "warn_and_continue",
 ]
 
 __version__ = "0.1.0"

@@ -13,6 +13,7 @@ an error that says to use multiprocessing_context="spawn" or "forkserver".
 
 import ctypes
 import io
+import json
 import os
 import struct
 import warnings
@@ -65,7 +66,8 @@ def placement(rank=None, world_size=None):
 
 def _decode_field(ext, data):
     """WebDataset's decoding for the extensions gdsload knows: .npy to a
-    torch tensor (a numpy array without torch), .cls to an int."""
+    torch tensor (a numpy array without torch), .cls to an int, .json to
+    what json.loads makes of it."""
     last = ext.rsplit(".", 1)[-1]
     if last == "npy":
         import numpy as np
@@ -74,7 +76,49 @@ def _decode_field(ext, data):
         return torch.from_numpy(a) if torch is not None else a
     if last == "cls":
         return int(data.decode("utf-8").strip())
+    if last == "json":
+        return json.loads(data)
     return data
+
+
+class DecodeError(ValueError):
+    """A sample field that decoding could not read: names the shard, the
+    key and the field."""
+
+
+def reraise_exception(exn):
+    """A handler (WebDataset's name): raise the error, stopping the pass."""
+    raise exn
+
+
+def warn_and_continue(exn):
+    """A handler (WebDataset's name): warn and go on without the sample
+    (and, in the library, without shards that cannot be read)."""
+    warnings.warn(str(exn), RuntimeWarning, stacklevel=2)
+    return True
+
+
+def ignore_and_continue(exn):
+    """A handler (WebDataset's name): go on without the sample, silently
+    (shards that cannot be read are still reported on stderr)."""
+    return True
+
+
+def _manifest_samples(source):
+    """The sample count a local manifest gives for source (a folder holding
+    index.json, or a manifest file), else None."""
+    if "://" in source or any(c in source for c in "{*?["):
+        return None
+    path = os.path.join(source, "index.json") if os.path.isdir(source) else source
+    if not path.endswith(".json") or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            doc = json.load(f)
+        shards = doc["shards"]
+        return sum(int(e["samples"]) for e in shards)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _parse_sample(buf):
@@ -143,6 +187,18 @@ class ShardDataset(IterableDataset):
     workers split the rank's samples between them: each sample exactly once
     per epoch.
 
+    Each sample also has "__url__", the shard it came from, and
+    "__padding__", true for the samples that wrap around to give every rank
+    the same count (see drop_remainder). len() is the samples of a pass on
+    this rank, where a manifest (index.json) gives the dataset's count.
+
+    A field that cannot be decoded raises DecodeError (a ValueError) naming
+    the shard, key and field; handler, as WebDataset's, takes the exception
+    and returns true to go on without the sample: warn_and_continue,
+    ignore_and_continue or reraise_exception (the default). With a handler,
+    shards that cannot be read are left out with a warning on stderr, as
+    `gdsload iterate --skip-bad-shards` does.
+
     epochs: epochs per pass (iter); each pass starts at the epoch after the
     last pass's, and set_epoch(e) makes the next pass start at epoch e.
 
@@ -155,7 +211,7 @@ class ShardDataset(IterableDataset):
 
     def __init__(self, url, *, seed=0, shuffle=None, shuffle_buffer=0, epochs=1, decode=True,
                  partitions=None, drop_remainder=False, rank=None, world_size=None,
-                 workers=2, prefetch=None, verify=True, token=None, direct="auto"):
+                 workers=2, prefetch=None, verify=True, token=None, direct="auto", handler=None):
         super().__init__()
         self.url = os.fspath(url)
         self.seed = int(seed)
@@ -178,6 +234,10 @@ class ShardDataset(IterableDataset):
         self.verify = bool(verify)
         self.token = token
         self.direct = direct
+        if handler is not None and not callable(handler):
+            raise TypeError(f"gdsload: handler {handler!r}: want a function of the exception, such as "
+                            "gdsload.warn_and_continue")
+        self.handler = handler
         self._first_epoch = 0
         self._resume = None  # a state to start from (load_state_dict)
         self._counts = None  # samples yielded per consumer in this pass
@@ -200,6 +260,7 @@ class ShardDataset(IterableDataset):
             "epochs": self.epochs, "drop_remainder": self.drop_remainder,
             "workers": self.workers, "verify": self.verify, "direct": self.direct,
             "state": state["base"] if state else None, "skip": skip,
+            "skip_bad_shards": self.handler is not None and self.handler is not reraise_exception,
         }
         if self.partitions is not None:
             req["partitions"] = int(self.partitions)
@@ -236,6 +297,7 @@ class ShardDataset(IterableDataset):
         handle = _native.run_job(L.gdsload_dataset_open, req, finish=_Iterator,
                                  on_abandoned=lambda d: L.gdsload_iterator_close(d["iterator"]), filename=self.url)
         doc, it = handle.doc, handle.id
+        root = doc.get("root") or self.url
         self._consumer = consumer
         base = state["base"] if state else doc["state"]
         first = req["first_epoch"]
@@ -261,21 +323,58 @@ class ShardDataset(IterableDataset):
                     raise _native.error_for(st, _native.take_string(err.value), self.url)
                 try:
                     buf = (ctypes.c_char * size.value).from_address(sample.value)
-                    key, fields, _ = _parse_sample(memoryview(buf).cast("B"))
+                    key, fields, meta = _parse_sample(memoryview(buf).cast("B"))
                 finally:
                     L.gdsload_free(sample.value)
-                out = {"__key__": key}
-                for ext, data in fields:
-                    if self.decode is True:
-                        out[ext] = _decode_field(ext, data)
-                    elif callable(self.decode):
-                        out[ext] = self.decode(ext, data)
-                    else:
-                        out[ext] = data
-                counts[consumer] += 1
+                counts[consumer] += 1  # a skipped sample is consumed too
+                out = {"__key__": key, "__url__": self._shard_url(root, meta["shard"]),
+                       "__padding__": meta["padding"]}
+                try:
+                    for ext, data in fields:
+                        out[ext] = self._decode(ext, data, out)
+                except DecodeError as e:
+                    if self.handler is None or not self.handler(e):
+                        if self.handler is None:
+                            raise
+                        return
+                    continue
                 yield out
         finally:
             handle.close()
+
+    def _decode(self, ext, data, sample):
+        if self.decode is True:
+            f = _decode_field
+        elif callable(self.decode):
+            f = self.decode
+        else:
+            return data
+        try:
+            return f(ext, data)
+        except Exception as e:
+            raise DecodeError(
+                f"gdsload: sample {sample['__key__']!r} of shard {sample['__url__']}: field .{ext} "
+                f"({len(data)} bytes, {bytes(data[:16])!r}): {type(e).__name__}: {e}; pass decode=False for the "
+                "bytes, or handler=gdsload.warn_and_continue to go on without such samples") from e
+
+    @staticmethod
+    def _shard_url(root, name):
+        if "://" in root:
+            return root.rstrip("/") + "/" + name
+        return os.path.join(root, name)
+
+    def __len__(self):
+        """Samples of a pass on this rank: the manifest's count split
+        between the ranks (rounded up, the padding included, or down with
+        drop_remainder), times epochs. A dataset without a local manifest
+        has no len(): TypeError."""
+        n = _manifest_samples(self.url)
+        if n is None:
+            raise TypeError(f"gdsload: {self.url} has no local manifest (index.json) giving its sample count, "
+                            "so the ShardDataset has no len(); write one with `gdsload manifest`")
+        _, world = placement(self.rank, self.world_size)
+        per = n // world if self.drop_remainder else -(-n // world)
+        return per * self.epochs
 
     def state_dict(self, counts=None):
         """The position after the samples yielded so far in this process (or,

@@ -178,9 +178,10 @@ class ShardDataset(IterableDataset):
     a function (extension, bytes) -> value.
 
     The order is gdsload's iterator's: a function of the dataset, seed,
-    epoch and partitions only. shuffle_buffer (bytes, or "256MiB") shuffles
-    samples within windows of that many bytes, and shards are permuted, when
-    shuffle is true (the default when a buffer is given). Ranks split every
+    epoch and partitions only, the same as `gdsload iterate` gives for the
+    same arguments. Shards are permuted by seed and epoch unless
+    shuffle=False, and shuffle_buffer (bytes, or "256MiB") shuffles samples
+    within windows of that many bytes. Ranks split every
     epoch evenly (rank and world size from torch.distributed when it is
     initialised, else RANK and WORLD_SIZE), padding the last positions by
     wrapping around unless drop_remainder. Within a rank, the DataLoader's
@@ -216,7 +217,9 @@ class ShardDataset(IterableDataset):
         self.url = os.fspath(url)
         self.seed = int(seed)
         self.shuffle_bytes = parse_size(shuffle_buffer)
-        self.shuffle = bool(self.shuffle_bytes) if shuffle is None else bool(shuffle)
+        # Shards are permuted unless shuffle=False, as `gdsload iterate`
+        # does: the same seed gives the same order there and here.
+        self.shuffle = True if shuffle is None else bool(shuffle)
         self.epochs = int(epochs)
         if self.epochs < 1:
             raise ValueError(f"gdsload: epochs {epochs}: want at least 1")

@@ -117,6 +117,17 @@ class WebDatasetTest(unittest.TestCase):
         self.assertEqual(json.loads(p.stdout), [f"s0-{i:03d}" for i in range(3)] + [f"s2-{i:03d}" for i in range(2)])
         self.assertIn("skipping shard shard-0001.tar", p.stderr)
 
+    def test_the_order_of_the_cli(self):
+        d, _ = self.shards("ordered", [3, 4, 2, 5])
+        for args, kwargs in (((), {}), (("--seed", "7"), {"seed": 7}), (("--seed", "7", "--shuffle-buffer", "1KiB"),
+                             {"seed": 7, "shuffle_buffer": "1KiB"}), (("--shuffle=false",), {"shuffle": False})):
+            with self.subTest(args=args):
+                cli = subprocess.run([helpers.gdsload_bin(), "iterate", "--json", *args, d], check=True,
+                                     capture_output=True, text=True).stdout.splitlines()
+                want = [json.loads(line)["key"] for line in cli if '"key"' in line]
+                self.assertEqual(len(want), 14)
+                self.assertEqual([s["__key__"] for s in gdsload.ShardDataset(d, **kwargs)], want)
+
     def test_len_and_padding(self):
         d, paths = self.shards("counted", [3, 4])  # 7 samples
         with self.assertRaises(TypeError):

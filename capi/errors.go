@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"syscall"
 
 	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/rdmafs"
@@ -69,4 +70,14 @@ func statusOf(err error) status {
 		return statusUnavailable
 	}
 	return statusIO
+}
+
+// errnoOf is the system error number err wraps (ENOSPC, ENOTDIR,
+// EISDIR, ...), or 0: the caller raises the exception of that errno.
+func errnoOf(err error) int {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return int(e)
+	}
+	return 0
 }

@@ -68,7 +68,9 @@ char *gdsload_build_info(void);
  * Jobs. Loads, saves and dataset opens run in the background; the caller
  * polls gdsload_wait with a timeout, so it can react to signals (Ctrl-C)
  * between polls and call gdsload_cancel. A job is forgotten once
- * gdsload_wait returned its final status.
+ * gdsload_wait returned its final status. A job that failed with a
+ * system error also sets *result to {"errno": N} (free it too), so the
+ * caller can raise the error of that number.
  *
  * gdsload_load request (JSON): {"path": "model.safetensors" | "dir" |
  *   "x.safetensors.index.json" | "rdmafs://host:port/name",

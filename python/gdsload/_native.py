@@ -151,9 +151,11 @@ def take_string(ptr):
         lib(go=False).gdsload_free(ptr)
 
 
-def error_for(status, message, filename=None, invalid=ValueError):
+def error_for(status, message, filename=None, invalid=ValueError, errnum=0):
     """The Python exception for a gdsload_status; invalid is the class for
-    a corrupt file or a refused request."""
+    a corrupt file or a refused request. errnum, the system error number
+    the library reported, picks the OSError subclass of an I/O error
+    (IsADirectoryError, NotADirectoryError, ENOSPC's OSError, ...)."""
     if status == NOT_FOUND:
         return FileNotFoundError(errno.ENOENT, message, filename) if filename else FileNotFoundError(errno.ENOENT, message)
     if status == PERMISSION:
@@ -164,6 +166,8 @@ def error_for(status, message, filename=None, invalid=ValueError):
         return RuntimeError(message)
     if status == CANCELED:
         return InterruptedError(errno.ECANCELED, message)
+    if errnum:
+        return OSError(errnum, message, filename) if filename else OSError(errnum, message)
     return OSError(errno.EIO, message)
 
 
@@ -232,7 +236,7 @@ def run_job(start, request, finish=None, on_abandoned=None, filename=None, inval
                     raise KeyboardInterrupt
                 st = L.gdsload_wait(job.value, _POLL_MS, ctypes.byref(res), ctypes.byref(err))
             if st != OK:
-                raise error_for(st, take_string(err.value), filename, invalid)
+                raise error_for(st, take_string(err.value), filename, invalid, _errno_of(res))
             doc = json.loads(take_string(res.value))
             res.value = None
             return finish(doc) if finish is not None else doc
@@ -244,9 +248,23 @@ def run_job(start, request, finish=None, on_abandoned=None, filename=None, inval
                 st = _drain(L, job.value, res, err)
                 if st != OK:
                     take_string(err.value)
+                    _errno_of(res)
             if st == OK and res.value and on_abandoned is not None:
                 on_abandoned(json.loads(take_string(res.value)))
             raise
+
+
+def _errno_of(res):
+    """The errno of a failed job's {"errno": N} document, freed (0 when
+    there is none)."""
+    if not res.value:
+        return 0
+    doc = take_string(res.value)
+    res.value = None
+    try:
+        return int(json.loads(doc).get("errno", 0))
+    except (ValueError, AttributeError, TypeError):
+        return 0
 
 
 def live_allocations():

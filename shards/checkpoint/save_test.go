@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -101,6 +102,18 @@ func TestSaveSafetensorsRefusesURL(t *testing.T) {
 	_, err := SaveSafetensors(context.Background(), "s3://models/x.safetensors", ts, nil, loader.SaveOptions{})
 	require.ErrorIs(t, err, ErrURLDestination)
 	ents, _ := os.ReadDir(filepath.Join(dir, "s3:", "models"))
+	require.Empty(t, ents)
+}
+
+// TestSaveSafetensorsOntoADirectory: a directory as the destination is
+// refused before anything is written, with EISDIR.
+func TestSaveSafetensorsOntoADirectory(t *testing.T) {
+	dir := t.TempDir()
+	ts := []SaveTensor{{Name: "a", Dtype: "U8", Shape: []int64{1}, Data: loader.HostMemory([]byte{1})}}
+	_, err := SaveSafetensors(context.Background(), dir, ts, nil, loader.SaveOptions{})
+	require.ErrorIs(t, err, syscall.EISDIR)
+	require.ErrorContains(t, err, dir)
+	ents, _ := os.ReadDir(dir)
 	require.Empty(t, ents)
 }
 

@@ -259,8 +259,10 @@ class safe_open:
         return list(self._open().order)
 
     def metadata(self):
-        """The file's "__metadata__" (None when it has none, or for a
-        sharded checkpoint)."""
+        """The file's "__metadata__", or for a sharded checkpoint its
+        index's "metadata" with values that are not strings in their JSON
+        form ({"total_size": "1234"}); None when there is none (always
+        for .npy)."""
         m = self._open().metadata
         return dict(m) if m is not None else None
 

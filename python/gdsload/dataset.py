@@ -336,9 +336,9 @@ class ShardDataset(IterableDataset):
                     for ext, data in fields:
                         out[ext] = self._decode(ext, data, out)
                 except DecodeError as e:
-                    if self.handler is None or not self.handler(e):
-                        if self.handler is None:
-                            raise
+                    if self.handler is None:
+                        raise
+                    if not self.handler(e):  # the handler ends the pass
                         return
                     continue
                 yield out

@@ -14,7 +14,7 @@ DEMO_DIR ?= demo-data
 TOOLS_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gdsload-tools
 MINIO_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' internal/miniotest/minio.go)
 
-.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun python wheel python-test minio
+.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun python wheel python-test minio venv
 
 all: build
 
@@ -26,7 +26,7 @@ setup:
 build: setup
 	CGO_ENABLED=1 $(GO) build -o $(BIN) ./cmd/gdsload
 
-test: setup lint build python minio
+test: setup lint build python minio venv
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	GDSLOAD_BIN=$(BIN) scripts/python-test.sh
 
@@ -38,6 +38,16 @@ minio:
 	  echo "minio $(MINIO_VERSION) in $(TOOLS_DIR)"; \
 	else echo "installing github.com/minio/minio@$(MINIO_VERSION) into $(TOOLS_DIR)"; \
 	  mkdir -p "$(TOOLS_DIR)" && GOBIN="$(TOOLS_DIR)" GOFLAGS= $(GO) install github.com/minio/minio@$(MINIO_VERSION); fi
+
+# The tests' packages from PyPI (scripts/test-requirements.txt, pinned), in
+# a venv over Debian's /usr/bin/python3 that still sees its python3-torch
+# and python3-numpy; rebuilt when the list changes.
+VENV := build/venv
+venv: $(VENV)/.installed
+$(VENV)/.installed: scripts/test-requirements.txt
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/pip install -q -r scripts/test-requirements.txt
+	touch $@
 
 # The Python package's shared library (capi/, a c-shared build) beside its
 # modules: then `pip install ./python` works, or PYTHONPATH=python.
@@ -51,8 +61,9 @@ python: setup
 wheel: python
 	python3 python/_build/gdsload_build.py dist
 
-# The Python tests alone (Debian's python3-torch and python3-numpy).
-python-test: build python
+# The Python tests alone (Debian's python3-torch and python3-numpy, the
+# venv's safetensors and webdataset).
+python-test: build python venv
 	GDSLOAD_BIN=$(BIN) scripts/python-test.sh
 
 race:

@@ -233,7 +233,10 @@ func (set *allocSet) result(path string, loaded *checkpoint.Loaded, meta map[str
 	}
 	res := loadResult{
 		Checkpoint: path, Metadata: meta,
-		Stats: loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where},
+		// Empty lists, not null, for a file with no tensors.
+		Allocations: make([]allocation, 0, len(loaded.Allocations)),
+		Tensors:     make([]tensorView, 0, len(loaded.Tensors)),
+		Stats:       loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where},
 	}
 	for i, a := range loaded.Allocations {
 		info := allocation{

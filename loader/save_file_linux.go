@@ -304,8 +304,9 @@ func (a *AtomicFile) Rename() error {
 	}
 	a.f = nil
 	if err := a.fs.Rename(a.temp, a.final); err != nil {
+		temp := a.temp // Abort forgets it
 		a.Abort()
-		return fmt.Errorf("renaming %s to %s: %w", a.temp, a.final, err)
+		return fmt.Errorf("renaming %s to %s: %w", temp, a.final, err)
 	}
 	a.temp = ""
 	return nil

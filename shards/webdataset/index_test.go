@@ -14,6 +14,7 @@ import (
 	"github.com/gdsload/gdsload/internal/rdmafstest"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 func TestParseManifestIndex(t *testing.T) {
@@ -108,7 +109,7 @@ func TestManifestChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	remote := rdmafstest.Serve(t, root)
-	m, err := vfs.New(vfs.WithRDMAFS(rdmafstest.Options()...))
+	m, err := vfs.New(rdmafsfs.With(rdmafstest.Options()...))
 	if err != nil {
 		t.Fatal(err)
 	}

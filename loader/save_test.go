@@ -10,14 +10,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/gdsload/gdsload/internal/fileops"
-	"github.com/gdsload/gdsload/internal/fileops/errorfs"
+	"github.com/gdsload/gdsload/internal/durable"
 )
 
 func randomBytes(n int, seed uint64) []byte {
@@ -68,7 +66,7 @@ func noTemps(t *testing.T, dir string) {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range ents {
-		require.False(t, IsTempName(e.Name()), "temporary file %s left behind", e.Name())
+		require.False(t, durable.IsTempName(e.Name()), "temporary file %s left behind", e.Name())
 	}
 }
 
@@ -175,85 +173,4 @@ func TestSaveFileNoSpace(t *testing.T) {
 	_, statErr := os.Stat(path)
 	require.ErrorIs(t, statErr, os.ErrNotExist)
 	noTemps(t, dir)
-}
-
-func TestIsTempName(t *testing.T) {
-	for name, want := range map[string]bool{
-		".a.bin.gdsload-abc123":  true,
-		".x.gdsload-000000":      true,
-		"a.bin.gdsload-abc123":   false, // no leading dot
-		".a.bin.gdsload-abc12":   false,
-		".a.bin.gdsload-ABC123":  false,
-		".gdsload-abc123":        false, // no final name
-		".a.bin.gdsload-abc1234": false,
-		".bashrc":                false,
-	} {
-		require.Equal(t, want, IsTempName(name), name)
-	}
-	final := filepath.Join(t.TempDir(), "model.safetensors")
-	tmp, err := tempName(final)
-	require.NoError(t, err)
-	require.True(t, IsTempName(filepath.Base(tmp)), tmp)
-	require.Equal(t, filepath.Dir(final), filepath.Dir(tmp))
-}
-
-// A direct write the file system refuses although it is aligned (EINVAL)
-// switches the file to buffered writes, says why, and loses no byte; an
-// EINVAL for a write that breaks the alignment rules is an error. EINTR
-// and short writes are retried.
-func TestAtomicFileDirectWriteRefused(t *testing.T) {
-	dir := t.TempDir()
-	var hook errorfs.Hook = func(*errorfs.Op) error { return nil }
-	fsys := errorfs.Wrap(fileops.Default(), func(op *errorfs.Op) error { return hook(op) })
-	a, err := CreateAtomicFS(fsys, filepath.Join(dir, "out.bin"), 3*4096, DirectAuto)
-	require.NoError(t, err)
-	if !a.Direct() {
-		a.Abort()
-		t.Skipf("O_DIRECT writes not available in %s: %s", dir, a.DirectReason())
-	}
-	data := AlignedBuffer(3 * 4096)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	calls := 0
-	hook = func(op *errorfs.Op) error {
-		if op.Kind != errorfs.OpPwrite {
-			return nil
-		}
-		calls++
-		switch calls {
-		case 1:
-			return syscall.EINTR
-		case 2:
-			return syscall.EINVAL // refused while aligned: fall back
-		case 3:
-			op.P = op.P[:100] // short: retried
-		}
-		return nil
-	}
-	require.NoError(t, a.WriteAt(data[:8192], 0))
-	require.False(t, a.Direct())
-	require.Contains(t, a.DirectReason(), "O_DIRECT write refused")
-	require.NoError(t, a.WriteAt(data[8192:], 8192))
-	require.NoError(t, a.Sync())
-	require.NoError(t, a.Publish())
-	got, err := os.ReadFile(filepath.Join(dir, "out.bin"))
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(data, got))
-
-	// Misaligned memory on a direct file: EINVAL is the caller's error.
-	b, err := CreateAtomicFS(fsys, filepath.Join(dir, "bad.bin"), 8192, DirectAuto)
-	require.NoError(t, err)
-	defer b.Abort()
-	if b.Direct() {
-		hook = func(op *errorfs.Op) error {
-			if op.Kind == errorfs.OpPwrite {
-				return syscall.EINVAL
-			}
-			return nil
-		}
-		err := b.WriteAt(data[1:4097], 0)
-		require.ErrorContains(t, err, "writing 4096 bytes at offset 0")
-		require.True(t, b.Direct(), "a misaligned write is not the file system's refusal")
-	}
 }

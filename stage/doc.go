@@ -12,7 +12,7 @@
 //   - how bytes move: one loader.Load per batch of files reads chunks in
 //     parallel (O_DIRECT where possible) into a reused ring of aligned
 //     buffers, and each committed chunk is written with pwrite at the same
-//     offset into a loader.AtomicFile (O_DIRECT where possible);
+//     offset into a temporary file (internal/durable.AtomicFile: O_DIRECT where possible);
 //   - atomicity: each file is written under a temporary dot-name in its
 //     final directory, synced, verified, recorded, renamed and its
 //     directory synced, so a crash never leaves a partial file under a

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/gdsload/gdsload/vfs"
@@ -108,7 +108,7 @@ func (x *expander) addDir(root string) error {
 		return sourceError(root, err)
 	}
 	for _, e := range entries {
-		if inSidecar(e.Rel) || loader.IsTempName(path.Base(e.Rel)) {
+		if inSidecar(e.Rel) || durable.IsTempName(path.Base(e.Rel)) {
 			continue
 		}
 		if err := x.addFile(e.URL, e.Rel, e.Info, root, e.Rel); err != nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -114,7 +115,7 @@ func (r *run) addReason(why string) {
 type batch struct {
 	idx  []int // plan items
 	srcs []loader.Source
-	outs []*loader.AtomicFile
+	outs []*durable.AtomicFile
 	sink []*sink
 	sum  loader.Checksum
 }
@@ -317,7 +318,7 @@ func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
 			b.abort()
 			return nil, err
 		}
-		out, err := loader.CreateAtomicFS(r.s.opts.fs, it.final, it.Size, r.s.opts.WriteDirect)
+		out, err := durable.CreateAtomicFS(r.s.opts.fs, it.final, it.Size, durable.DirectMode(r.s.opts.WriteDirect))
 		if err != nil {
 			b.abort()
 			return nil, r.destFileError(it.final, err)
@@ -509,7 +510,7 @@ func (r *run) publish(b *batch, ks []int) error {
 }
 
 // readBack re-reads the synced temporary file and compares its digest.
-func (r *run) readBack(ctx context.Context, it item, out *loader.AtomicFile, want string, sum loader.Checksum, buf []byte) error {
+func (r *run) readBack(ctx context.Context, it item, out *durable.AtomicFile, want string, sum loader.Checksum, buf []byte) error {
 	f, err := loader.OpenFile(out.TempPath(), loader.DirectAuto)
 	if err != nil {
 		return fmt.Errorf("%s: reading back %s: %w", it.Rel, out.TempPath(), err)

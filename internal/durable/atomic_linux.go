@@ -1,4 +1,9 @@
-package loader
+// Package durable writes files that appear whole or not at all: an
+// AtomicFile is written under a temporary name beside its final path,
+// synced and renamed over it, and the directory synced. It also holds the
+// direct-I/O facts loader and stage share (alignment, file system names)
+// and the free-space check of a destination.
+package durable
 
 import (
 	"crypto/rand"
@@ -70,7 +75,9 @@ func IsTempName(base string) bool {
 	return true
 }
 
-func tempName(final string) (string, error) {
+// TempName returns a fresh temporary name beside final, one IsTempName
+// recognises.
+func TempName(final string) (string, error) {
 	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
 	var r [6]byte
 	if _, err := rand.Read(r[:]); err != nil {
@@ -97,7 +104,7 @@ func CreateAtomicFS(fsys fileops.FS, final string, size int64, mode DirectMode) 
 	a := &AtomicFile{fs: fsys, final: final, size: size, align: DefaultAlignment, memAlign: DefaultAlignment}
 	var err error
 	for range 10 { // a name collision is retried with a fresh suffix
-		if a.temp, err = tempName(final); err != nil {
+		if a.temp, err = TempName(final); err != nil {
 			return nil, err
 		}
 		if err = a.open(mode); !errors.Is(err, os.ErrExist) {
@@ -126,15 +133,15 @@ func (a *AtomicFile) open(mode DirectMode) error {
 		switch {
 		case err == nil:
 			a.f, a.direct = f, true
-			a.align, a.memAlign = dioAlign(f)
+			a.align, a.memAlign = DIOAlign(f)
 			if a.memAlign > DefaultAlignment {
 				// Page-aligned buffers are what callers have.
-				a.reason = fmt.Sprintf("O_DIRECT writes on %s need %d-byte aligned memory; using buffered writes", fsName(a.temp), a.memAlign)
+				a.reason = fmt.Sprintf("O_DIRECT writes on %s need %d-byte aligned memory; using buffered writes", FSName(a.temp), a.memAlign)
 				return a.dropDirect(mode)
 			}
 			return nil
 		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
-			a.reason = fmt.Sprintf("O_DIRECT writes refused by %s (%v); using buffered writes", fsName(filepath.Dir(a.temp)), unwrapErrno(err))
+			a.reason = fmt.Sprintf("O_DIRECT writes refused by %s (%v); using buffered writes", FSName(filepath.Dir(a.temp)), Errno(err))
 			if mode == DirectOn {
 				return fmt.Errorf("%w: %s", ErrDirectRefused, a.reason)
 			}
@@ -257,8 +264,8 @@ func (a *AtomicFile) refused(p []byte, off int64, err error) error {
 		if fl, ferr := unix.FcntlInt(a.f.Fd(), unix.F_GETFL, 0); ferr == nil && fl&unix.O_DIRECT == 0 {
 			return nil
 		}
-	case off%a.align == 0 && addrOf(p)%uintptr(a.memAlign) == 0:
-		a.reason = fmt.Sprintf("O_DIRECT write refused by %s (%v); using buffered writes", fsName(a.temp), err)
+	case off%a.align == 0 && Addr(p)%uintptr(a.memAlign) == 0:
+		a.reason = fmt.Sprintf("O_DIRECT write refused by %s (%v); using buffered writes", FSName(a.temp), err)
 		return a.dropDirect(DirectAuto)
 	}
 	return fmt.Errorf("writing %d bytes at offset %d of %s: %w", len(p), off, a.temp, err)

@@ -27,6 +27,11 @@
 //
 // Staging into GPU memory instead of a directory is ToGPU.
 //
+// The manifest checks it applies are exported for any load through a
+// vfs.Mux: Manifests finds the index.json beside files, Checks compares
+// their sizes before a load and their SHA-256 digests after it, and
+// ReadManifest and VerifyShards check a dataset in place.
+//
 // It knows nothing of the command line: sources are local paths or URLs
 // opened through the vfs.Mux in Options.FS.
 package stage

@@ -58,7 +58,7 @@ func Expand(ctx context.Context, m *vfs.Mux, sources []string) (_ []Entry, err e
 		}
 		defer m.Close()
 	}
-	x := expander{ctx: ctx, m: m, manifests: webdataset.NewManifests(m), byRel: map[string]string{}}
+	x := expander{ctx: ctx, m: m, manifests: NewManifests(m), byRel: map[string]string{}}
 	for _, s := range sources {
 		names := []string{s}
 		if strings.Contains(s, "{") {
@@ -81,7 +81,7 @@ func Expand(ctx context.Context, m *vfs.Mux, sources []string) (_ []Entry, err e
 type expander struct {
 	ctx       context.Context
 	m         *vfs.Mux
-	manifests *webdataset.Manifests
+	manifests *Manifests
 	out       []Entry
 	byRel     map[string]string // Rel → Source, for collisions
 }

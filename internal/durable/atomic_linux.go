@@ -362,3 +362,22 @@ func FreeSpace(path string) int64 {
 	}
 	return int64(st.Bavail) * st.Bsize
 }
+
+// WriteFile writes b to path atomically through the page cache (a small
+// file: a manifest, a state): readers see the old file or the new one,
+// never a torn one.
+func WriteFile(path string, b []byte) error {
+	a, err := CreateAtomic(path, int64(len(b)), DirectOff)
+	if err != nil {
+		return err
+	}
+	if err := a.WriteAt(b, 0); err != nil {
+		a.Abort()
+		return err
+	}
+	if err := a.Sync(); err != nil {
+		a.Abort()
+		return err
+	}
+	return a.Publish()
+}

@@ -174,3 +174,79 @@ func TestSaveFileNoSpace(t *testing.T) {
 	require.ErrorIs(t, statErr, os.ErrNotExist)
 	noTemps(t, dir)
 }
+
+// SaveFile replaces a file as open(2) with O_TRUNC would: the file keeps
+// its permission bits, a symbolic link (or a chain of them) stays a link
+// and its target gets the bytes, and a link to nothing is refused,
+// naming it, with nothing created.
+func TestSaveFileReplacesLikeOpenTrunc(t *testing.T) {
+	want := randomBytes(10000, 9)
+	for _, tc := range []struct {
+		name   string
+		setup  func(t *testing.T, dir string) (path, target string)
+		mode   os.FileMode
+		refuse string
+	}{
+		{name: "a 0600 file", mode: 0o600, setup: func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.WriteFile(p, []byte("old"), 0o600))
+			require.NoError(t, os.Chmod(p, 0o600))
+			return p, p
+		}},
+		{name: "a 0640 file", mode: 0o640, setup: func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.WriteFile(p, []byte("old"), 0o600))
+			require.NoError(t, os.Chmod(p, 0o640))
+			return p, p
+		}},
+		{name: "a link to a file in another directory", mode: 0o600, setup: func(t *testing.T, dir string) (string, string) {
+			target := filepath.Join(dir, "store", "blob")
+			require.NoError(t, os.Mkdir(filepath.Dir(target), 0o755))
+			require.NoError(t, os.WriteFile(target, []byte("old"), 0o600))
+			require.NoError(t, os.Chmod(target, 0o600))
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.Symlink("store/blob", p))
+			return p, target
+		}},
+		{name: "a chain of links", mode: 0o644, setup: func(t *testing.T, dir string) (string, string) {
+			target := filepath.Join(dir, "real.bin")
+			require.NoError(t, os.WriteFile(target, []byte("old"), 0o644))
+			require.NoError(t, os.Chmod(target, 0o644))
+			require.NoError(t, os.Symlink("real.bin", filepath.Join(dir, "mid")))
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.Symlink("mid", p))
+			return p, target
+		}},
+		{name: "a dangling link", refuse: "symbolic link", setup: func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.Symlink("missing/blob", p))
+			return p, filepath.Join(dir, "missing", "blob")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, target := tc.setup(t, dir)
+			_, err := SaveFile(context.Background(), path, HostMemory(want), SaveOptions{Direct: DirectOff})
+			if tc.refuse != "" {
+				require.ErrorContains(t, err, tc.refuse)
+				require.ErrorContains(t, err, path)
+				_, err := os.Stat(target)
+				require.ErrorIs(t, err, os.ErrNotExist)
+				return
+			}
+			require.NoError(t, err)
+			if path != target {
+				fi, err := os.Lstat(path)
+				require.NoError(t, err)
+				require.NotZero(t, fi.Mode()&os.ModeSymlink, "the link stays a link")
+			}
+			got, err := os.ReadFile(target)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(want, got))
+			fi, err := os.Stat(target)
+			require.NoError(t, err)
+			require.Equal(t, tc.mode, fi.Mode().Perm())
+			noTemps(t, filepath.Dir(target))
+		})
+	}
+}

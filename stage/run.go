@@ -465,6 +465,9 @@ func (r *run) publish(b *batch, ks []int) error {
 	recs := make([]record, len(ks))
 	for n, k := range ks {
 		it, out, fr := r.p.items[b.idx[k]], b.outs[k], &r.files[b.idx[k]]
+		if err := out.SetModeTime(it.Mode, it.ModTime); err != nil {
+			return r.destFileError(it.final, err)
+		}
 		st, err := out.Stat()
 		if err != nil {
 			return err

@@ -9,10 +9,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -101,8 +103,11 @@ func CreateAtomic(final string, size int64, mode DirectMode) (*AtomicFile, error
 // rename and removal of the file goes through it (tests wrap it to inject
 // faults and observe the order of operations).
 func CreateAtomicFS(fsys fileops.FS, final string, size int64, mode DirectMode) (*AtomicFile, error) {
+	final, perm, err := replacing(final)
+	if err != nil {
+		return nil, err
+	}
 	a := &AtomicFile{fs: fsys, final: final, size: size, align: DefaultAlignment, memAlign: DefaultAlignment}
-	var err error
 	for range 10 { // a name collision is retried with a fresh suffix
 		if a.temp, err = TempName(final); err != nil {
 			return nil, err
@@ -114,6 +119,12 @@ func CreateAtomicFS(fsys fileops.FS, final string, size int64, mode DirectMode) 
 	if err != nil {
 		return nil, fmt.Errorf("creating a temporary file beside %s: %w", final, err)
 	}
+	if perm != 0 {
+		if err := unix.Fchmod(int(a.f.Fd()), uint32(perm)); err != nil {
+			a.Abort()
+			return nil, fmt.Errorf("giving the temporary file beside %s its mode %v: %w", final, perm, err)
+		}
+	}
 	if size > 0 {
 		if err := fallocate(a.f, size); err != nil {
 			a.Abort()
@@ -124,6 +135,33 @@ func CreateAtomicFS(fsys fileops.FS, final string, size int64, mode DirectMode) 
 		}
 	}
 	return a, nil
+}
+
+// replacing resolves the path a file is published under as open(2) with
+// O_TRUNC would: a symbolic link (or a chain of them) is followed to the
+// file it names, which is then replaced, leaving the link in place; a link
+// whose target does not exist, or that loops, is refused. perm is the
+// permission bits of the file being replaced, kept by its replacement; 0
+// when there is none.
+func replacing(final string) (string, fs.FileMode, error) {
+	fi, err := os.Lstat(final)
+	if err != nil {
+		return final, 0, nil // a new file (or an error that creating it will report)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(final)
+		if err != nil {
+			return "", 0, fmt.Errorf("writing %s: it is a symbolic link whose target cannot be reached (%w); remove the link or point it at a file", final, err)
+		}
+		if fi, err = os.Stat(target); err != nil {
+			return "", 0, fmt.Errorf("writing %s (a symbolic link to %s): %w", final, target, err)
+		}
+		final = target
+	}
+	if !fi.Mode().IsRegular() {
+		return final, 0, nil // a directory or a device: the rename reports it
+	}
+	return final, fi.Mode().Perm(), nil
 }
 
 func (a *AtomicFile) open(mode DirectMode) error {
@@ -283,6 +321,23 @@ func (a *AtomicFile) Sync() error {
 			return newNoSpaceError(filepath.Dir(a.final), a.size, err)
 		}
 		return fmt.Errorf("fsync %s: %w", a.temp, err)
+	}
+	return nil
+}
+
+// SetModeTime gives the temporary file mode's permission bits (when mode
+// is not 0) and the modification time mtime (when it is not zero), as
+// `cp -p` does: call it after the last write and Sync, before Publish.
+func (a *AtomicFile) SetModeTime(mode fs.FileMode, mtime time.Time) error {
+	if mode != 0 {
+		if err := unix.Fchmod(int(a.f.Fd()), uint32(mode.Perm())); err != nil {
+			return fmt.Errorf("setting the mode of %s: %w", a.temp, err)
+		}
+	}
+	if !mtime.IsZero() {
+		if err := os.Chtimes(a.temp, time.Time{}, mtime); err != nil {
+			return fmt.Errorf("setting the modification time of %s: %w", a.temp, err)
+		}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/internal/durable"
+	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -64,7 +65,7 @@ func (s *Stager) Run(ctx context.Context, p *Plan) (*Result, error) {
 	if res.Seconds > 0 {
 		res.GiBPerS = float64(res.CopiedBytes) / (1 << 30) / res.Seconds
 	}
-	res.Reason = loader.CountedReasons(r.reasons, res.Copied) // the goroutines are done
+	res.Reason = humanize.CountedReasons(r.reasons, res.Copied) // the goroutines are done
 	if len(failed) > 0 {
 		return res, &PartialError{Failed: failed, Files: res.Files}
 	}

@@ -231,7 +231,7 @@ func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	return loader.WriteSums(w, r.Files, sum)
+	return writeSums(w, r.Files, sum)
 }
 
 // logFiles says, with -v, how each file landed and why.

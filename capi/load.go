@@ -202,10 +202,9 @@ func (l *library) allocations(o *loadOptions, files int) (*allocSet, error) {
 		Device: land.Device(), ChunkSize: loader.EffectiveChunkSize(o.lopts.ChunkSize, nil),
 		Buffers: max(2, 2*workers/max(1, files)),
 	}
+	gpuAlloc := loader.GPUAllocator(route, cfg, drv)
 	set.alloc = func(size int64) (loader.Destination, func() error, error) {
-		c := cfg
-		c.Size = max(size, 1)
-		gd, err := loader.NewGPUDestination(route, c, drv)
+		gd, err := gpuAlloc(size)
 		if err != nil {
 			return nil, nil, err
 		}

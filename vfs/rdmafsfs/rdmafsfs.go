@@ -112,11 +112,10 @@ func (r *rdmafsFS) Open(ctx context.Context, name string) (vfs.File, error) {
 }
 
 func (r *rdmafsFS) OpenInfo(ctx context.Context, name string, fi fs.FileInfo) (vfs.File, error) {
-	info, ok := fi.(rdmafs.FileInfo)
-	if !ok {
+	if _, ok := fi.(rdmafs.FileInfo); !ok {
 		return r.Open(ctx, name)
 	}
-	f, err := r.c.OpenInfo(name, info)
+	f, err := r.c.OpenInfo(ctx, name, fi)
 	if err != nil {
 		return nil, err
 	}

@@ -98,7 +98,7 @@ func (s s3FS) OpenInfo(ctx context.Context, name string, fi fs.FileInfo) (vfs.Fi
 	if _, ok := fi.Sys().(objstore.ObjectInfo); !ok {
 		return s.Open(ctx, name)
 	}
-	o, err := s.b.OpenInfo(fi)
+	o, err := s.b.OpenInfo(ctx, name, fi)
 	if err != nil {
 		return nil, err
 	}

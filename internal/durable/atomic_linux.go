@@ -1,8 +1,3 @@
-// Package durable writes files that appear whole or not at all: an
-// AtomicFile is written under a temporary name beside its final path,
-// synced and renamed over it, and the directory synced. It also holds the
-// direct-I/O facts loader and stage share (alignment, file system names)
-// and the free-space check of a destination.
 package durable
 
 import (

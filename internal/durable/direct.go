@@ -1,3 +1,11 @@
+// Package durable writes files that appear whole or not at all: an
+// AtomicFile is written under a temporary name beside its final path (a
+// name IsTempName recognises), synced and renamed over it, and the
+// directory synced; the file it replaces keeps its mode, and a symbolic
+// link is written through. loader.SaveFile, stage and
+// webdataset.WriteManifest write through it. It also holds the direct-I/O
+// facts loader's reads use too (DIOAlign, FSName) and the free space of a
+// destination (FreeSpace, NoSpaceError).
 package durable
 
 import "errors"

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/internal/uring"
 )
@@ -52,7 +53,7 @@ func (m DirectMode) String() string {
 
 // DefaultAlignment is the direct-I/O alignment assumed where the kernel does
 // not report one through statx(STATX_DIOALIGN).
-const DefaultAlignment = 4096
+const DefaultAlignment = durable.DefaultAlignment
 
 // ErrChanged reports a source that changed while it was being loaded:
 // truncated, extended, rewritten or replaced.
@@ -60,7 +61,13 @@ var ErrChanged = errors.New("file changed during the load")
 
 // ErrDirectRefused reports O_DIRECT required (DirectOn) where the file
 // system or platform refuses it; DirectAuto falls back instead.
-var ErrDirectRefused = errors.New("O_DIRECT required but refused")
+var ErrDirectRefused = durable.ErrDirectRefused
+
+// NoSpaceError reports a destination file system without room for what a
+// write still needed: Dir (the destination directory), Needed (bytes still
+// to write when the space ran out), Free (bytes available to unprivileged
+// writers then) and Err (the underlying ENOSPC).
+type NoSpaceError = durable.NoSpaceError
 
 // File is a local file opened for loading. It implements Source,
 // FileDescriptorSource, DirectInfo and Verifier. ReadAt is safe for

@@ -31,14 +31,13 @@ func (c *Client) Open(ctx context.Context, bucket, key string) (*Object, error) 
 	if err != nil {
 		return nil, err
 	}
-	return c.OpenInfo(info), nil
+	return c.openInfo(info), nil
 }
 
-// OpenInfo returns the object info describes, pinned to info.ETag, without
-// a request: for objects just found by List (whose entries carry the same
-// ETag as a HEAD), it saves one request per object. Reads of an object
-// replaced since the listing fail with ErrChanged.
-func (c *Client) OpenInfo(info ObjectInfo) *Object {
+// openInfo returns the object info describes, pinned to info.ETag, without
+// a request (Open after its HEAD, Bucket.OpenInfo after a listing). Reads
+// of an object replaced since fail with ErrChanged.
+func (c *Client) openInfo(info ObjectInfo) *Object {
 	return &Object{c: c, info: info, url: URL(info.Bucket, info.Key)}
 }
 

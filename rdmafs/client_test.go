@@ -23,8 +23,8 @@ func TestReadSizesByteExact(t *testing.T) {
 	configs := []config{
 		{"tcp/crc", TCP, true},       // sendfile, CRC32C from the digest cache or a mapping
 		{"tcp/sendfile", TCP, false}, // no CRC: the server uses sendfile
-		{"loopback/crc", func() Transport { return NewLoopback() }, true}, // region writes
-		{"loopback", func() Transport { return NewLoopback() }, false},
+		{"loopback/crc", func() Transport { return newLoopback() }, true}, // region writes
+		{"loopback", func() Transport { return newLoopback() }, false},
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {

@@ -42,21 +42,21 @@ func (g *fakeGPU) liveRegions() int {
 // gpuLoopback is the loopback transport with its device resolving
 // fakeGPU memory, and connections that count how they register it.
 type gpuLoopback struct {
-	*Loopback
+	*loopback
 	gpu *fakeGPU
 }
 
 func newGPULoopback(gpu *fakeGPU) gpuLoopback {
-	lb := NewLoopback()
+	lb := newLoopback()
 	d := lb.fab.devs[0]
 	d.gpu, d.dmaBuf = gpu, !gpu.refuseDmaBuf
-	return gpuLoopback{Loopback: lb, gpu: gpu}
+	return gpuLoopback{loopback: lb, gpu: gpu}
 }
 
 func (gpuLoopback) registersDeviceMemory() {}
 
 func (g gpuLoopback) Dial(ctx context.Context, addr string) (net.Conn, error) {
-	c, err := g.Loopback.Dial(ctx, addr)
+	c, err := g.loopback.Dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}

@@ -124,6 +124,6 @@ func transports() []struct {
 		tr   func() Transport
 	}{
 		{"tcp", func() Transport { return TCP() }},
-		{"loopback", func() Transport { return NewLoopback() }},
+		{"loopback", func() Transport { return newLoopback() }},
 	}
 }

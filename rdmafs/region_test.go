@@ -12,7 +12,7 @@ import (
 // loopRaw is a raw client over the loopback transport: it authenticates,
 // pairs its queue pair, and can then register regions and advertise any
 // key it likes.
-func loopRaw(t *testing.T, lb *Loopback, addr string) (*raw, *verbsClientConn) {
+func loopRaw(t *testing.T, lb *loopback, addr string) (*raw, *verbsClientConn) {
 	t.Helper()
 	c, err := lb.Dial(context.Background(), addr)
 	if err != nil {
@@ -37,7 +37,7 @@ func loopRaw(t *testing.T, lb *Loopback, addr string) (*raw, *verbsClientConn) {
 // queue pair, the server drops the connection, and the client's memory is
 // untouched.
 func TestRegionReadsOverLoopback(t *testing.T) {
-	lb := NewLoopback()
+	lb := newLoopback()
 	ts := startServer(t, ServerConfig{}, lb)
 	data := writeFile(t, ts.root, "f", 1<<20, 3)
 	r, cc := loopRaw(t, lb, ts.addr)

@@ -31,7 +31,7 @@ import (
 func TestVerbsReadDoneFollowsTheData(t *testing.T) {
 	env := newLoopEnv(t, ServerConfig{BufferSize: 64 << 10}, nil)
 	data := writeFile(t, env.ts.root, "f", 300<<10, 9)
-	r, cc := loopRaw(t, env.tr.Loopback, env.ts.addr)
+	r, cc := loopRaw(t, env.tr.loopback, env.ts.addr)
 	dst := make([]byte, len(data))
 	rg, err := cc.Register(dst)
 	if err != nil {
@@ -109,7 +109,7 @@ func TestVerbsServerMemoryNotRemotelyAccessible(t *testing.T) {
 		for _, op := range []wrOp{wrWrite, wrRead} {
 			t.Run(fmt.Sprintf("region%d/op%d", i, op), func(t *testing.T) {
 				before := append([]byte(nil), tg.mem[:4096]...)
-				_, vc := loopRaw(t, env.tr.Loopback, env.ts.addr)
+				_, vc := loopRaw(t, env.tr.loopback, env.ts.addr)
 				own := bytes.Repeat([]byte{0xee}, 4096)
 				rg, err := vc.Register(own)
 				if err != nil {
@@ -406,7 +406,7 @@ func TestVerbsPoolRegisteredOnce(t *testing.T) {
 	}
 
 	t.Run("server memlock", func(t *testing.T) {
-		lb := NewLoopback()
+		lb := newLoopback()
 		lb.fab.memlock = 256 << 10 // the pool needs 512 KiB
 		srv, err := NewServer(ServerConfig{Root: t.TempDir(), Token: testTok, PoolBuffers: 8, BufferSize: 64 << 10, Logger: quietLogger()})
 		if err != nil {
@@ -545,7 +545,7 @@ func TestVerbsQueuePairAddressSelection(t *testing.T) {
 // afterwards, and keeps it pinned.
 func TestVerbsFailedDeregistrationShutsTheQueuePair(t *testing.T) {
 	env := newLoopEnv(t, ServerConfig{}, nil)
-	_, vc := loopRaw(t, env.tr.Loopback, env.ts.addr)
+	_, vc := loopRaw(t, env.tr.loopback, env.ts.addr)
 	buf := make([]byte, 4096)
 	rg, err := vc.Register(buf)
 	if err != nil {

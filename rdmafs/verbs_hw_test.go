@@ -37,7 +37,7 @@ func hwServer(t *testing.T, cfg ServerConfig) (*testServer, Transport, rdmaStack
 	t.Helper()
 	addr := hwAddr(t)
 	if addr == "loopback" {
-		lb := NewLoopback()
+		lb := newLoopback()
 		return startServer(t, cfg, lb), lb, lb.fab
 	}
 	tr, err := Verbs()

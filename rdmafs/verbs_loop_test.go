@@ -10,10 +10,10 @@ import (
 
 // Helpers for the verbs transport's tests over the loopback fabric.
 
-// listenSpy is a Loopback that keeps the listener it made, and listens on
+// listenSpy is a loopback transport that keeps the listener it made, and listens on
 // addr when set.
 type listenSpy struct {
-	*Loopback
+	*loopback
 	ln   *verbsListener
 	addr string
 }
@@ -22,7 +22,7 @@ func (s *listenSpy) Listen(ctx context.Context, addr string) (net.Listener, erro
 	if s.addr != "" {
 		addr = s.addr
 	}
-	ln, err := s.Loopback.Listen(ctx, addr)
+	ln, err := s.loopback.Listen(ctx, addr)
 	if err == nil {
 		s.ln = ln.(*verbsListener)
 	}
@@ -47,11 +47,11 @@ func newLoopEnv(t *testing.T, cfg ServerConfig, tune func(*verbsOptions)) *loopE
 // newLoopEnvOn is newLoopEnv listening on addr ("": 127.0.0.1:0).
 func newLoopEnvOn(t *testing.T, addr string, cfg ServerConfig, tune func(*verbsOptions)) *loopEnv {
 	t.Helper()
-	lb := NewLoopback()
+	lb := newLoopback()
 	if tune != nil {
 		tune(&lb.v.opts)
 	}
-	spy := &listenSpy{Loopback: lb, addr: addr}
+	spy := &listenSpy{loopback: lb, addr: addr}
 	ts := startServer(t, cfg, spy)
 	env := &loopEnv{tr: spy, fab: lb.fab, ts: ts, ln: spy.ln}
 	waitFor(t, "the server's buffers registered", func() bool {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gdsload/gdsload/internal/testenv"
 )
 
 // TestPacketLossBetweenNamespaces runs the server and a client in two
@@ -19,7 +21,7 @@ import (
 // rules dropping 5% of TCP segments in each direction on the server side
 // (this kernel has no netem). The client must still read a 32 MiB file with
 // every request's CRC32C verified. Needs root, ip and iptables; skips with
-// the reason otherwise. Everything it creates (namespaces, veth, rules) lives
+// the reason otherwise (fails under GDSLOAD_REQUIRE_TOOLS). Everything it creates (namespaces, veth, rules) lives
 // inside its own namespaces and is removed afterwards.
 func TestPacketLossBetweenNamespaces(t *testing.T) {
 	if testing.Short() {
@@ -28,11 +30,8 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for ip netns and iptables")
 	}
-	for _, tool := range []string{"ip", "iptables"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found (apt-get install iproute2 iptables)", tool)
-		}
-	}
+	testenv.Tool(t, "ip", "iproute2")
+	testenv.Tool(t, "iptables", "iptables")
 	if testServerBin == "" {
 		t.Skipf("testserver binary unavailable: %v", testServerBuildErr)
 	}
@@ -52,7 +51,7 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 		return nil
 	}
 	if err := run("ip", "netns", "add", nsS); err != nil {
-		t.Skipf("cannot create a network namespace here: %v", err)
+		testenv.Missing(t, "cannot create a network namespace here: %v", err)
 	}
 	t.Cleanup(func() { run("ip", "netns", "del", nsS) })
 	if err := run("ip", "netns", "add", nsC); err != nil {
@@ -76,7 +75,7 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 	for _, chain := range []string{"INPUT", "OUTPUT"} {
 		if err := run("ip", "netns", "exec", nsS, "iptables", "-A", chain, "-p", "tcp",
 			"-m", "statistic", "--mode", "random", "--probability", "0.05", "-j", "DROP"); err != nil {
-			t.Skipf("iptables statistic match unusable here: %v", err)
+			testenv.Missing(t, "iptables statistic match unusable here (install iptables with its xt_statistic module): %v", err)
 		}
 	}
 

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gdsload/gdsload/internal/testenv"
 )
 
 // member is one file to put in a test tar, in order.
@@ -85,9 +87,7 @@ func writeTree(t *testing.T, dir string, ms []tmember) {
 // gnuTar archives ms (in order) with GNU tar in the given format.
 func gnuTar(t *testing.T, format string, ms []tmember) []byte {
 	t.Helper()
-	if _, err := exec.LookPath("tar"); err != nil {
-		t.Skip("GNU tar not installed")
-	}
+	testenv.Tool(t, "tar", "tar (GNU tar)")
 	src := t.TempDir()
 	writeTree(t, src, ms)
 	out := filepath.Join(t.TempDir(), "out.tar")
@@ -106,9 +106,7 @@ func gnuTar(t *testing.T, format string, ms []tmember) []byte {
 // pyTar archives ms with Python's tarfile in the given format constant.
 func pyTar(t *testing.T, format string, ms []tmember) []byte {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	testenv.Tool(t, "python3", "python3")
 	spec, err := json.Marshal(ms)
 	if err != nil {
 		t.Fatal(err)
@@ -135,9 +133,7 @@ sys.stdout.buffer.write(buf.getvalue())
 // compressWith pipes data through a compression tool ("gzip" or "zstd").
 func compressWith(t *testing.T, tool string, data []byte) []byte {
 	t.Helper()
-	if _, err := exec.LookPath(tool); err != nil {
-		t.Skipf("%s not installed", tool)
-	}
+	testenv.Tool(t, tool, tool)
 	if tool == "zstd" {
 		return run(t, data, "zstd", "-q", "-c", "-3")
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gdsload/gdsload/internal/testenv"
 )
 
 var nameCases = []string{
@@ -134,10 +136,7 @@ func TestNonUTF8ShardNames(t *testing.T) {
 		t.Errorf("names read back %q, want %q", got, names)
 	}
 	// Python's json and os.fsencode (PEP 383) find the same files.
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatalf("python3 is not installed: CI installs it (apt-get install python3)")
-	}
+	py := testenv.Tool(t, "python3", "python3")
 	out, err := exec.Command(py, "-c", `
 import json, os, sys
 d = sys.argv[1]

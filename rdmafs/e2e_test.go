@@ -11,14 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// testServerBin is the path of the testserver binary built by TestMain, or
-// "" when it could not be built (the e2e tests then skip with the reason).
-var testServerBin, testServerBuildErr = "", error(nil)
+// binDir holds the helper programs the tests build (testserver,
+// benchclient); TestMain makes it and removes it after the run.
+var binDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "rdmafs-e2e-")
@@ -26,16 +27,38 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin := filepath.Join(dir, "testserver")
-	out, err := exec.Command("go", "build", "-o", bin, "./internal/testserver").CombinedOutput()
-	if err != nil {
-		testServerBuildErr = fmt.Errorf("go build ./internal/testserver: %v\n%s", err, out)
-	} else {
-		testServerBin = bin
-	}
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// Each helper program is built once per run, by the first test that needs
+// it.
+var (
+	buildTestServer  = sync.OnceValues(func() (string, error) { return goBuild("testserver") })
+	buildBenchClient = sync.OnceValues(func() (string, error) { return goBuild("benchclient") })
+)
+
+// goBuild builds ./internal/name into binDir and returns its path.
+func goBuild(name string) (string, error) {
+	bin := filepath.Join(binDir, name)
+	out, err := exec.Command("go", "build", "-o", bin, "./internal/"+name).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build ./internal/%s: %w\n%s", name, err, out)
+	}
+	return bin, nil
+}
+
+// helperBinary returns the program build built, failing t where it did not
+// build: a compile error in the project is a failure, never a skip.
+func helperBinary(t *testing.T, build func() (string, error)) string {
+	t.Helper()
+	bin, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
 
 type serverProc struct {
@@ -48,14 +71,12 @@ type serverProc struct {
 // "listening on" line.
 func startProc(t *testing.T, root, listen string) *serverProc {
 	t.Helper()
-	if testServerBin == "" {
-		t.Skipf("testserver binary unavailable: %v", testServerBuildErr)
-	}
+	bin := helperBinary(t, buildTestServer)
 	tokFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokFile, append(testTok, '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(testServerBin, "--root", root, "--listen", listen, "--token-file", tokFile)
+	cmd := exec.Command(bin, "--root", root, "--listen", listen, "--token-file", tokFile)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

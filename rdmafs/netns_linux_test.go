@@ -32,13 +32,8 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 	}
 	testenv.Tool(t, "ip", "iproute2")
 	testenv.Tool(t, "iptables", "iptables")
-	if testServerBin == "" {
-		t.Skipf("testserver binary unavailable: %v", testServerBuildErr)
-	}
-	bench := filepath.Join(filepath.Dir(testServerBin), "benchclient")
-	if out, err := exec.Command("go", "build", "-o", bench, "./internal/benchclient").CombinedOutput(); err != nil {
-		t.Skipf("go build ./internal/benchclient: %v\n%s", err, out)
-	}
+	testServer := helperBinary(t, buildTestServer)
+	bench := helperBinary(t, buildBenchClient)
 
 	id := os.Getpid() % 100000
 	nsS, nsC := fmt.Sprintf("rdmafs-s%d", id), fmt.Sprintf("rdmafs-c%d", id)
@@ -85,7 +80,7 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 	if err := os.WriteFile(tok, testTok, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := exec.Command("ip", "netns", "exec", nsS, testServerBin, "--root", root, "--listen", "10.231.0.1:0", "--token-file", tok)
+	srv := exec.Command("ip", "netns", "exec", nsS, testServer, "--root", root, "--listen", "10.231.0.1:0", "--token-file", tok)
 	stdout, _ := srv.StdoutPipe()
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/internal/fileops/errorfs"
+	"github.com/gdsload/gdsload/internal/testenv"
 )
 
 func randomBytes(n int, seed uint64) []byte {
@@ -203,13 +204,14 @@ func TestIsTempName(t *testing.T) {
 // and short writes are retried.
 func TestAtomicFileDirectWriteRefused(t *testing.T) {
 	dir := t.TempDir()
+	testenv.NeedDirectIO(t, dir)
 	var hook errorfs.Hook = func(*errorfs.Op) error { return nil }
 	fsys := errorfs.Wrap(fileops.Default(), func(op *errorfs.Op) error { return hook(op) })
 	a, err := CreateAtomicFS(fsys, filepath.Join(dir, "out.bin"), 3*4096, DirectAuto)
 	require.NoError(t, err)
 	if !a.Direct() {
 		a.Abort()
-		t.Skipf("O_DIRECT writes not available in %s: %s", dir, a.DirectReason())
+		t.Fatalf("%s takes O_DIRECT writes, but the atomic file does not: %s", dir, a.DirectReason())
 	}
 	data := AlignedBuffer(3 * 4096)
 	for i := range data {

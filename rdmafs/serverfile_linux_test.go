@@ -12,16 +12,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
 // cachedServer returns a Server over a fresh export root holding a
 // regular file, a directory, a FIFO and symbolic links inside and outside
 // the root; it skips the test where this kernel refuses openat2 with
-// RESOLVE_CACHED (before Linux 5.12, or under a seccomp filter).
+// RESOLVE_CACHED (before Linux 5.12, or under a seccomp filter), which
+// testenv's probe of the kernel tells, not the server's own fallback.
 func cachedServer(t *testing.T) (*Server, string, []byte) {
 	t.Helper()
 	dir := t.TempDir()
+	if ok, reason := testenv.CachedOpenat2(dir); !ok {
+		t.Skipf("the server opens through os.Root here: %s", reason)
+	}
 	root := filepath.Join(dir, "export")
 	data := bytes.Repeat([]byte("gdsload "), 40000)
 	outside := filepath.Join(dir, "outside")
@@ -62,11 +67,6 @@ func cachedServer(t *testing.T) (*Server, string, []byte) {
 		s.rootDir, s.rootConn = dir, rc
 	}
 	t.Cleanup(func() { s.root.Close(); s.rootDir.Close() })
-	if sf := s.openCached("sub/f"); sf != nil {
-		sf.close()
-	} else if cachedOpenOff.Load() {
-		t.Skip("this kernel refuses openat2 with RESOLVE_CACHED; the server opens through os.Root")
-	}
 	return s, root, data
 }
 
@@ -121,13 +121,13 @@ func TestOpenCached(t *testing.T) {
 // sendfile piece may be a raw call: true for bytes just written, false
 // once the kernel dropped them and for bytes past the end.
 func TestResidentRange(t *testing.T) {
+	if ok, reason := testenv.Cachestat(t.TempDir()); !ok {
+		t.Skipf("every sendfile is a plain system call here: %s", reason)
+	}
 	data := make([]byte, 1<<20)
 	f := openTemp(t, data)
 	fd := f.Fd()
 	if !residentRange(fd, 4096, 8192) {
-		if cachestatOff.Load() {
-			t.Skip("this kernel has no cachestat(2) (Linux 6.5); every sendfile is a plain system call")
-		}
 		t.Fatal("residentRange of bytes just written = false, want true")
 	}
 	if !residentRange(fd, 1, int64(len(data))-2) {

@@ -28,3 +28,15 @@ func TestDirectIOMissingDirectory(t *testing.T) {
 	require.False(t, ok)
 	require.Contains(t, reason, "creating a probe file")
 }
+
+// This kernel either has each feature, or the probe says why not.
+func TestKernelProbesSayWhy(t *testing.T) {
+	for name, probe := range map[string]func(string) (bool, string){"openat2": CachedOpenat2, "cachestat": Cachestat} {
+		ok, reason := probe(t.TempDir())
+		t.Logf("%s: %v %s", name, ok, reason)
+		require.Equal(t, ok, reason == "", name)
+		ok, reason = probe(t.TempDir() + "/absent")
+		require.False(t, ok, name)
+		require.Contains(t, reason, "probe file", name)
+	}
+}

@@ -220,7 +220,7 @@ func TestBenchHumanOutput(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Contains(t, lines[0], p)
-	require.Contains(t, lines[0], "1 run per mode", "one run, in the singular (issue 16)")
+	require.Contains(t, lines[0], "1 run per mode", "one run, in the singular")
 	rows := benchRows(out)
 	require.Contains(t, rows, "mode", "table:\n%s", out)
 	for _, col := range []string{"GiB/s", "CPU s/GiB", "IOPS"} {

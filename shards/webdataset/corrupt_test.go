@@ -45,7 +45,7 @@ func corruptShard(t *testing.T, tool string) []byte {
 // TestCorruptCompressedShardFails: a compressed shard whose checksum
 // (gzip's CRC-32 trailer, zstd's frame checksum) does not match its
 // contents fails inspection (Reader) and scanning (ScanShard, so manifest
-// and Open), not only iteration (issue 16, bug 1).
+// and Open), not only iteration (once, only iteration failed).
 func TestCorruptCompressedShardFails(t *testing.T) {
 	for _, c := range []struct{ tool, name string }{{"gzip", "flip.tar.gz"}, {"zstd", "flip.tar.zst"}} {
 		t.Run(c.tool, func(t *testing.T) {

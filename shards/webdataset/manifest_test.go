@@ -333,7 +333,7 @@ func TestShardErrorHandler(t *testing.T) {
 
 // TestSplitSampleAcrossShards: a sample whose members straddle two shards
 // is read as two samples (each shard alone), marked in the manifest, warned
-// of, and counted once in the manifest's total (issue 16).
+// of, and counted once in the manifest's total.
 func TestSplitSampleAcrossShards(t *testing.T) {
 	dir := t.TempDir()
 	a := goTar(t, []tmember{{Name: "k1.jpg", Data: []byte("1")}, {Name: "k1.cls", Data: []byte("1")}, {Name: "k2.jpg", Data: []byte("2")}})

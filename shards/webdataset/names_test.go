@@ -17,8 +17,8 @@ import (
 
 var nameCases = []string{
 	"s-000.tar",
-	"s-\xff01.tar",           // issue 16: a Latin-1 byte
-	"d\xff\xfe/f\xe9.bin",    // issue 16's name, as a path
+	"s-\xff01.tar",           // a Latin-1 byte
+	"d\xff\xfe/f\xe9.bin",    // Latin-1 bytes in a directory and a file name
 	"caf\u00e9.tar",          // valid UTF-8 stays as it is
 	"\ufffd.tar",             // a real U+FFFD is not an escaped byte
 	"\xed\xb2\x80.tar",       // UTF-8 of a surrogate is not valid UTF-8

@@ -457,6 +457,7 @@ func TestVerbsWritesInFlightAndDrain(t *testing.T) {
 	ep := env.endpoints()[0]
 	qp := simQPOf(ep.qpEndpoint)
 	env.fab.stall(qp, true)
+	t.Cleanup(func() { env.fab.stall(qp, false) }) // a failed check does not leave the read stuck
 	done := make(chan error, 1)
 	got := make([]byte, len(data))
 	go func() {
@@ -464,10 +465,19 @@ func TestVerbsWritesInFlightAndDrain(t *testing.T) {
 		done <- err
 	}()
 	waitFor(t, "4 WRITEs in flight", func() bool { return env.fab.sendQueueLen(qp) >= 4 })
-	polls := env.fab.polls(qp.cq)
-	time.Sleep(200 * time.Millisecond) // a stuck link: count the polls meanwhile
-	if n := env.fab.polls(qp.cq) - polls; n > 2 {
-		t.Errorf("%d polls of the completion queue in 200 ms while nothing completed: busy polling", n)
+	// A poller that spins never blocks on the completion channel; one
+	// that blocks polls again only when a completion wakes it, and the
+	// stuck link completes nothing: the count holds however long it
+	// stays stuck, on a loaded machine or not.
+	var polls int
+	waitFor(t, "the poller blocked on the completion channel (busy polling?)", func() bool {
+		var parked bool
+		parked, polls = env.fab.parked(qp.cq)
+		return parked
+	})
+	time.Sleep(100 * time.Millisecond) // a stuck link
+	if n := env.fab.polls(qp.cq) - polls; n > 0 {
+		t.Errorf("%d polls of the completion queue while nothing completed: busy polling", n)
 	}
 	env.fab.stall(qp, false)
 	if err := <-done; err != nil || !bytes.Equal(got, data) {
@@ -637,15 +647,31 @@ func TestVerbsCMLoopBackoffAndDeviceRemoval(t *testing.T) {
 	cl := dialTest(t, env.ts, env.tr, WithConnections(2), WithRetryDeadline(0))
 	f, _ := cl.Open(context.Background(), "f")
 
-	calls := env.fab.statsNow().cmNext
-	env.fab.setCMErr(syscall.EIO)
-	time.Sleep(300 * time.Millisecond) // count the event loops' attempts meanwhile
-	calls = env.fab.statsNow().cmNext - calls
-	env.fab.setCMErr(nil)
 	// Three loops (the server's, the client's two connections') back off
-	// from 10 ms, doubling: about 5 attempts each in 300 ms.
-	if calls > 30 {
-		t.Errorf("%d attempts on a failing event channel in 300 ms: spinning", calls)
+	// from 10 ms, doubling up to 1 s. A pause lasts at least as long as
+	// planned, however loaded the machine: each gap between two attempts
+	// on a channel is at least its step of that schedule.
+	env.fab.setCMErr(syscall.EIO)
+	var fails [][]time.Time
+	waitFor(t, "three event loops retrying a failing channel", func() bool {
+		fails = env.fab.cmFailures()
+		n := 0
+		for _, at := range fails {
+			if len(at) >= 4 {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	env.fab.setCMErr(nil)
+	for _, at := range fails {
+		want := 10 * time.Millisecond
+		for i := 1; i < len(at); i++ {
+			if gap := at[i].Sub(at[i-1]); gap < want {
+				t.Errorf("retry %d on a failing event channel after %v, want at least %v: not backing off", i, gap, want)
+			}
+			want = min(2*want, time.Second)
+		}
 	}
 	if _, err := f.ReadAt(make([]byte, 4096), 0); err != nil {
 		t.Fatalf("read after the channel recovered: %v", err)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // binDir holds the helper programs the tests build (testserver,
@@ -55,9 +57,7 @@ func goBuild(name string) (string, error) {
 func helperBinary(t *testing.T, build func() (string, error)) string {
 	t.Helper()
 	bin, err := build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return bin
 }
 
@@ -73,19 +73,13 @@ func startProc(t *testing.T, root, listen string) *serverProc {
 	t.Helper()
 	bin := helperBinary(t, buildTestServer)
 	tokFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokFile, append(testTok, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(tokFile, append(testTok, '\n'), 0o600))
 	cmd := exec.Command(bin, "--root", root, "--listen", listen, "--token-file", tokFile)
 	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	p := &serverProc{cmd: cmd, exit: make(chan error, 1)}
 	line := make(chan string, 1)
 	go func() {
@@ -104,6 +98,8 @@ func startProc(t *testing.T, root, listen string) *serverProc {
 	})
 	select {
 	case l, ok := <-line:
+		// Not require: its message, stderr while the server runs, would be
+		// read on success too.
 		if !ok || !strings.HasPrefix(l, "listening on ") {
 			t.Fatalf("server said %q; stderr:\n%s", l, stderr.String())
 		}
@@ -120,27 +116,19 @@ func TestE2EServerProcess(t *testing.T) {
 	p := startProc(t, root, "127.0.0.1:0")
 	ctx := context.Background()
 	cl, err := Dial(ctx, p.addr, WithToken(testTok), WithLogger(quietLogger()), WithChunkSize(1<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer cl.Close()
 	f, err := cl.Open(ctx, "ckpt/shard-0.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got := make([]byte, f.Size())
 	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read through real server: %v", err)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-p.exit:
 		p.exit <- err
-		if err != nil {
-			t.Fatalf("server exit after SIGTERM: %v, want status 0", err)
-		}
+		require.NoError(t, err, "server exit after SIGTERM: %v, want status 0", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not exit within 10 s of SIGTERM")
 	}
@@ -162,14 +150,10 @@ func TestE2EServerKilledMidTransfer(t *testing.T) {
 			}
 			cl, err := Dial(context.Background(), p.addr, WithToken(testTok), WithLogger(quietLogger()),
 				WithRetryDeadline(retry), WithTimeout(5*time.Second), WithChunkSize(1<<20))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer cl.Close()
 			f, err := cl.Open(context.Background(), "f")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			result := make(chan error, 1)
 			first := make(chan struct{})
 			go func() {

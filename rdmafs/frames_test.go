@@ -74,9 +74,8 @@ func TestCreditsEnforced(t *testing.T) {
 		r.send(wire.TypeRead, id, wire.Read{Length: 16 << 20, Offset: uint64(id) << 20, Name: "big"}.Append(nil))
 	}
 	h, m := r.expectError()
-	if m.Code != wire.CodeCredits || h.ID != 3 {
-		t.Fatalf("got id %d code %s, want id 3 CREDITS", h.ID, m.Code)
-	}
+	require.EqualValues(t, wire.CodeCredits, m.Code, "got id %d code %s, want id 3 CREDITS", h.ID, m.Code)
+	require.EqualValues(t, 3, h.ID, "got id %d code %s, want id 3 CREDITS", h.ID, m.Code)
 }
 
 // TestDeadlines: an authenticated client that goes quiet is closed after

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/internal/testenv"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPacketLossBetweenNamespaces runs the server and a client in two
@@ -49,9 +50,7 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 		testenv.Missing(t, "cannot create a network namespace here: %v", err)
 	}
 	t.Cleanup(func() { run("ip", "netns", "del", nsS) })
-	if err := run("ip", "netns", "add", nsC); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, run("ip", "netns", "add", nsC))
 	t.Cleanup(func() { run("ip", "netns", "del", nsC) }) // also removes the veth pair
 	setup := [][]string{
 		{"ip", "link", "add", vS, "netns", nsS, "type", "veth", "peer", "name", vC, "netns", nsC},
@@ -63,9 +62,7 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 		{"ip", "-n", nsC, "link", "set", "lo", "up"},
 	}
 	for _, c := range setup {
-		if err := run(c...); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, run(c...))
 	}
 	for _, chain := range []string{"INPUT", "OUTPUT"} {
 		if err := run("ip", "netns", "exec", nsS, "iptables", "-A", chain, "-p", "tcp",
@@ -77,14 +74,10 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, root, "f", 32<<20, 11)
 	tok := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tok, testTok, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(tok, testTok, 0o600))
 	srv := exec.Command("ip", "netns", "exec", nsS, testServer, "--root", root, "--listen", "10.231.0.1:0", "--token-file", tok)
 	stdout, _ := srv.StdoutPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, srv.Start())
 	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 	sc := bufio.NewScanner(stdout)
 	lineCh := make(chan string, 1)
@@ -107,16 +100,12 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 	cl := exec.CommandContext(ctx, "ip", "netns", "exec", nsC, bench, "--url", "rdmafs://"+addr+"/f",
 		"--token-file", tok, "--conns", "2", "--chunk", "1048576", "--window", "8388608")
 	out, err := cl.CombinedOutput()
-	if err != nil {
-		t.Fatalf("client under 5%% loss each way: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "client under 5%% loss each way: %v\n%s", err, out)
 	t.Logf("under 5%% loss each way: %s", strings.TrimSpace(string(out)))
 	// The test proves something only if segments were really dropped.
 	for _, chain := range []string{"INPUT", "OUTPUT"} {
 		cnt, err := exec.Command("ip", "netns", "exec", nsS, "iptables", "-nvxL", chain).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		dropped := int64(-1)
 		for _, l := range strings.Split(string(cnt), "\n") {
 			if f := strings.Fields(l); len(f) > 2 && f[2] == "DROP" {

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Helpers for the verbs transport's tests over the loopback fabric.
@@ -78,9 +80,7 @@ func (e *loopEnv) serverDevice(t *testing.T) *serverDevice {
 	t.Helper()
 	e.ln.mu.Lock()
 	defer e.ln.mu.Unlock()
-	if len(e.ln.devs) != 1 {
-		t.Fatalf("server has state for %d devices, want 1", len(e.ln.devs))
-	}
+	require.EqualValues(t, 1, len(e.ln.devs), "server has state for %d devices, want 1", len(e.ln.devs))
 	for _, sd := range e.ln.devs {
 		return sd
 	}
@@ -122,22 +122,14 @@ func rawQueuePair(t *testing.T, st rdmaStack, serverAddr string, priv []byte) cm
 	t.Helper()
 	ap := netip.MustParseAddrPort(serverAddr)
 	dst, err := rdmaAddr(ap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ch, err := st.newEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ch.destroy()
 	id, err := ch.createID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer id.destroy()
-	if err := id.resolveAddr(netip.AddrPortFrom(dst.Addr(), 0), dst, time.Second); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, id.resolveAddr(netip.AddrPortFrom(dst.Addr(), 0), dst, time.Second))
 	if ev, _ := ch.next(); ev.kind != evAddrResolved {
 		t.Fatalf("resolve: %s", ev.kind)
 	}
@@ -156,13 +148,9 @@ func rawQueuePair(t *testing.T, st rdmaStack, serverAddr string, priv []byte) cm
 		cq.destroy()
 		pd.dealloc()
 	}()
-	if err := id.connect(priv, connParams{}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, id.connect(priv, connParams{}))
 	ev, err := ch.next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if ev.kind == evEstablished {
 		_ = id.disconnect()
 	}

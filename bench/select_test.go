@@ -61,7 +61,7 @@ func TestGPUModesThroughTestDouble(t *testing.T) {
 }
 
 // A mode that is unavailable, or fails, is skipped with its reason and
-// the other modes still run (issue 12): gds refused because the cuFile
+// the other modes still run: gds refused because the cuFile
 // driver will not open, a cuFile handle that will not register, and
 // O_DIRECT refused by the file system.
 func TestBenchSkipsModesThatCannotRun(t *testing.T) {

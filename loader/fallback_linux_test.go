@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -49,13 +50,13 @@ func TestDirectFallbackOnRamfs(t *testing.T) {
 func TestDirectOnTmpfsOrExt4(t *testing.T) {
 	// The default temp dir is on whatever file system the machine has;
 	// where it takes O_DIRECT the file must be direct with no reason.
-	path := writeRandom(t, t.TempDir(), 8192, 12)
+	dir := t.TempDir()
+	testenv.NeedDirectIO(t, dir)
+	path := writeRandom(t, dir, 8192, 12)
 	f, err := OpenFile(path, DirectAuto)
 	require.NoError(t, err)
 	defer f.Close()
-	if !f.Direct() {
-		t.Skipf("%s refuses O_DIRECT here: %s", FSName(path), f.DirectReason())
-	}
+	require.True(t, f.Direct(), "%s takes O_DIRECT, but: %s", FSName(path), f.DirectReason())
 	require.Empty(t, f.DirectReason())
 	require.GreaterOrEqual(t, f.Alignment(), int64(512))
 }
@@ -94,14 +95,13 @@ func TestOpenRefusesNonRegularFiles(t *testing.T) {
 // opens skip the probe and still read correctly.
 func TestDirectProbeOncePerFileSystem(t *testing.T) {
 	dir := t.TempDir()
+	testenv.NeedDirectIO(t, dir)
 	a := writeRandom(t, dir, 10000, 1)
 	b := writeRandom(t, dir, 5000, 2)
 	fa, err := OpenFile(a, DirectAuto)
 	require.NoError(t, err)
 	defer fa.Close()
-	if !fa.Direct() {
-		t.Skipf("no O_DIRECT here: %s", fa.DirectReason())
-	}
+	require.True(t, fa.Direct(), fa.DirectReason())
 	fi, err := fa.f.Stat()
 	require.NoError(t, err)
 	key, known := directReadsWork(fa.f.Fd(), fi)
@@ -124,15 +124,9 @@ func TestDirectProbeOncePerFileSystem(t *testing.T) {
 // O_DIRECT.
 func TestOpenFileForLoadSmallFiles(t *testing.T) {
 	dir := t.TempDir()
+	testenv.NeedDirectIO(t, dir)
 	small := writeRandom(t, dir, SmallFile-1, 1)
 	large := writeRandom(t, dir, SmallFile, 2)
-	probe, err := OpenFile(large, DirectAuto)
-	require.NoError(t, err)
-	direct := probe.Direct()
-	probe.Close()
-	if !direct {
-		t.Skip("no O_DIRECT here")
-	}
 	for _, tc := range []struct {
 		path   string
 		mode   DirectMode

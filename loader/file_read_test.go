@@ -15,6 +15,7 @@ import (
 
 	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/internal/fileops/errorfs"
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/gdsload/gdsload/internal/uring"
 )
 
@@ -74,15 +75,15 @@ func TestDirectReadRetriesEINTRAndShortReads(t *testing.T) {
 // has one, and read the same bytes as larger ones through pread, at
 // random aligned and unaligned offsets, from many goroutines at once.
 func TestSmallDirectReadsThroughRing(t *testing.T) {
-	path := writeRandom(t, t.TempDir(), 4<<20+123, 5)
+	dir := t.TempDir()
+	testenv.NeedDirectIO(t, dir)
+	path := writeRandom(t, dir, 4<<20+123, 5)
 	want, err := os.ReadFile(path)
 	require.NoError(t, err)
 	f, err := OpenFile(path, DirectAuto)
 	require.NoError(t, err)
 	defer f.Close()
-	if !f.Direct() {
-		t.Skipf("no O_DIRECT here: %s", f.DirectReason())
-	}
+	require.True(t, f.Direct(), f.DirectReason())
 	require.Equal(t, uring.Available(), f.ring, "small direct reads use the ring where it is available")
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -41,10 +42,8 @@ func writeRandom(t testing.TB, dir string, n int, seed uint64) string {
 // independent implementation.
 func sha256sum(t testing.TB, path string) string {
 	t.Helper()
-	out, err := exec.Command("sha256sum", path).Output()
-	if err != nil {
-		t.Skipf("sha256sum not runnable: %v", err)
-	}
+	out, err := exec.Command(testenv.Tool(t, "sha256sum", "coreutils"), path).Output()
+	require.NoError(t, err, "sha256sum %s", path)
 	return strings.Fields(string(out))[0]
 }
 

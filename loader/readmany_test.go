@@ -7,9 +7,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/gdsload/gdsload/internal/uring"
 
 	"github.com/stretchr/testify/require"
@@ -52,9 +54,8 @@ func TestReadMany(t *testing.T) {
 			require.NoError(t, err)
 			defer f.Close()
 			if tc.direct == DirectAuto {
-				if !f.Direct() {
-					t.Skipf("no O_DIRECT here: %s", f.DirectReason())
-				}
+				testenv.NeedDirectIO(t, filepath.Dir(path))
+				require.True(t, f.Direct(), f.DirectReason())
 				require.Equal(t, uring.Available(), f.ring, "direct files read many ranges through the ring where it is available")
 			}
 			seen := make([]bool, len(ranges))
@@ -128,14 +129,14 @@ func TestReadManyStops(t *testing.T) {
 func TestReadManyShrunkFile(t *testing.T) {
 	const size, cut = 1 << 20, 300 << 10
 	for _, depth := range []int{32, 1} {
-		path := writeRandom(t, t.TempDir(), size, 11)
+		dir := t.TempDir()
+		testenv.NeedDirectIO(t, dir)
+		path := writeRandom(t, dir, size, 11)
 		want, err := os.ReadFile(path)
 		require.NoError(t, err)
 		f, err := OpenFile(path, DirectAuto)
 		require.NoError(t, err)
-		if !f.Direct() {
-			t.Skipf("no O_DIRECT here: %s", f.DirectReason())
-		}
+		require.True(t, f.Direct(), f.DirectReason())
 		require.NoError(t, os.Truncate(path, cut))
 		ranges := []Range{{0, 4096}, {cut - 4096, 4096}, {cut - 100, 4096}, {cut + 8192, 4096}, {size - 10, 10}}
 		seen := 0

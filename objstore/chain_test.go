@@ -3,7 +3,6 @@ package objstore_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/gdsload/gdsload/internal/miniotest"
 	"github.com/gdsload/gdsload/objstore"
+	"github.com/stretchr/testify/require"
 )
 
 // The standard AWS credential chain, end to end against MinIO: each source
@@ -46,14 +46,10 @@ func isolateAWS(t *testing.T) string {
 func chainClient(t *testing.T, bucket, key string, opts ...objstore.Option) *objstore.Client {
 	t.Helper()
 	cl, err := objstore.New(context.Background(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { cl.Close() })
 	o, err := cl.Open(context.Background(), bucket, key)
-	if err != nil {
-		t.Fatalf("open through the credential chain: %v", err)
-	}
+	require.NoError(t, err, "open through the credential chain: %v", err)
 	if got, err := readAll(context.Background(), o); err != nil || string(got) != "chain" {
 		t.Fatalf("read through the credential chain: %q, %v", got, err)
 	}
@@ -73,9 +69,8 @@ func TestCredentialChain(t *testing.T) {
 			t.Setenv("AWS_REGION", "eu-west-3")
 			t.Setenv(endpointVar, mc.Endpoint())
 			cl := chainClient(t, b, "k")
-			if cl.Endpoint() != mc.Endpoint() || cl.Region() != "eu-west-3" {
-				t.Fatalf("%s: endpoint %s region %s", endpointVar, cl.Endpoint(), cl.Region())
-			}
+			require.EqualValues(t, mc.Endpoint(), cl.Endpoint(), "%s: endpoint %s region %s", endpointVar, cl.Endpoint(), cl.Region())
+			require.EqualValues(t, "eu-west-3", cl.Region(), "%s: endpoint %s region %s", endpointVar, cl.Endpoint(), cl.Region())
 		}
 		t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret")
 		wantAuthError(t, b, "the environment (AWS_ACCESS_KEY_ID)")
@@ -90,9 +85,8 @@ func TestCredentialChain(t *testing.T) {
 		t.Setenv("AWS_SHARED_CREDENTIALS_FILE", creds)
 		t.Setenv("AWS_PROFILE", "gd")
 		cl := chainClient(t, b, "k")
-		if cl.Region() != "ap-south-1" || cl.Endpoint() != mc.Endpoint() {
-			t.Fatalf("profile gd: region %s endpoint %s", cl.Region(), cl.Endpoint())
-		}
+		require.EqualValues(t, "ap-south-1", cl.Region(), "profile gd: region %s endpoint %s", cl.Region(), cl.Endpoint())
+		require.EqualValues(t, mc.Endpoint(), cl.Endpoint(), "profile gd: region %s endpoint %s", cl.Region(), cl.Endpoint())
 		// The same files through WithProfile instead of AWS_PROFILE.
 		t.Setenv("AWS_PROFILE", "")
 		chainClient(t, b, "k", objstore.WithProfile("gd"))
@@ -104,9 +98,7 @@ func TestCredentialChain(t *testing.T) {
 	t.Run("web identity", func(t *testing.T) {
 		dir := isolateAWS(t)
 		tc, err := mc.TempCredentials(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		tokenFile := filepath.Join(dir, "token")
 		write(t, tokenFile, "service-account-jwt")
 		var calls atomic.Int64
@@ -131,17 +123,13 @@ func TestCredentialChain(t *testing.T) {
 		t.Setenv("AWS_ENDPOINT_URL_S3", mc.Endpoint())
 		t.Setenv("AWS_REGION", "us-east-1")
 		chainClient(t, b, "k")
-		if calls.Load() != 1 {
-			t.Fatalf("%d AssumeRoleWithWebIdentity calls, want 1", calls.Load())
-		}
+		require.EqualValues(t, 1, calls.Load(), "%d AssumeRoleWithWebIdentity calls, want 1", calls.Load())
 	})
 
 	t.Run("instance metadata", func(t *testing.T) {
 		isolateAWS(t)
 		tc, err := mc.TempCredentials(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		// IMDSv2: a session token first, then the role and its keys.
 		imds := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch {
@@ -173,14 +161,11 @@ func TestCredentialChain(t *testing.T) {
 		isolateAWS(t)
 		t.Setenv("AWS_ENDPOINT_URL_S3", mc.Endpoint())
 		cl, err := objstore.New(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer cl.Close()
 		_, err = cl.Open(context.Background(), b, "k")
-		if !errors.Is(err, objstore.ErrAuth) || !strings.Contains(err.Error(), "no usable credentials") {
-			t.Fatalf("with no credentials anywhere: %v, want ErrAuth saying none were found", err)
-		}
+		require.ErrorIs(t, err, objstore.ErrAuth, "with no credentials anywhere: %v, want ErrAuth saying none were found", err)
+		require.Contains(t, err.Error(), "no usable credentials", "with no credentials anywhere: %v, want ErrAuth saying none were found", err)
 		t.Logf("%v", err)
 	})
 }
@@ -190,19 +175,14 @@ func TestCredentialChain(t *testing.T) {
 func wantAuthError(t *testing.T, bucket, source string) {
 	t.Helper()
 	cl, err := objstore.New(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer cl.Close()
 	_, err = cl.Open(context.Background(), bucket, "k")
-	if !errors.Is(err, objstore.ErrAuth) || !strings.Contains(err.Error(), source) {
-		t.Fatalf("err = %v, want ErrAuth naming %q", err, source)
-	}
+	require.ErrorIs(t, err, objstore.ErrAuth, "err = %v, want ErrAuth naming %q", err, source)
+	require.Contains(t, err.Error(), source, "err = %v, want ErrAuth naming %q", err, source)
 }
 
 func write(t *testing.T, path, s string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, []byte(s), 0o600))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/stretchr/testify/require"
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/objstore"
@@ -33,9 +34,7 @@ func TestOverwriteDuringRead(t *testing.T) {
 	put(t, mc, b, "obj", repl)
 	rest := make([]byte, 2<<20)
 	_, err := o.ReadAt(rest, 1<<20)
-	if !errors.Is(err, objstore.ErrChanged) {
-		t.Fatalf("read after an overwrite: %v, want ErrChanged", err)
-	}
+	require.ErrorIs(t, err, objstore.ErrChanged, "read after an overwrite: %v, want ErrChanged", err)
 	t.Logf("%v", err)
 	o2 := open(t, cl, b, "obj")
 	if got, err := readAll(context.Background(), o2); err != nil || !bytes.Equal(got, repl) {
@@ -76,8 +75,6 @@ func TestOverwriteDuringLoad(t *testing.T) {
 				put(t, mc, b, "obj", testData(16<<20, 4))
 			}
 		}})
-	if !errors.Is(err, objstore.ErrChanged) {
-		t.Fatalf("load across an overwrite: %v, want ErrChanged", err)
-	}
+	require.ErrorIs(t, err, objstore.ErrChanged, "load across an overwrite: %v, want ErrChanged", err)
 	t.Logf("%v", err)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/gdsload/gdsload/internal/miniotest"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/objstore"
+	"github.com/stretchr/testify/require"
 )
 
 // testData is n pseudo-random bytes, different for each seed.
@@ -50,9 +51,7 @@ func newBucket(t *testing.T, c *miniotest.Cluster) string {
 		name = name[:40]
 	}
 	name = fmt.Sprintf("%s-%d", strings.Trim(name, "-"), bucketSeq.Add(1))
-	if err := c.MakeBucket(context.Background(), name); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.MakeBucket(context.Background(), name))
 	return name
 }
 
@@ -60,9 +59,7 @@ func newBucket(t *testing.T, c *miniotest.Cluster) string {
 func put(t *testing.T, c *miniotest.Cluster, bucket, key string, data []byte) string {
 	t.Helper()
 	etag, err := c.Put(context.Background(), bucket, key, data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return etag
 }
 
@@ -77,9 +74,7 @@ func client(t testing.TB, endpoint string, opts ...objstore.Option) *objstore.Cl
 		objstore.WithLogger(slog.New(slog.DiscardHandler)),
 	}
 	cl, err := objstore.New(context.Background(), append(base, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { cl.Close() })
 	return cl
 }
@@ -88,9 +83,7 @@ func client(t testing.TB, endpoint string, opts ...objstore.Option) *objstore.Cl
 func open(t *testing.T, cl *objstore.Client, bucket, key string) *objstore.Object {
 	t.Helper()
 	o, err := cl.Open(context.Background(), bucket, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return o
 }
 
@@ -126,9 +119,7 @@ type httpProxy struct {
 func newHTTPProxy(t *testing.T, upstream string) *httpProxy {
 	t.Helper()
 	target, err := url.Parse(upstream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	hp := &httpProxy{}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {

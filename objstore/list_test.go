@@ -2,13 +2,14 @@ package objstore_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestListTenThousand: a prefix of 10,000 keys lists completely, in order,
@@ -23,9 +24,7 @@ func TestListTenThousand(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("many/k%05d", i)
 	}
-	if err := mc.PutMany(context.Background(), b, keys, func(i int) []byte { return []byte(keys[i][:i%7]) }); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, mc.PutMany(context.Background(), b, keys, func(i int) []byte { return []byte(keys[i][:i%7]) }))
 	put(t, mc, b, "many-not/x", []byte("x"))
 	put(t, mc, b, "other", []byte("y"))
 	t.Logf("10,000 objects written in %v", time.Since(start))
@@ -34,17 +33,15 @@ func TestListTenThousand(t *testing.T) {
 	cl := client(t, px.url())
 	start = time.Now()
 	l, err := cl.List(context.Background(), b, "many/", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("listed %d keys in %v, %d requests", len(l.Objects), time.Since(start), px.lists.Load())
-	if len(l.Objects) != n || len(l.Prefixes) != 0 {
-		t.Fatalf("listed %d objects and %d prefixes, want %d and 0", len(l.Objects), len(l.Prefixes), n)
-	}
+	require.EqualValues(t, n, len(l.Objects), "listed %d objects and %d prefixes, want %d and 0", len(l.Objects), len(l.Prefixes), n)
+	require.EqualValues(t, 0, len(l.Prefixes), "listed %d objects and %d prefixes, want %d and 0", len(l.Objects), len(l.Prefixes), n)
 	for i, o := range l.Objects {
-		if o.Key != keys[i] || o.Size != int64(i%7) || o.ETag == "" || o.Bucket != b {
-			t.Fatalf("entry %d: %+v, want key %s of %d bytes", i, o, keys[i], i%7)
-		}
+		require.EqualValues(t, keys[i], o.Key, "entry %d: %+v, want key %s of %d bytes", i, o, keys[i], i%7)
+		require.EqualValues(t, int64(i%7), o.Size, "entry %d: %+v, want key %s of %d bytes", i, o, keys[i], i%7)
+		require.NotEqualValues(t, "", o.ETag, "entry %d: %+v, want key %s of %d bytes", i, o, keys[i], i%7)
+		require.EqualValues(t, b, o.Bucket, "entry %d: %+v, want key %s of %d bytes", i, o, keys[i], i%7)
 	}
 	if p := px.lists.Load(); p < n/1000 {
 		t.Fatalf("%d list requests for %d keys: pages of at most 1,000 keys were not followed", p, n)
@@ -77,16 +74,13 @@ func TestListDelimiter(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%q,%q", c.prefix, c.delim), func(t *testing.T) {
 			l, err := cl.List(context.Background(), b, c.prefix, c.delim)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			var got []string
 			for _, o := range l.Objects {
 				got = append(got, o.Key)
 			}
-			if !slices.Equal(got, c.objects) || !slices.Equal(l.Prefixes, c.prefixes) {
-				t.Fatalf("objects %q prefixes %q, want %q and %q", got, l.Prefixes, c.objects, c.prefixes)
-			}
+			require.True(t, slices.Equal(got, c.objects), "objects %q prefixes %q, want %q and %q", got, l.Prefixes, c.objects, c.prefixes)
+			require.True(t, slices.Equal(l.Prefixes, c.prefixes), "objects %q prefixes %q, want %q and %q", got, l.Prefixes, c.objects, c.prefixes)
 		})
 	}
 }
@@ -112,9 +106,7 @@ func TestMissing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.op(c.bucket, c.key)
-			if !errors.Is(err, fs.ErrNotExist) {
-				t.Fatalf("err = %v, want fs.ErrNotExist", err)
-			}
+			require.ErrorIs(t, err, fs.ErrNotExist, "err = %v, want fs.ErrNotExist", err)
 			if url := "s3://" + c.bucket + "/" + c.key; !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), c.says) {
 				t.Fatalf("error %q does not name %s and say %q", err, url, c.says)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/internal/miniotest"
+	"github.com/stretchr/testify/require"
 )
 
 // One single-node server and one 4-node distributed cluster serve every
@@ -50,15 +51,11 @@ func sharedCluster(t testing.TB, n int) *miniotest.Cluster {
 	}
 	if shared.dir == "" {
 		d, err := miniotest.TempDir("objstore-minio-")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		shared.dir = d
 	}
 	c, err := miniotest.Start(fmt.Sprintf("%s/%dnode", shared.dir, n), n)
-	if err != nil {
-		t.Fatalf("starting a %d-node MinIO: %v", n, err)
-	}
+	require.NoError(t, err, "starting a %d-node MinIO: %v", n, err)
 	*slot = c
 	return c
 }
@@ -67,14 +64,10 @@ func sharedCluster(t testing.TB, n int) *miniotest.Cluster {
 func ownCluster(t *testing.T, n int) *miniotest.Cluster {
 	t.Helper()
 	dir, err := miniotest.TempDir("objstore-own-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	c, err := miniotest.Start(dir, n)
-	if err != nil {
-		t.Fatalf("starting a %d-node MinIO: %v", n, err)
-	}
+	require.NoError(t, err, "starting a %d-node MinIO: %v", n, err)
 	t.Cleanup(c.Stop)
 	return c
 }

@@ -7,10 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/stretchr/testify/require"
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/objstore"
@@ -41,27 +41,22 @@ func TestReadSizes(t *testing.T) {
 			}
 			cl := client(t, mc.Endpoint())
 			ring, err := loader.NewRing(8, 4<<20)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer ring.Close()
 			for _, n := range sizes {
 				o := open(t, cl, b, sizeKey(n))
-				if o.Size() != int64(n) || o.ETag() == "" || o.ModTime().IsZero() || o.Name() != "s3://"+b+"/"+sizeKey(n) {
-					t.Fatalf("size %d: opened %s size %d etag %q mtime %v", n, o.Name(), o.Size(), o.ETag(), o.ModTime())
-				}
+				require.EqualValues(t, int64(n), o.Size(), "size %d: opened %s size %d etag %q mtime %v", n, o.Name(), o.Size(), o.ETag(), o.ModTime())
+				require.NotEqualValues(t, "", o.ETag(), "size %d: opened %s size %d etag %q mtime %v", n, o.Name(), o.Size(), o.ETag(), o.ModTime())
+				require.False(t, o.ModTime().IsZero(), "size %d: opened %s size %d etag %q mtime %v", n, o.Name(), o.Size(), o.ETag(), o.ModTime())
+				require.EqualValues(t, "s3://"+b+"/"+sizeKey(n), o.Name(), "size %d: opened %s size %d etag %q mtime %v", n, o.Name(), o.Size(), o.ETag(), o.ModTime())
 				got, err := readAll(context.Background(), o)
-				if err != nil || !bytes.Equal(got, want[n]) {
-					t.Fatalf("size %d: ReadAt: %v (or bytes differ)", n, err)
-				}
+				require.NoError(t, err, "size %d: ReadAt: %v (or bytes differ)", n, err)
+				require.True(t, bytes.Equal(got, want[n]), "size %d: ReadAt: %v (or bytes differ)", n, err)
 				res, err := loader.Load(context.Background(), []loader.Job{loader.WholeFile(o, ring)},
 					loader.Options{Workers: 8, Checksum: loader.ChecksumSHA256})
-				if err != nil {
-					t.Fatalf("size %d: load into a ring: %v", n, err)
-				}
-				if res.Bytes != int64(n) || res.Files[0].SHA256 != sha256hex(want[n]) {
-					t.Fatalf("size %d: load landed %d bytes with sha256 %s, want %d and %s", n, res.Bytes, res.Files[0].SHA256, n, sha256hex(want[n]))
-				}
+				require.NoError(t, err, "size %d: load into a ring: %v", n, err)
+				require.EqualValues(t, int64(n), res.Bytes, "size %d: load landed %d bytes with sha256 %s, want %d and %s", n, res.Bytes, res.Files[0].SHA256, n, sha256hex(want[n]))
+				require.EqualValues(t, sha256hex(want[n]), res.Files[0].SHA256, "size %d: load landed %d bytes with sha256 %s, want %d and %s", n, res.Bytes, res.Files[0].SHA256, n, sha256hex(want[n]))
 			}
 		})
 	}
@@ -147,22 +142,17 @@ func TestWholeObjectChecksum(t *testing.T) {
 			if got, err := readAll(context.Background(), o); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("whole read: %v (or bytes differ)", err)
 			}
-			if o.Verified() != string(alg) {
-				t.Fatalf("whole read verified with %q, want %q", o.Verified(), alg)
-			}
+			require.EqualValues(t, string(alg), o.Verified(), "whole read verified with %q, want %q", o.Verified(), alg)
 			px.corrupt.Store(true)
 			defer px.corrupt.Store(false)
 			gets := px.gets.Load()
 			_, err := readAll(context.Background(), o)
 			if alg == "" {
-				if err != nil {
-					t.Fatalf("damaged read of an object without a checksum: %v", err)
-				}
+				require.NoError(t, err, "damaged read of an object without a checksum: %v", err)
 				return
 			}
-			if !errors.Is(err, objstore.ErrChecksum) || !strings.Contains(err.Error(), o.Name()) {
-				t.Fatalf("damaged whole read: %v, want ErrChecksum naming %s", err, o.Name())
-			}
+			require.ErrorIs(t, err, objstore.ErrChecksum, "damaged whole read: %v, want ErrChecksum naming %s", err, o.Name())
+			require.Contains(t, err.Error(), o.Name(), "damaged whole read: %v, want ErrChecksum naming %s", err, o.Name())
 			if n := px.gets.Load() - gets; n != 3 {
 				t.Fatalf("a damaged body was fetched %d times; want 3 (two retries)", n)
 			}
@@ -194,9 +184,8 @@ func TestRequestsPerRead(t *testing.T) {
 		}
 	}
 	wantGets := 3 * int64((len(data)+objstore.DefaultRangeSize-1)/objstore.DefaultRangeSize)
-	if px.heads.Load() != 1 || px.gets.Load() != wantGets {
-		t.Fatalf("%d HEADs and %d GETs for 3 reads of two ranges + 1 byte, want 1 and %d", px.heads.Load(), px.gets.Load(), wantGets)
-	}
+	require.EqualValues(t, 1, px.heads.Load(), "%d HEADs and %d GETs for 3 reads of two ranges + 1 byte, want 1 and %d", px.heads.Load(), px.gets.Load(), wantGets)
+	require.EqualValues(t, wantGets, px.gets.Load(), "%d HEADs and %d GETs for 3 reads of two ranges + 1 byte, want 1 and %d", px.heads.Load(), px.gets.Load(), wantGets)
 	if c := px.conns.Load(); c > conc {
 		t.Fatalf("%d connections for a concurrency of %d: connections are not reused", c, conc)
 	}
@@ -206,9 +195,7 @@ func TestRequestsPerRead(t *testing.T) {
 	px.mu.Lock()
 	defer px.mu.Unlock()
 	for _, r := range px.ranges[:3] {
-		if r == "" {
-			t.Fatalf("a GET of part of a large object has no Range header: %q", px.ranges)
-		}
+		require.NotEqualValues(t, "", r, "a GET of part of a large object has no Range header: %q", px.ranges)
 	}
 }
 
@@ -224,9 +211,7 @@ func TestReadIntoCallerMemory(t *testing.T) {
 	cl := client(t, mc.Endpoint())
 	o := open(t, cl, b, "obj")
 	ring, err := loader.NewRing(8, 4<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ring.Close()
 	load := func() {
 		if _, err := loader.Load(context.Background(), []loader.Job{loader.WholeFile(o, ring)}, loader.Options{Workers: 8}); err != nil {

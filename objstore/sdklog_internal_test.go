@@ -3,10 +3,10 @@ package objstore
 import (
 	"bytes"
 	"log/slog"
-	"strings"
 	"testing"
 
 	"github.com/aws/smithy-go/logging"
+	"github.com/stretchr/testify/require"
 )
 
 // The SDK's own warnings go to the logger at debug level, never straight
@@ -16,13 +16,11 @@ func TestSDKLinesGoToTheLoggerAtDebug(t *testing.T) {
 	l := sdkLogger{slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	l.Logf(logging.Warn, "falling back to IMDSv%d", 1)
 	got := buf.String()
-	if !strings.Contains(got, "level=DEBUG") || !strings.Contains(got, "aws sdk: falling back to IMDSv1") || !strings.Contains(got, "class=WARN") {
-		t.Fatalf("logged %q", got)
-	}
+	require.Contains(t, got, "level=DEBUG", "logged %q", got)
+	require.Contains(t, got, "aws sdk: falling back to IMDSv1", "logged %q", got)
+	require.Contains(t, got, "class=WARN", "logged %q", got)
 	buf.Reset()
 	quiet := sdkLogger{slog.New(slog.NewTextHandler(&buf, nil))} // info and above
 	quiet.Logf(logging.Warn, "falling back to IMDSv1")
-	if buf.Len() != 0 {
-		t.Fatalf("a default logger printed %q", buf.String())
-	}
+	require.EqualValues(t, 0, buf.Len(), "a default logger printed %q", buf.String())
 }

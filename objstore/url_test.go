@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/objstore"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseURL(t *testing.T) {
@@ -61,9 +62,9 @@ func FuzzParseURL(f *testing.F) {
 			return
 		}
 		b2, k2, err := objstore.ParseURL(objstore.URL(b, k))
-		if err != nil || b2 != b || k2 != k {
-			t.Fatalf("ParseURL(%q) = %q, %q; URL of that parses to %q, %q, %v", s, b, k, b2, k2, err)
-		}
+		require.NoError(t, err, "ParseURL(%q) = %q, %q; URL of that parses to %q, %q, %v", s, b, k, b2, k2, err)
+		require.EqualValues(t, b, b2, "ParseURL(%q) = %q, %q; URL of that parses to %q, %q, %v", s, b, k, b2, k2, err)
+		require.EqualValues(t, k, k2, "ParseURL(%q) = %q, %q; URL of that parses to %q, %q, %v", s, b, k, b2, k2, err)
 	})
 }
 
@@ -91,9 +92,7 @@ func TestOptions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			isolateAWS(t)
 			cl, err := objstore.New(t.Context(), c.opt, objstore.WithAnonymous())
-			if (err == nil) != c.ok {
-				t.Fatalf("New: %v, want ok=%v", err, c.ok)
-			}
+			require.EqualValues(t, c.ok, (err == nil), "New: %v, want ok=%v", err, c.ok)
 			if cl != nil {
 				cl.Close()
 			}
@@ -106,10 +105,7 @@ func TestOptions(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	isolateAWS(t)
 	cl, err := objstore.New(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cl.Region() != objstore.DefaultRegion || cl.Endpoint() != "https://s3."+objstore.DefaultRegion+".amazonaws.com" {
-		t.Fatalf("region %s endpoint %s", cl.Region(), cl.Endpoint())
-	}
+	require.NoError(t, err)
+	require.EqualValues(t, objstore.DefaultRegion, cl.Region(), "region %s endpoint %s", cl.Region(), cl.Endpoint())
+	require.EqualValues(t, "https://s3."+objstore.DefaultRegion+".amazonaws.com", cl.Endpoint(), "region %s endpoint %s", cl.Region(), cl.Endpoint())
 }

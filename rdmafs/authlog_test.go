@@ -3,12 +3,14 @@ package rdmafs
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the server's goroutines.
@@ -46,9 +48,7 @@ func TestFailedLoginsLoggedAndCounted(t *testing.T) {
 			c.Close()
 			t.Fatalf("attempt %d: dial with a wrong token succeeded", i)
 		}
-		if !errors.Is(err, ErrAuth) {
-			t.Fatalf("attempt %d: %v, want ErrAuth", i, err)
-		}
+		require.ErrorIs(t, err, ErrAuth, "attempt %d: %v, want ErrAuth", i, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for ts.srv.metrics.authFail.Load() < attempts && time.Now().Before(deadline) {
@@ -58,13 +58,9 @@ func TestFailedLoginsLoggedAndCounted(t *testing.T) {
 		t.Fatalf("rdmafs_auth_failures_total = %d, want %d", n, attempts)
 	}
 	lines := strings.Count(logs.String(), `msg="rdmafs login failed"`)
-	if lines != 10 {
-		t.Errorf("%d failed-login lines logged, want 10 (the per-minute burst):\n%s", lines, logs.String())
-	}
+	assert.EqualValues(t, 10, lines, "%d failed-login lines logged, want 10 (the per-minute burst):\n%s", lines, logs.String())
 	for _, want := range []string{"remote=127.0.0.1:", "its token differs from the server's, or it has none"} {
-		if !strings.Contains(logs.String(), want) {
-			t.Errorf("log lacks %q:\n%s", want, logs.String())
-		}
+		assert.Contains(t, logs.String(), want, "log lacks %q:\n%s", want, logs.String())
 	}
 }
 

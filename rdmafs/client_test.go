@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestReadSizesByteExact(t *testing.T) {
@@ -23,8 +26,8 @@ func TestReadSizesByteExact(t *testing.T) {
 	configs := []config{
 		{"tcp/crc", TCP, true},       // sendfile, CRC32C from the digest cache or a mapping
 		{"tcp/sendfile", TCP, false}, // no CRC: the server uses sendfile
-		{"loopback/crc", func() Transport { return NewLoopback() }, true}, // region writes
-		{"loopback", func() Transport { return NewLoopback() }, false},
+		{"loopback/crc", func() Transport { return newLoopback() }, true}, // region writes
+		{"loopback", func() Transport { return newLoopback() }, false},
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
@@ -39,25 +42,18 @@ func TestReadSizesByteExact(t *testing.T) {
 			for _, n := range sizes {
 				t.Run(fmt.Sprint(n), func(t *testing.T) {
 					f, err := cl.Open(context.Background(), fmt.Sprintf("f%d", n))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if f.Size() != int64(n) {
-						t.Fatalf("Size = %d, want %d", f.Size(), n)
-					}
+					require.NoError(t, err)
+					require.EqualValues(t, int64(n), f.Size(), "Size = %d, want %d", f.Size(), n)
 					// Whole file, then through io.SectionReader (exercises
 					// short reads at EOF), then a read past the end.
 					got := make([]byte, n)
 					if k, err := f.ReadAt(got, 0); k != n || (err != nil && err != io.EOF) {
 						t.Fatalf("ReadAt whole: n=%d err=%v", k, err)
 					}
-					if !bytes.Equal(got, files[n]) {
-						t.Fatalf("data mismatch for size %d", n)
-					}
+					require.True(t, bytes.Equal(got, files[n]), "data mismatch for size %d", n)
 					all, err := io.ReadAll(io.NewSectionReader(f, 0, f.Size()+100))
-					if err != nil || !bytes.Equal(all, files[n]) {
-						t.Fatalf("SectionReader: %d bytes, err %v", len(all), err)
-					}
+					require.NoError(t, err, "SectionReader: %d bytes, err %v", len(all), err)
+					require.True(t, bytes.Equal(all, files[n]), "SectionReader: %d bytes, err %v", len(all), err)
 					if n < 3 {
 						return
 					}
@@ -84,9 +80,9 @@ func TestStatListAndErrors(t *testing.T) {
 			ctx := context.Background()
 
 			fi, err := cl.Stat(ctx, "dir/b.bin")
-			if err != nil || fi.Size() != 20 || fi.IsDir() {
-				t.Fatalf("Stat dir/b.bin = %+v, %v", fi, err)
-			}
+			require.NoError(t, err, "Stat dir/b.bin = %+v, %v", fi, err)
+			require.EqualValues(t, 20, fi.Size(), "Stat dir/b.bin = %+v, %v", fi, err)
+			require.False(t, fi.IsDir(), "Stat dir/b.bin = %+v, %v", fi, err)
 			ents, err := cl.List(ctx, "")
 			if err != nil || len(ents) != 2 || ents[0].Name() != "a.bin" || !ents[1].IsDir() {
 				t.Fatalf("List root = %+v, %v", ents, err)
@@ -125,15 +121,12 @@ func TestListPagination(t *testing.T) {
 	const n = 700
 	for i := range n {
 		name := fmt.Sprintf("%04d-%s", i, bytes.Repeat([]byte("x"), 200))
-		if err := os.WriteFile(filepath.Join(ts.root, name), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(ts.root, name), nil, 0o644))
 	}
 	cl := dialTest(t, ts, nil)
 	ents, err := cl.List(context.Background(), ".")
-	if err != nil || len(ents) != n {
-		t.Fatalf("List: %d entries, err %v; want %d", len(ents), err, n)
-	}
+	require.NoError(t, err, "List: %d entries, err %v; want %d", len(ents), err, n)
+	require.EqualValues(t, n, len(ents), "List: %d entries, err %v; want %d", len(ents), err, n)
 	for i, e := range ents {
 		if want := fmt.Sprintf("%04d-", i); e.Name()[:5] != want {
 			t.Fatalf("entry %d is %q", i, e.Name()[:5])
@@ -160,9 +153,7 @@ func TestDialErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Dial(ctx, tc.addr, append(tc.opts, WithLogger(quietLogger()))...)
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("Dial err = %v, want %v", err, tc.want)
-			}
+			require.ErrorIs(t, err, tc.want, "Dial err = %v, want %v", err, tc.want)
 			// The address is named, once: the transport's own error
 			// names it already.
 			if n := strings.Count(err.Error(), tc.addr); tc.want == ErrServerGone && n != 1 {
@@ -171,9 +162,7 @@ func TestDialErrors(t *testing.T) {
 		})
 	}
 	cl, err := Dial(ctx, open.addr, WithLogger(quietLogger()))
-	if err != nil {
-		t.Fatalf("Dial insecure server without token: %v", err)
-	}
+	require.NoError(t, err, "Dial insecure server without token: %v", err)
 	cl.Close()
 }
 
@@ -194,9 +183,7 @@ func TestParseURL(t *testing.T) {
 	for _, tc := range tests {
 		u, err := ParseURL(tc.in)
 		if tc.bad {
-			if err == nil {
-				t.Errorf("ParseURL(%q) = %+v, want error", tc.in, u)
-			}
+			assert.Error(t, err, "ParseURL(%q) = %+v, want error", tc.in, u)
 			continue
 		}
 		if err != nil || u.Addr != tc.addr || u.Path != tc.path {

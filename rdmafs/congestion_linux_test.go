@@ -4,6 +4,9 @@ import (
 	"context"
 	"net"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // probeCongestion returns the congestion control a fresh loopback TCP
@@ -13,16 +16,12 @@ func probeCongestion(t *testing.T, name string) (dflt, after string) {
 	t.Helper()
 	c, _ := tcpPair(t)
 	dflt, err := tcpCongestion(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if setTCPCongestion(c, name) != nil {
 		return dflt, dflt
 	}
 	after, err = tcpCongestion(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return dflt, after
 }
 
@@ -35,9 +34,7 @@ func serverCongestions(t *testing.T, s *Server) []string {
 	var out []string
 	for sc := range s.conns {
 		name, err := tcpCongestion(sc.c.(*net.TCPConn))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		out = append(out, name)
 	}
 	return out
@@ -63,21 +60,15 @@ func TestServerTCPCongestion(t *testing.T) {
 			data := writeFile(t, ts.root, "f", 100<<10, 3)
 			cl := dialTest(t, ts, nil, WithConnections(2))
 			f, err := cl.Open(context.Background(), "f")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			buf := make([]byte, len(data))
 			if _, err := f.ReadAt(buf, 0); err != nil || string(buf) != string(data) {
 				t.Fatalf("read: %v (or the bytes differ)", err)
 			}
 			got := serverCongestions(t, ts.srv)
-			if len(got) != 2 {
-				t.Fatalf("server has %d connections, want 2", len(got))
-			}
+			require.EqualValues(t, 2, len(got), "server has %d connections, want 2", len(got))
 			for _, g := range got {
-				if g != want {
-					t.Errorf("server connection on %q, want %q (kernel default %q)", g, want, dflt)
-				}
+				assert.EqualValues(t, want, g, "server connection on %q, want %q (kernel default %q)", g, want, dflt)
 			}
 		})
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -181,9 +183,7 @@ func TestDeviceRegistrationChoice(t *testing.T) {
 				t.Errorf("method %q (chosen %v), want %q", reg.Method, chosen, tc.method)
 			}
 			for _, s := range tc.reasonHas {
-				if !strings.Contains(reg.Reason, s) {
-					t.Errorf("reason %q does not say %q", reg.Reason, s)
-				}
+				assert.Contains(t, reg.Reason, s, "reason %q does not say %q", reg.Reason, s)
 			}
 			if tc.method != "" && (err1 != nil || err2 != nil) {
 				t.Errorf("registrations failed: %v, %v", err1, err2)
@@ -195,9 +195,7 @@ func TestDeviceRegistrationChoice(t *testing.T) {
 						continue
 					}
 					for _, s := range append(tc.errHas, tc.reasonHas...) {
-						if !strings.Contains(err.Error(), s) {
-							t.Errorf("error %q does not say %q", err, s)
-						}
+						assert.Contains(t, err.Error(), s, "error %q does not say %q", err, s)
 					}
 				}
 			}
@@ -228,7 +226,6 @@ func TestDeviceRegistrationLaterPieceFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := tg.register(&fakeRegistrar{dmaErr: errors.New("ENOMEM")}, 4096, 8192)
-	if !errors.Is(err, ErrNoGPUDirect) || !strings.Contains(err.Error(), "with dma-buf: ENOMEM") {
-		t.Fatalf("err %v, want ErrNoGPUDirect naming dma-buf and ENOMEM", err)
-	}
+	require.ErrorIs(t, err, ErrNoGPUDirect, "err %v, want ErrNoGPUDirect naming dma-buf and ENOMEM", err)
+	require.Contains(t, err.Error(), "with dma-buf: ENOMEM", "err %v, want ErrNoGPUDirect naming dma-buf and ENOMEM", err)
 }

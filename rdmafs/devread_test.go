@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fakeGPU is GPU memory simulated by a host buffer at a made-up device
@@ -42,21 +45,21 @@ func (g *fakeGPU) liveRegions() int {
 // gpuLoopback is the loopback transport with its device resolving
 // fakeGPU memory, and connections that count how they register it.
 type gpuLoopback struct {
-	*Loopback
+	*loopback
 	gpu *fakeGPU
 }
 
 func newGPULoopback(gpu *fakeGPU) gpuLoopback {
-	lb := NewLoopback()
+	lb := newLoopback()
 	d := lb.fab.devs[0]
 	d.gpu, d.dmaBuf = gpu, !gpu.refuseDmaBuf
-	return gpuLoopback{Loopback: lb, gpu: gpu}
+	return gpuLoopback{loopback: lb, gpu: gpu}
 }
 
 func (gpuLoopback) registersDeviceMemory() {}
 
 func (g gpuLoopback) Dial(ctx context.Context, addr string) (net.Conn, error) {
-	c, err := g.Loopback.Dial(ctx, addr)
+	c, err := g.loopback.Dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -141,18 +144,13 @@ func TestReadAtDeviceOverRegions(t *testing.T) {
 				t.Errorf("registration before any device read: %+v", r)
 			}
 			f, err := cl.Open(context.Background(), "weights.bin")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 
 			const dst, off, n = 4096 + 17, 1000, 700000
 			got, err := f.ReadAtDevice(context.Background(), gpu.base+dst, n, off)
-			if err != nil || got != n {
-				t.Fatalf("ReadAtDevice = %d, %v; want %d, nil", got, err, n)
-			}
-			if !bytes.Equal(gpu.mem[dst:dst+n], data[off:off+n]) {
-				t.Error("GPU memory differs from the file")
-			}
+			require.NoError(t, err, "ReadAtDevice = %d, %v; want %d, nil", got, err, n)
+			require.EqualValues(t, n, got, "ReadAtDevice = %d, %v; want %d, nil", got, err, n)
+			assert.True(t, bytes.Equal(gpu.mem[dst:dst+n], data[off:off+n]), "GPU memory differs from the file")
 			if gpu.mem[dst-1] != 0 || gpu.mem[dst+n] != 0 {
 				t.Error("bytes outside the destination were written")
 			}
@@ -187,9 +185,7 @@ func TestReadAtDeviceOverRegions(t *testing.T) {
 			if _, _, flushes := dm.counts(); flushes != 2 {
 				t.Errorf("%d flushes after two reads, want 2", flushes)
 			}
-			if gpu.liveRegions() != 0 {
-				t.Errorf("%d regions still registered after the reads", gpu.liveRegions())
-			}
+			assert.EqualValues(t, 0, gpu.liveRegions(), "%d regions still registered after the reads", gpu.liveRegions())
 			dm.checkDmaBufsClosed(t)
 		})
 	}
@@ -205,17 +201,12 @@ func TestReadAtDeviceNoRegistration(t *testing.T) {
 	dm := &fakeDeviceMemory{base: gpu.base, dmaErr: errors.New("CUDA_ERROR_NOT_SUPPORTED"), syncErr: errors.New("CUDA_ERROR_INVALID_VALUE")}
 	cl := dialTest(t, ts, tr, WithDeviceMemory(dm), WithChunkSize(64<<10))
 	f, err := cl.Open(context.Background(), "a.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n, err := f.ReadAtDevice(context.Background(), gpu.base, 300000, 0)
-	if n != 0 || !errors.Is(err, ErrNoGPUDirect) {
-		t.Fatalf("ReadAtDevice = %d, %v; want 0 and ErrNoGPUDirect", n, err)
-	}
+	require.EqualValues(t, 0, n, "ReadAtDevice = %d, %v; want 0 and ErrNoGPUDirect", n, err)
+	require.ErrorIs(t, err, ErrNoGPUDirect, "ReadAtDevice = %d, %v; want 0 and ErrNoGPUDirect", n, err)
 	for _, s := range []string{"a.bin", "CUDA_ERROR_NOT_SUPPORTED", "CUDA_ERROR_INVALID_VALUE", "bounce path"} {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("error %q does not say %q", err, s)
-		}
+		assert.Contains(t, err.Error(), s, "error %q does not say %q", err, s)
 	}
 	r := cl.DeviceRegistration()
 	if r.Method != "" || !strings.Contains(r.Reason, "dma-buf: export failed") || !strings.Contains(r.Reason, "nvidia-peermem: SYNC_MEMOPS failed") {
@@ -235,9 +226,7 @@ func TestReadAtDeviceFlushFails(t *testing.T) {
 	dm := &fakeDeviceMemory{base: gpu.base, flushErr: errors.New("cudaErrorIllegalAddress")}
 	cl := dialTest(t, ts, tr, WithDeviceMemory(dm))
 	f, err := cl.Open(context.Background(), "a.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n, err := f.ReadAtDevice(context.Background(), gpu.base, 8192, 0)
 	if n != 0 || !errors.Is(err, ErrNoGPUDirect) || !strings.Contains(err.Error(), "cudaErrorIllegalAddress") ||
 		!strings.Contains(err.Error(), "may not be visible") {
@@ -258,9 +247,7 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 			dm := &fakeDeviceMemory{}
 			cl := dialTest(t, ts, tr, WithDeviceMemory(dm))
 			f, err := cl.Open(context.Background(), "a.bin")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			n, err := f.ReadAtDevice(context.Background(), 0x7e0000000000, 4096, 0)
 			want := "GPU destinations need the verbs transport and this client uses " + tt.name
 			if n != 0 || !errors.Is(err, ErrNoGPUDirect) || !strings.Contains(err.Error(), want) ||
@@ -277,13 +264,10 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 		ts := startServer(t, ServerConfig{}, tr)
 		writeFile(t, ts.root, "a.bin", 4096, 1)
 		f, err := dialTest(t, ts, tr).Open(context.Background(), "a.bin")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		_, err = f.ReadAtDevice(context.Background(), 0x7e0000000000, 4096, 0)
-		if !errors.Is(err, ErrNoGPUDirect) || !strings.Contains(err.Error(), "WithDeviceMemory") {
-			t.Fatalf("ReadAtDevice without DeviceMemory: %v", err)
-		}
+		require.ErrorIs(t, err, ErrNoGPUDirect, "ReadAtDevice without DeviceMemory: %v", err)
+		require.Contains(t, err.Error(), "WithDeviceMemory", "ReadAtDevice without DeviceMemory: %v", err)
 		for _, c := range []struct {
 			ptr    uintptr
 			n, off int64
@@ -306,12 +290,8 @@ func TestFileWithDeviceMemory(t *testing.T) {
 	ts := startServer(t, ServerConfig{}, tr)
 	data := writeFile(t, ts.root, "w.bin", 300000, 5)
 	f, err := dialTest(t, ts, tr, WithChunkSize(64<<10)).Open(context.Background(), "w.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !f.DeviceReads() {
-		t.Fatal("a region transport that registers GPU memory reports no device reads")
-	}
+	require.NoError(t, err)
+	require.True(t, f.DeviceReads(), "a region transport that registers GPU memory reports no device reads")
 	if _, err := f.ReadAtDevice(context.Background(), gpu.base, 1000, 0); !errors.Is(err, ErrNoGPUDirect) {
 		t.Fatalf("without DeviceMemory: %v", err)
 	}
@@ -320,9 +300,7 @@ func TestFileWithDeviceMemory(t *testing.T) {
 	if n, err := g.ReadAtDevice(context.Background(), gpu.base, int64(len(data)), 0); err != nil || n != len(data) {
 		t.Fatalf("ReadAtDevice through the file's DeviceMemory = %d, %v", n, err)
 	}
-	if !bytes.Equal(gpu.mem[:len(data)], data) {
-		t.Error("GPU memory differs from the file")
-	}
+	assert.True(t, bytes.Equal(gpu.mem[:len(data)], data), "GPU memory differs from the file")
 	if _, _, flushes := dm.counts(); flushes != 1 {
 		t.Errorf("%d flushes through the file's DeviceMemory, want 1", flushes)
 	}
@@ -333,10 +311,6 @@ func TestFileWithDeviceMemory(t *testing.T) {
 	tcp := startServer(t, ServerConfig{}, TCP())
 	writeFile(t, tcp.root, "w.bin", 10, 1)
 	h, err := dialTest(t, tcp, TCP()).Open(context.Background(), "w.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.DeviceReads() {
-		t.Error("a tcp client reports device reads")
-	}
+	require.NoError(t, err)
+	assert.False(t, h.DeviceReads(), "a tcp client reports device reads")
 }

@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // sysStat is the fstat behind fi, as the server's digest cache takes it.
@@ -32,9 +35,7 @@ func openDigestFile(t *testing.T, size int) (*os.File, []byte) {
 	dir := t.TempDir()
 	data := writeFile(t, dir, "f", size, uint64(size))
 	f, err := os.Open(filepath.Join(dir, "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	return f, data
 }
@@ -42,9 +43,7 @@ func openDigestFile(t *testing.T, size int) (*os.File, []byte) {
 func TestDigestCacheRanges(t *testing.T) {
 	f, data := openDigestFile(t, 5*digestBlock+17)
 	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	c := newDigestCache(0)
 	var computed int64
 	compute := func(crc uint32, off, n int64) (uint32, error) {
@@ -58,14 +57,10 @@ func TestDigestCacheRanges(t *testing.T) {
 	for pass := range 2 {
 		for _, r := range ranges {
 			fd := c.lookup(sysStat(fi))
-			if fd == nil {
-				t.Fatal("lookup of a 5 MiB file = nil")
-			}
+			require.NotNil(t, fd, "lookup of a 5 MiB file = nil")
 			computed = 0
 			got, err := fd.crcRange(0, r.off, r.n, compute)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if want := crc32c(0, data[r.off:r.off+r.n]); got != want {
 				t.Errorf("pass %d: crc of [%d, +%d) = %08x, want %08x", pass, r.off, r.n, got, want)
 			}
@@ -93,27 +88,18 @@ func TestDigestCacheChangedFile(t *testing.T) {
 	if _, err := fd.crcRange(0, 0, 2*digestBlock, readCRC(f)); err != nil {
 		t.Fatal(err)
 	}
-	if c.lookup(sysStat(fi)) != fd {
-		t.Fatal("the same file, unchanged, got a new entry")
-	}
+	require.EqualValues(t, fd, c.lookup(sysStat(fi)), "the same file, unchanged, got a new entry")
 	// New bytes; the modification time is set apart explicitly so that a
 	// file system with coarse timestamps cannot hide the change here.
 	newData := bytes.Repeat([]byte{7}, 2*digestBlock)
-	if err := os.WriteFile(f.Name(), newData, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(f.Name(), time.Time{}, fi.ModTime().Add(time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(f.Name(), newData, 0o644))
+	require.NoError(t, os.Chtimes(f.Name(), time.Time{}, fi.ModTime().Add(time.Second)))
 	fi2, _ := f.Stat()
 	fd2 := c.lookup(sysStat(fi2))
-	if fd2 == fd {
-		t.Fatal("a changed file kept its cached CRCs")
-	}
+	require.NotEqualValues(t, fd, fd2, "a changed file kept its cached CRCs")
 	got, err := fd2.crcRange(0, 0, 2*digestBlock, readCRC(f))
-	if err != nil || got != crc32c(0, newData) {
-		t.Fatalf("crc after the change = %08x, %v; want %08x", got, err, crc32c(0, newData))
-	}
+	require.NoError(t, err, "crc after the change = %08x, %v; want %08x", got, err, crc32c(0, newData))
+	require.EqualValues(t, crc32c(0, newData), got, "crc after the change = %08x, %v; want %08x", got, err, crc32c(0, newData))
 	if c.blocks != 2 || len(c.files) != 1 {
 		t.Errorf("cache holds %d blocks of %d files, want 2 of 1", c.blocks, len(c.files))
 	}
@@ -130,25 +116,17 @@ func TestDigestCacheBound(t *testing.T) {
 			t.Fatalf("cache holds %d blocks, bound 4", c.blocks)
 		}
 	}
-	if len(c.files) != 2 {
-		t.Errorf("cache holds %d files, want the 2 most recent", len(c.files))
-	}
+	assert.EqualValues(t, 2, len(c.files), "cache holds %d files, want the 2 most recent", len(c.files))
 	if _, ok := c.files[fds[0].key]; ok {
 		t.Error("the least recently read file was kept")
 	}
 	big, _ := openDigestFile(t, 5*digestBlock)
 	fi, _ := big.Stat()
-	if c.lookup(sysStat(fi)) != nil {
-		t.Error("a file larger than the whole cache was cached")
-	}
+	assert.Nil(t, c.lookup(sysStat(fi)), "a file larger than the whole cache was cached")
 	small, _ := openDigestFile(t, digestBlock-1)
 	fi, _ = small.Stat()
-	if c.lookup(sysStat(fi)) != nil {
-		t.Error("a file without a whole block was cached")
-	}
-	if newDigestCache(-1).lookup(sysStat(fi)) != nil {
-		t.Error("a cache turned off returned an entry")
-	}
+	assert.Nil(t, c.lookup(sysStat(fi)), "a file without a whole block was cached")
+	assert.Nil(t, newDigestCache(-1).lookup(sysStat(fi)), "a cache turned off returned an entry")
 }
 
 // The server's own sum of bytes it lacks in the cache reads them through a
@@ -165,9 +143,7 @@ func TestPreadCRC(t *testing.T) {
 	if n := sc.s.pool.inUse(); n != 0 || len(sc.connBufs) != 0 {
 		t.Fatalf("%d pool buffers and %d connection shares still held", n, len(sc.connBufs))
 	}
-	if err := os.Truncate(f.Name(), crcPiece); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Truncate(f.Name(), crcPiece))
 	if _, err := sc.preadCRC(f, 0, 0, int64(len(data))); err == nil || !strings.Contains(err.Error(), "shrank") {
 		t.Fatalf("CRC of a truncated file: err = %v, want one saying it shrank", err)
 	}
@@ -199,9 +175,7 @@ func TestReadCRCAfterChange(t *testing.T) {
 	p := filepath.Join(ts.root, "f")
 	st, _ := os.Stat(p)
 	data = writeFile(t, ts.root, "f", 3*digestBlock+5, 2)
-	if err := os.Chtimes(p, time.Time{}, st.ModTime().Add(time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Chtimes(p, time.Time{}, st.ModTime().Add(time.Second)))
 	if got, err := read(); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read after the change: %v (equal %v)", err, bytes.Equal(got, data))
 	}

@@ -2,7 +2,6 @@ package rdmafs
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/require"
 )
 
 // TestDrainFinishesInFlightReads: on cancel the server says GOODBYE, the
@@ -30,9 +30,7 @@ func TestDrainFinishesInFlightReads(t *testing.T) {
 	var done, bye bool
 	for !(done && bye) {
 		h, p, err := r.recv()
-		if err != nil {
-			t.Fatalf("after %d bytes (done=%v goodbye=%v): %v", got, done, bye, err)
-		}
+		require.NoError(t, err, "after %d bytes (done=%v goodbye=%v): %v", got, done, bye, err)
 		switch h.Type {
 		case wire.TypeData:
 			got += len(p)
@@ -51,9 +49,7 @@ func TestDrainFinishesInFlightReads(t *testing.T) {
 	select {
 	case err := <-ts.done:
 		ts.done <- err
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return after drain")
 	}
@@ -65,9 +61,7 @@ func TestClientAfterDrainGetsServerGone(t *testing.T) {
 	cl := dialTest(t, ts, nil, WithRetryDeadline(300*time.Millisecond))
 	ts.stop(t)
 	_, err := cl.Stat(context.Background(), "f")
-	if !errors.Is(err, ErrServerGone) {
-		t.Fatalf("err = %v, want ErrServerGone", err)
-	}
+	require.ErrorIs(t, err, ErrServerGone, "err = %v, want ErrServerGone", err)
 }
 
 func TestMetrics(t *testing.T) {
@@ -75,9 +69,7 @@ func TestMetrics(t *testing.T) {
 	writeFile(t, ts.root, "f", 5000, 1)
 	cl := dialTest(t, ts, nil, WithConnections(1))
 	f, err := cl.Open(context.Background(), "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if _, err := f.ReadAt(make([]byte, 5000), 0); err != nil && err != io.EOF {
 		t.Fatal(err)
 	}
@@ -101,9 +93,7 @@ func TestMetrics(t *testing.T) {
 	for deadline := time.Now().Add(2 * time.Second); ; {
 		var err error
 		resp, err = srv.Client().Get(srv.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		missing := ""

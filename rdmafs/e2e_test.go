@@ -11,14 +11,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
-// testServerBin is the path of the testserver binary built by TestMain, or
-// "" when it could not be built (the e2e tests then skip with the reason).
-var testServerBin, testServerBuildErr = "", error(nil)
+// binDir holds the helper programs the tests build (testserver,
+// benchclient); TestMain makes it and removes it after the run.
+var binDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "rdmafs-e2e-")
@@ -26,16 +29,36 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin := filepath.Join(dir, "testserver")
-	out, err := exec.Command("go", "build", "-o", bin, "./internal/testserver").CombinedOutput()
-	if err != nil {
-		testServerBuildErr = fmt.Errorf("go build ./internal/testserver: %v\n%s", err, out)
-	} else {
-		testServerBin = bin
-	}
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// Each helper program is built once per run, by the first test that needs
+// it.
+var (
+	buildTestServer  = sync.OnceValues(func() (string, error) { return goBuild("testserver") })
+	buildBenchClient = sync.OnceValues(func() (string, error) { return goBuild("benchclient") })
+)
+
+// goBuild builds ./internal/name into binDir and returns its path.
+func goBuild(name string) (string, error) {
+	bin := filepath.Join(binDir, name)
+	out, err := exec.Command("go", "build", "-o", bin, "./internal/"+name).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build ./internal/%s: %w\n%s", name, err, out)
+	}
+	return bin, nil
+}
+
+// helperBinary returns the program build built, failing t where it did not
+// build: a compile error in the project is a failure, never a skip.
+func helperBinary(t *testing.T, build func() (string, error)) string {
+	t.Helper()
+	bin, err := build()
+	require.NoError(t, err)
+	return bin
 }
 
 type serverProc struct {
@@ -48,23 +71,15 @@ type serverProc struct {
 // "listening on" line.
 func startProc(t *testing.T, root, listen string) *serverProc {
 	t.Helper()
-	if testServerBin == "" {
-		t.Skipf("testserver binary unavailable: %v", testServerBuildErr)
-	}
+	bin := helperBinary(t, buildTestServer)
 	tokFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokFile, append(testTok, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(testServerBin, "--root", root, "--listen", listen, "--token-file", tokFile)
+	require.NoError(t, os.WriteFile(tokFile, append(testTok, '\n'), 0o600))
+	cmd := exec.Command(bin, "--root", root, "--listen", listen, "--token-file", tokFile)
 	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	p := &serverProc{cmd: cmd, exit: make(chan error, 1)}
 	line := make(chan string, 1)
 	go func() {
@@ -83,6 +98,8 @@ func startProc(t *testing.T, root, listen string) *serverProc {
 	})
 	select {
 	case l, ok := <-line:
+		// Not require: its message, stderr while the server runs, would be
+		// read on success too.
 		if !ok || !strings.HasPrefix(l, "listening on ") {
 			t.Fatalf("server said %q; stderr:\n%s", l, stderr.String())
 		}
@@ -99,27 +116,19 @@ func TestE2EServerProcess(t *testing.T) {
 	p := startProc(t, root, "127.0.0.1:0")
 	ctx := context.Background()
 	cl, err := Dial(ctx, p.addr, WithToken(testTok), WithLogger(quietLogger()), WithChunkSize(1<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer cl.Close()
 	f, err := cl.Open(ctx, "ckpt/shard-0.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got := make([]byte, f.Size())
 	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read through real server: %v", err)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-p.exit:
 		p.exit <- err
-		if err != nil {
-			t.Fatalf("server exit after SIGTERM: %v, want status 0", err)
-		}
+		require.NoError(t, err, "server exit after SIGTERM: %v, want status 0", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("server did not exit within 10 s of SIGTERM")
 	}
@@ -141,14 +150,10 @@ func TestE2EServerKilledMidTransfer(t *testing.T) {
 			}
 			cl, err := Dial(context.Background(), p.addr, WithToken(testTok), WithLogger(quietLogger()),
 				WithRetryDeadline(retry), WithTimeout(5*time.Second), WithChunkSize(1<<20))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer cl.Close()
 			f, err := cl.Open(context.Background(), "f")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			result := make(chan error, 1)
 			first := make(chan struct{})
 			go func() {

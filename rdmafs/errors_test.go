@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/assert"
 )
 
 // A missing or refused remote path matches the io/fs errors, as a local
@@ -27,7 +28,5 @@ func TestErrorsMatchFS(t *testing.T) {
 	if errors.Is(ErrNotFound, fs.ErrPermission) || errors.Is(ErrIO, fs.ErrNotExist) {
 		t.Error("a sentinel matches an fs error of another meaning")
 	}
-	if ErrNotFound.Error() != "rdmafs: not found" {
-		t.Errorf("ErrNotFound reads %q", ErrNotFound)
-	}
+	assert.EqualValues(t, "rdmafs: not found", ErrNotFound.Error(), "ErrNotFound reads %q", ErrNotFound)
 }

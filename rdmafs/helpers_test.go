@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var testTok = []byte("test-token-0123456789abcdef")
@@ -50,16 +53,12 @@ func startServerOn(t testing.TB, cfg ServerConfig, tr Transport, addr string) *t
 		cfg.BufferSize = 256 << 10
 	}
 	srv, err := NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if tr == nil {
 		tr = TCP()
 	}
 	ln, err := tr.Listen(context.Background(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	ts := &testServer{addr: ln.Addr().String(), srv: srv, root: cfg.Root, cancel: cancel, done: make(chan error, 1)}
 	go func() { ts.done <- srv.Serve(ctx, ln) }()
@@ -71,9 +70,7 @@ func (ts *testServer) stop(t testing.TB) {
 	ts.cancel()
 	select {
 	case err := <-ts.done:
-		if err != nil {
-			t.Errorf("Serve returned %v", err)
-		}
+		assert.NoError(t, err, "Serve returned %v", err)
 		ts.done <- err // let a second stop see it too
 	case <-time.After(10 * time.Second):
 		t.Errorf("server did not stop within 10s of cancel")
@@ -89,12 +86,8 @@ func writeFile(t testing.TB, root, name string, size int, seed uint64) []byte {
 		data[i] = byte(r.Uint32())
 	}
 	p := filepath.Join(root, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, data, 0o644))
 	return data
 }
 
@@ -107,9 +100,7 @@ func dialTest(t *testing.T, ts *testServer, tr Transport, opts ...Option) *Clien
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cl, err := Dial(ctx, ts.addr, append(base, opts...)...)
-	if err != nil {
-		t.Fatalf("Dial %s: %v", ts.addr, err)
-	}
+	require.NoError(t, err, "Dial %s: %v", ts.addr, err)
 	t.Cleanup(func() { cl.Close() })
 	return cl
 }
@@ -124,6 +115,6 @@ func transports() []struct {
 		tr   func() Transport
 	}{
 		{"tcp", func() Transport { return TCP() }},
-		{"loopback", func() Transport { return NewLoopback() }},
+		{"loopback", func() Transport { return newLoopback() }},
 	}
 }

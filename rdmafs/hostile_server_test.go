@@ -6,12 +6,12 @@ import (
 	"errors"
 	"hash/crc32"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/require"
 )
 
 // hostileServer speaks just enough rdmafs (no authentication) to bring a
@@ -26,9 +26,7 @@ func hostileServer(t *testing.T, size int, reply func(c net.Conn, id uint32, r w
 func hostileServerListing(t *testing.T, size int, names []string, reply func(c net.Conn, id uint32, r wire.Read)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Go(func() {
@@ -89,14 +87,10 @@ func openHostile(t *testing.T, addr string) (context.Context, *File) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	cl, err := Dial(ctx, addr, WithConnections(1), WithRetryDeadline(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { cl.Close() })
 	f, err := cl.Open(ctx, "x.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return ctx, f
 }
 
@@ -177,9 +171,7 @@ func TestClientRefusesHostileListing(t *testing.T) {
 		addr := hostileServerListing(t, 1, []string{"ok.bin", bad}, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		cl, err := Dial(ctx, addr, WithConnections(1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if _, err := cl.List(ctx, "dir"); !errors.Is(err, ErrProtocol) {
 			t.Errorf("listing with %q: %v, want ErrProtocol", bad, err)
 		}
@@ -188,9 +180,7 @@ func TestClientRefusesHostileListing(t *testing.T) {
 	}
 	addr := hostileServerListing(t, 1, []string{"a.bin", "b.bin"}, nil)
 	cl, err := Dial(context.Background(), addr, WithConnections(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer cl.Close()
 	if got, err := cl.List(context.Background(), "dir"); err != nil || len(got) != 2 {
 		t.Errorf("honest listing: %v, %v", got, err)
@@ -201,9 +191,7 @@ func TestClientRefusesHostileListing(t *testing.T) {
 // reported as such once the handshake time is up.
 func TestDialSilentPeer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ln.Close()
 	go func() {
 		for {
@@ -216,9 +204,8 @@ func TestDialSilentPeer(t *testing.T) {
 	}()
 	start := time.Now()
 	_, err = Dial(context.Background(), ln.Addr().String(), WithConnections(1), WithTimeout(300*time.Millisecond), WithRetryDeadline(time.Millisecond))
-	if err == nil || !strings.Contains(err.Error(), "did not answer the rdmafs handshake within 300ms") {
-		t.Fatalf("Dial to a silent peer: %v", err)
-	}
+	require.Error(t, err, "Dial to a silent peer: %v", err)
+	require.Contains(t, err.Error(), "did not answer the rdmafs handshake within 300ms", "Dial to a silent peer: %v", err)
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("took %v", time.Since(start))
 	}
@@ -260,9 +247,7 @@ func TestChecksumCoversEverySegment(t *testing.T) {
 			ctx, f := openHostile(t, addr)
 			buf := make([]byte, size)
 			n, err := f.ReadAtContext(ctx, buf, 0)
-			if !errors.Is(err, tc.wantErr) {
-				t.Fatalf("ReadAt = %d, %v; want %v", n, err, tc.wantErr)
-			}
+			require.ErrorIs(t, err, tc.wantErr, "ReadAt = %d, %v; want %v", n, err, tc.wantErr)
 			if tc.wantErr == nil && !bytes.Equal(buf, want) {
 				t.Fatal("the bytes read differ from the bytes sent")
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSlowClientDoesNotBlockOthers: a client that asks for lots of data and
@@ -41,15 +42,13 @@ func TestSlowClientDoesNotBlockOthers(t *testing.T) {
 			// Wait until the server is sending to the slow client.
 			for deadline := time.Now().Add(10 * time.Second); ts.srv.metrics.bytesSent.Load() == 0; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
-					t.Fatal("the server sent nothing to the slow client in 10 s")
+					t.Fatalf("the server sent nothing to the slow client in 10 s")
 				}
 			}
 			if tc.writeTimeout == time.Minute {
 				cl := dialTest(t, ts, nil, WithConnections(1), WithRetryDeadline(0))
 				f, err := cl.Open(context.Background(), "f")
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				buf := make([]byte, 1<<20)
 				for i := range 8 {
 					off := int64(i) << 20

@@ -3,26 +3,22 @@ package rdmafs
 import (
 	"io"
 	"net/http"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // ServeMetrics serves the Prometheus text on its own port until stopped.
 func TestServeMetrics(t *testing.T) {
 	ts := startServer(t, ServerConfig{}, TCP())
 	addr, stop, err := ts.srv.ServeMetrics("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	resp, err := http.Get("http://" + addr.String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(b), "rdmafs_pool_buffers") {
-		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, b)
-	}
+	require.EqualValues(t, 200, resp.StatusCode, "GET /metrics: %d %s", resp.StatusCode, b)
+	require.Contains(t, string(b), "rdmafs_pool_buffers", "GET /metrics: %d %s", resp.StatusCode, b)
 	stop()
 	if _, err := http.Get("http://" + addr.String() + "/metrics"); err == nil {
 		t.Fatal("the listener still answers after stop")

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gdsload/gdsload/internal/testenv"
+	"github.com/stretchr/testify/require"
 )
 
 // TestPacketLossBetweenNamespaces runs the server and a client in two
@@ -19,7 +22,7 @@ import (
 // rules dropping 5% of TCP segments in each direction on the server side
 // (this kernel has no netem). The client must still read a 32 MiB file with
 // every request's CRC32C verified. Needs root, ip and iptables; skips with
-// the reason otherwise. Everything it creates (namespaces, veth, rules) lives
+// the reason otherwise (fails under GDSLOAD_REQUIRE_TOOLS). Everything it creates (namespaces, veth, rules) lives
 // inside its own namespaces and is removed afterwards.
 func TestPacketLossBetweenNamespaces(t *testing.T) {
 	if testing.Short() {
@@ -28,18 +31,10 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for ip netns and iptables")
 	}
-	for _, tool := range []string{"ip", "iptables"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found (apt-get install iproute2 iptables)", tool)
-		}
-	}
-	if testServerBin == "" {
-		t.Skipf("testserver binary unavailable: %v", testServerBuildErr)
-	}
-	bench := filepath.Join(filepath.Dir(testServerBin), "benchclient")
-	if out, err := exec.Command("go", "build", "-o", bench, "./internal/benchclient").CombinedOutput(); err != nil {
-		t.Skipf("go build ./internal/benchclient: %v\n%s", err, out)
-	}
+	testenv.Tool(t, "ip", "iproute2")
+	testenv.Tool(t, "iptables", "iptables")
+	testServer := helperBinary(t, buildTestServer)
+	bench := helperBinary(t, buildBenchClient)
 
 	id := os.Getpid() % 100000
 	nsS, nsC := fmt.Sprintf("rdmafs-s%d", id), fmt.Sprintf("rdmafs-c%d", id)
@@ -52,12 +47,10 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 		return nil
 	}
 	if err := run("ip", "netns", "add", nsS); err != nil {
-		t.Skipf("cannot create a network namespace here: %v", err)
+		testenv.Missing(t, "cannot create a network namespace here: %v", err)
 	}
 	t.Cleanup(func() { run("ip", "netns", "del", nsS) })
-	if err := run("ip", "netns", "add", nsC); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, run("ip", "netns", "add", nsC))
 	t.Cleanup(func() { run("ip", "netns", "del", nsC) }) // also removes the veth pair
 	setup := [][]string{
 		{"ip", "link", "add", vS, "netns", nsS, "type", "veth", "peer", "name", vC, "netns", nsC},
@@ -69,28 +62,22 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 		{"ip", "-n", nsC, "link", "set", "lo", "up"},
 	}
 	for _, c := range setup {
-		if err := run(c...); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, run(c...))
 	}
 	for _, chain := range []string{"INPUT", "OUTPUT"} {
 		if err := run("ip", "netns", "exec", nsS, "iptables", "-A", chain, "-p", "tcp",
 			"-m", "statistic", "--mode", "random", "--probability", "0.05", "-j", "DROP"); err != nil {
-			t.Skipf("iptables statistic match unusable here: %v", err)
+			testenv.Missing(t, "iptables statistic match unusable here (install iptables with its xt_statistic module): %v", err)
 		}
 	}
 
 	root := t.TempDir()
 	writeFile(t, root, "f", 32<<20, 11)
 	tok := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tok, testTok, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := exec.Command("ip", "netns", "exec", nsS, testServerBin, "--root", root, "--listen", "10.231.0.1:0", "--token-file", tok)
+	require.NoError(t, os.WriteFile(tok, testTok, 0o600))
+	srv := exec.Command("ip", "netns", "exec", nsS, testServer, "--root", root, "--listen", "10.231.0.1:0", "--token-file", tok)
 	stdout, _ := srv.StdoutPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, srv.Start())
 	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
 	sc := bufio.NewScanner(stdout)
 	lineCh := make(chan string, 1)
@@ -113,16 +100,12 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 	cl := exec.CommandContext(ctx, "ip", "netns", "exec", nsC, bench, "--url", "rdmafs://"+addr+"/f",
 		"--token-file", tok, "--conns", "2", "--chunk", "1048576", "--window", "8388608")
 	out, err := cl.CombinedOutput()
-	if err != nil {
-		t.Fatalf("client under 5%% loss each way: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "client under 5%% loss each way: %v\n%s", err, out)
 	t.Logf("under 5%% loss each way: %s", strings.TrimSpace(string(out)))
 	// The test proves something only if segments were really dropped.
 	for _, chain := range []string{"INPUT", "OUTPUT"} {
 		cnt, err := exec.Command("ip", "netns", "exec", nsS, "iptables", "-nvxL", chain).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		dropped := int64(-1)
 		for _, l := range strings.Split(string(cnt), "\n") {
 			if f := strings.Fields(l); len(f) > 2 && f[2] == "DROP" {

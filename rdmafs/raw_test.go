@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/require"
 )
 
 // raw speaks frames to a server directly, bypassing the client, so tests
@@ -24,9 +25,7 @@ type raw struct {
 func rawDial(t testing.TB, addr string) *raw {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return &raw{t: t, c: c}
 }

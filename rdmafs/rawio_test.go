@@ -9,15 +9,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // tcpPair returns both ends of a loopback TCP connection.
 func tcpPair(t *testing.T) (client, server *net.TCPConn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ln.Close()
 	accepted := make(chan net.Conn, 1)
 	go func() {
@@ -25,13 +25,9 @@ func tcpPair(t *testing.T) (client, server *net.TCPConn) {
 		accepted <- c
 	}()
 	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s := <-accepted
-	if s == nil {
-		t.Fatal("accept failed")
-	}
+	require.NotNil(t, s, "accept failed")
 	t.Cleanup(func() { c.Close(); s.Close() })
 	return c.(*net.TCPConn), s.(*net.TCPConn)
 }
@@ -41,13 +37,9 @@ func tcpPair(t *testing.T) (client, server *net.TCPConn) {
 func openTemp(t *testing.T, data []byte) *os.File {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, data, 0o600))
 	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	return f
 }
@@ -62,9 +54,7 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 	}
 	f := openTemp(t, data)
 	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sf := sendFileOf(f, fi)
 	c, s := tcpPair(t)
 	r := newStreamReader(c)
@@ -90,14 +80,11 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 			got <- b
 		}()
 		sent, err := sendFileData(s, []byte(tc.hdr), sf, tc.off, tc.n)
-		if err != nil || sent != tc.wantBytes {
-			t.Fatalf("sendFileData(%q, %d, %d) = %d, %v; want %d, nil", tc.hdr, tc.off, tc.n, sent, err, tc.wantBytes)
-		}
+		require.NoError(t, err, "sendFileData(%q, %d, %d) = %d, %v; want %d, nil", tc.hdr, tc.off, tc.n, sent, err, tc.wantBytes)
+		require.EqualValues(t, tc.wantBytes, sent, "sendFileData(%q, %d, %d) = %d, %v; want %d, nil", tc.hdr, tc.off, tc.n, sent, err, tc.wantBytes)
 		b := <-got
 		want := append([]byte(tc.hdr), data[tc.off:tc.off+tc.wantBytes]...)
-		if !bytes.Equal(b, want) {
-			t.Fatalf("received %d bytes that differ from the header and file bytes [%d, +%d)", len(b), tc.off, tc.wantBytes)
-		}
+		require.True(t, bytes.Equal(b, want), "received %d bytes that differ from the header and file bytes [%d, +%d)", len(b), tc.off, tc.wantBytes)
 	}
 	s.Close()
 	if n, err := r.Read(make([]byte, 10)); n != 0 || err != io.EOF {
@@ -111,15 +98,11 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 func TestStreamReaderDeadlineAndClose(t *testing.T) {
 	c, _ := tcpPair(t)
 	r := newStreamReader(c)
-	if err := c.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
 	if _, err := r.Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("Read past the deadline: %v, want os.ErrDeadlineExceeded", err)
 	}
-	if err := c.SetReadDeadline(time.Time{}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, c.SetReadDeadline(time.Time{}))
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Read(make([]byte, 10))
@@ -128,9 +111,7 @@ func TestStreamReaderDeadlineAndClose(t *testing.T) {
 	c.Close()
 	select {
 	case err := <-done:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("Read on a closed connection: %v, want net.ErrClosed", err)
-		}
+		require.ErrorIs(t, err, net.ErrClosed, "Read on a closed connection: %v, want net.ErrClosed", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("Read did not return after Close")
 	}

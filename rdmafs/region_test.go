@@ -7,17 +7,16 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/require"
 )
 
 // loopRaw is a raw client over the loopback transport: it authenticates,
 // pairs its queue pair, and can then register regions and advertise any
 // key it likes.
-func loopRaw(t *testing.T, lb *Loopback, addr string) (*raw, *verbsClientConn) {
+func loopRaw(t *testing.T, lb *loopback, addr string) (*raw, *verbsClientConn) {
 	t.Helper()
 	c, err := lb.Dial(context.Background(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	r := &raw{t: t, c: c}
 	r.mustWelcome(testTok)
@@ -37,21 +36,18 @@ func loopRaw(t *testing.T, lb *Loopback, addr string) (*raw, *verbsClientConn) {
 // queue pair, the server drops the connection, and the client's memory is
 // untouched.
 func TestRegionReadsOverLoopback(t *testing.T) {
-	lb := NewLoopback()
+	lb := newLoopback()
 	ts := startServer(t, ServerConfig{}, lb)
 	data := writeFile(t, ts.root, "f", 1<<20, 3)
 	r, cc := loopRaw(t, lb, ts.addr)
 
 	dst := make([]byte, 1<<20)
 	rg, err := cc.Register(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r.send(wire.TypeRead, 1, wire.Read{Length: 1 << 20, Flags: wire.ReadRegion | wire.ReadCRC, Region: rg, Name: "f"}.Append(nil))
 	h, p, err := r.recv()
-	if err != nil || h.Type != wire.TypeReadDone {
-		t.Fatalf("got %s, %v; want READ_DONE", h.Type, err)
-	}
+	require.NoError(t, err, "got %s, %v; want READ_DONE", h.Type, err)
+	require.EqualValues(t, wire.TypeReadDone, h.Type, "got %s, %v; want READ_DONE", h.Type, err)
 	d, _ := wire.DecodeReadDone(p)
 	if d.N != 1<<20 || !bytes.Equal(dst, data) || crc32c(0, dst) != d.CRC {
 		t.Fatalf("region read: n=%d equal=%v", d.N, bytes.Equal(dst, data))
@@ -61,9 +57,7 @@ func TestRegionReadsOverLoopback(t *testing.T) {
 	if h, m := r.expectError(); h.ID != 2 || m.Code != wire.CodeRegion {
 		t.Fatalf("region smaller than the read: id %d code %s (%s), want REGION", h.ID, m.Code, m.Message)
 	}
-	if err := cc.Deregister(rg); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cc.Deregister(rg))
 
 	tests := []struct {
 		name   string
@@ -78,21 +72,15 @@ func TestRegionReadsOverLoopback(t *testing.T) {
 			r, cc := loopRaw(t, lb, ts.addr)
 			buf := make([]byte, 8192)
 			own, err := cc.Register(buf[:4096])
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			target := tc.region(own)
 			if tc.name == "deregistered region" {
 				target = own
-				if err := cc.Deregister(own); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, cc.Deregister(own))
 			}
 			r.send(wire.TypeRead, 1, wire.Read{Length: 4096, Flags: wire.ReadRegion, Region: target, Name: "f"}.Append(nil))
 			r.expectClosed()
-			if !bytes.Equal(buf, make([]byte, len(buf))) {
-				t.Fatal("the server's write landed in the client's memory")
-			}
+			require.True(t, bytes.Equal(buf, make([]byte, len(buf))), "the server's write landed in the client's memory")
 		})
 	}
 }
@@ -120,9 +108,7 @@ func TestCancelledReadLeavesBufferAlone(t *testing.T) {
 			writeFile(t, ts.root, "f", 8<<20, 1)
 			cl := dialTest(t, ts, tr, WithRetryDeadline(0))
 			f, err := cl.Open(context.Background(), "f")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			for _, delay := range []time.Duration{0, 100 * time.Microsecond, time.Millisecond, 5 * time.Millisecond} {
 				ctx, cancel := context.WithTimeout(context.Background(), delay)
 				buf := make([]byte, 8<<20)
@@ -130,9 +116,7 @@ func TestCancelledReadLeavesBufferAlone(t *testing.T) {
 				cancel()
 				snap := append([]byte(nil), buf...)
 				time.Sleep(20 * time.Millisecond)
-				if !bytes.Equal(buf, snap) {
-					t.Fatalf("cancel after %v (err %v): buffer written after ReadAt returned", delay, err)
-				}
+				require.True(t, bytes.Equal(buf, snap), "cancel after %v (err %v): buffer written after ReadAt returned", delay, err)
 			}
 		})
 	}

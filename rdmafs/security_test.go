@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,13 +20,9 @@ func escapeFixture(t *testing.T) (root string) {
 	root = filepath.Join(base, "root")
 	outside := filepath.Join(base, "outside")
 	for _, d := range []string{root, outside, filepath.Join(root, "sub")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
-	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o644))
 	writeFile(t, root, "ok.bin", 100, 1)
 	links := map[string]string{
 		"abs-dir":        outside,
@@ -50,14 +47,10 @@ func escapeFixture(t *testing.T) (root string) {
 // is what decides whether the raw open takes it.
 func symlinkFollowable(t *testing.T, target, path string) {
 	t.Helper()
-	if err := os.Symlink(target, path); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink(target, path))
 	now := time.Now()
 	times := []unix.Timespec{unix.NsecToTimespec(now.UnixNano()), unix.NsecToTimespec(now.Add(-time.Hour).UnixNano())}
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, path, times, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, unix.UtimesNanoAt(unix.AT_FDCWD, path, times, unix.AT_SYMLINK_NOFOLLOW))
 }
 
 func TestHostilePathsRefused(t *testing.T) {
@@ -174,9 +167,7 @@ func TestAuthRefused(t *testing.T) {
 		hello := wire.Hello{Nonce: newNonce()}
 		r.send(wire.TypeHello, 0, hello.Append(nil))
 		_, p, err := r.recv()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ch, _ := wire.DecodeChallenge(p)
 		r.send(wire.TypeAuth, 0, wire.Auth{Proof: ch.ServerProof}.Append(nil))
 		if _, m := r.expectError(); m.Code != wire.CodeAuth {

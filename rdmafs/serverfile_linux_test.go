@@ -2,7 +2,6 @@ package rdmafs
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -12,16 +11,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/testenv"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
 // cachedServer returns a Server over a fresh export root holding a
 // regular file, a directory, a FIFO and symbolic links inside and outside
 // the root; it skips the test where this kernel refuses openat2 with
-// RESOLVE_CACHED (before Linux 5.12, or under a seccomp filter).
+// RESOLVE_CACHED (before Linux 5.12, or under a seccomp filter), which
+// testenv's probe of the kernel tells, not the server's own fallback.
 func cachedServer(t *testing.T) (*Server, string, []byte) {
 	t.Helper()
 	dir := t.TempDir()
+	if ok, reason := testenv.CachedOpenat2(dir); !ok {
+		t.Skipf("the server opens through os.Root here: %s", reason)
+	}
 	root := filepath.Join(dir, "export")
 	data := bytes.Repeat([]byte("gdsload "), 40000)
 	outside := filepath.Join(dir, "outside")
@@ -31,9 +36,7 @@ func cachedServer(t *testing.T) (*Server, string, []byte) {
 		os.WriteFile(outside, data, 0o600),
 		syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600),
 	} {
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	}
 	for name, target := range map[string]string{
 		"inside":  "sub/f",
@@ -44,29 +47,18 @@ func cachedServer(t *testing.T) (*Server, string, []byte) {
 		symlinkFollowable(t, target, filepath.Join(root, name))
 	}
 	s, err := NewServer(ServerConfig{Root: root, InsecureNoToken: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if s.rootConn == nil {
 		// The temporary directory is not on a filesystem rawOpenDir
 		// accepts (overlayfs in a container, say): test the raw path on it
 		// all the same.
 		dir, err := s.root.Open(".")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		rc, err := dir.SyscallConn()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		s.rootDir, s.rootConn = dir, rc
 	}
 	t.Cleanup(func() { s.root.Close(); s.rootDir.Close() })
-	if sf := s.openCached("sub/f"); sf != nil {
-		sf.close()
-	} else if cachedOpenOff.Load() {
-		t.Skip("this kernel refuses openat2 with RESOLVE_CACHED; the server opens through os.Root")
-	}
 	return s, root, data
 }
 
@@ -93,16 +85,14 @@ func TestOpenCached(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sf := s.openCached(tc.name)
-			if (sf != nil) != tc.open {
-				t.Fatalf("openCached(%q) opened: %v, want %v", tc.name, sf != nil, tc.open)
-			}
+			require.EqualValues(t, tc.open, (sf != nil), "openCached(%q) opened: %v, want %v", tc.name, sf != nil, tc.open)
 			if sf == nil {
 				return
 			}
 			defer sf.close()
-			if sf.f != nil || sf.st.Size != int64(len(data)) || sf.st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-				t.Fatalf("openCached(%q) = os.File %v, size %d, mode %#o; want a raw descriptor of a %d-byte regular file", tc.name, sf.f, sf.st.Size, sf.st.Mode, len(data))
-			}
+			require.Nil(t, sf.f, "openCached(%q) = os.File %v, size %d, mode %#o; want a raw descriptor of a %d-byte regular file", tc.name, sf.f, sf.st.Size, sf.st.Mode, len(data))
+			require.EqualValues(t, int64(len(data)), sf.st.Size, "openCached(%q) = os.File %v, size %d, mode %#o; want a raw descriptor of a %d-byte regular file", tc.name, sf.f, sf.st.Size, sf.st.Mode, len(data))
+			require.EqualValues(t, syscall.S_IFREG, sf.st.Mode&syscall.S_IFMT, "openCached(%q) = os.File %v, size %d, mode %#o; want a raw descriptor of a %d-byte regular file", tc.name, sf.f, sf.st.Size, sf.st.Mode, len(data))
 			got := make([]byte, len(data))
 			if _, err := fdReaderAt(sf.fd).ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("reading what openCached(%q) opened: %v, or bytes differ", tc.name, err)
@@ -112,46 +102,30 @@ func TestOpenCached(t *testing.T) {
 			}
 		})
 	}
-	if cachedOpenOff.Load() {
-		t.Fatal("a refusal turned openCached off for the whole server")
-	}
+	require.False(t, cachedOpenOff.Load(), "a refusal turned openCached off for the whole server")
 }
 
 // TestResidentRange checks the page-cache test that decides whether a
 // sendfile piece may be a raw call: true for bytes just written, false
 // once the kernel dropped them and for bytes past the end.
 func TestResidentRange(t *testing.T) {
+	if ok, reason := testenv.Cachestat(t.TempDir()); !ok {
+		t.Skipf("every sendfile is a plain system call here: %s", reason)
+	}
 	data := make([]byte, 1<<20)
 	f := openTemp(t, data)
 	fd := f.Fd()
-	if !residentRange(fd, 4096, 8192) {
-		if cachestatOff.Load() {
-			t.Skip("this kernel has no cachestat(2) (Linux 6.5); every sendfile is a plain system call")
-		}
-		t.Fatal("residentRange of bytes just written = false, want true")
-	}
-	if !residentRange(fd, 1, int64(len(data))-2) {
-		t.Fatal("residentRange of the whole file, unaligned = false, want true")
-	}
-	if residentRange(fd, int64(len(data)), 4096) {
-		t.Fatal("residentRange past the end = true, want false")
-	}
+	require.True(t, residentRange(fd, 4096, 8192), "residentRange of bytes just written = false, want true")
+	require.True(t, residentRange(fd, 1, int64(len(data))-2), "residentRange of the whole file, unaligned = false, want true")
+	require.False(t, residentRange(fd, int64(len(data)), 4096), "residentRange past the end = true, want false")
 	var st unix.Statfs_t
-	if err := unix.Fstatfs(int(fd), &st); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, unix.Fstatfs(int(fd), &st))
 	if st.Type == unix.TMPFS_MAGIC {
 		t.Skip("the temporary directory is on tmpfs, whose pages the kernel cannot drop: the rest needs a disk filesystem")
 	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(fd), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
-	}
-	if residentRange(fd, 0, int64(len(data))) {
-		t.Fatal("residentRange after the kernel dropped the file's pages = true, want false")
-	}
+	require.NoError(t, f.Sync())
+	require.NoError(t, unix.Fadvise(int(fd), 0, 0, unix.FADV_DONTNEED))
+	require.False(t, residentRange(fd, 0, int64(len(data))), "residentRange after the kernel dropped the file's pages = true, want false")
 }
 
 // TestSendFileDataCachedAndCold sends from a file openCached opened, with
@@ -161,13 +135,9 @@ func TestSendFileDataCachedAndCold(t *testing.T) {
 	s, _, data := cachedServer(t)
 	for _, cold := range []bool{false, true} {
 		sf := s.openCached("sub/f")
-		if sf == nil {
-			t.Fatal("openCached(sub/f) = nil")
-		}
+		require.NotNil(t, sf, "openCached(sub/f) = nil")
 		if cold {
-			if err := unix.Fadvise(int(sf.fd), 0, 0, unix.FADV_DONTNEED); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, unix.Fadvise(int(sf.fd), 0, 0, unix.FADV_DONTNEED))
 		}
 		c, srv := tcpPair(t)
 		got := make(chan []byte, 1)
@@ -178,9 +148,8 @@ func TestSendFileDataCachedAndCold(t *testing.T) {
 		sent, err := sendFileData(srv, []byte("HDR"), sf, 100, int64(len(data)))
 		srv.Close()
 		sf.close()
-		if err != nil || sent != int64(len(data))-100 {
-			t.Fatalf("cold %v: sendFileData = %d, %v; want %d, nil", cold, sent, err, len(data)-100)
-		}
+		require.NoError(t, err, "cold %v: sendFileData = %d, %v; want %d, nil", cold, sent, err, len(data)-100)
+		require.EqualValues(t, int64(len(data))-100, sent, "cold %v: sendFileData = %d, %v; want %d, nil", cold, sent, err, len(data)-100)
 		if b := <-got; !bytes.Equal(b, append([]byte("HDR"), data[100:]...)) {
 			t.Fatalf("cold %v: received %d bytes that differ from the header and the file", cold, len(b))
 		}
@@ -209,9 +178,7 @@ func TestWriteBuffers(t *testing.T) {
 				got <- b
 			}()
 			want := bytes.Join(tc.bufs, nil)
-			if err := writeBuffers(srv, append([][]byte(nil), tc.bufs...)); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, writeBuffers(srv, append([][]byte(nil), tc.bufs...)))
 			srv.Close()
 			if b := <-got; !bytes.Equal(b, want) {
 				t.Fatalf("received %d bytes, want the %d written, in order", len(b), len(want))
@@ -271,12 +238,10 @@ func TestServeLogsOpenPath(t *testing.T) {
 func TestFdReaderAtErrorsNameNoPath(t *testing.T) {
 	dir := t.TempDir()
 	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer d.Close()
 	n, err := fdReaderAt(d.Fd()).ReadAt(make([]byte, 10), 0)
-	if n != 0 || !errors.Is(err, syscall.EISDIR) || strings.Contains(err.Error(), dir) {
-		t.Fatalf("ReadAt of a directory = %d, %v; want 0 and EISDIR without the path %s", n, err, dir)
-	}
+	require.EqualValues(t, 0, n, "ReadAt of a directory = %d, %v; want 0 and EISDIR without the path %s", n, err, dir)
+	require.ErrorIs(t, err, syscall.EISDIR, "ReadAt of a directory = %d, %v; want 0 and EISDIR without the path %s", n, err, dir)
+	require.NotContains(t, err.Error(), dir, "ReadAt of a directory = %d, %v; want 0 and EISDIR without the path %s", n, err, dir)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/require"
 )
 
 // stallProxy forwards TCP connections to target. While stalling, the
@@ -28,9 +29,7 @@ type stallProxy struct {
 
 func newStallProxy(t *testing.T, target string) *stallProxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p := &stallProxy{ln: ln, target: target}
 	go p.serve()
 	t.Cleanup(func() {
@@ -94,14 +93,10 @@ func TestStalledConnectionTimesOutAndRetries(t *testing.T) {
 		px := newStallProxy(t, ts.addr)
 		cl, err := Dial(context.Background(), px.ln.Addr().String(), WithToken(testTok), WithLogger(quietLogger()),
 			WithConnections(1), WithTimeout(300*time.Millisecond), WithRetryDeadline(retry))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer cl.Close()
 		f, err := cl.Open(context.Background(), "f")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		px.stall.Store(true) // the open connection hangs; new ones work
 		buf := make([]byte, len(data))
 		start := time.Now()
@@ -127,13 +122,10 @@ func TestConnectionLimit(t *testing.T) {
 	_ = second.c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 256)
 	h, p, err := wire.ReadFrame(second.c, buf, uint32(len(buf)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	m, _ := wire.DecodeError(p)
-	if h.Type != wire.TypeError || m.Code != wire.CodeBusy {
-		t.Fatalf("got %s %s, want ERROR BUSY", h.Type, m.Code)
-	}
+	require.EqualValues(t, wire.TypeError, h.Type, "got %s %s, want ERROR BUSY", h.Type, m.Code)
+	require.EqualValues(t, wire.CodeBusy, m.Code, "got %s %s, want ERROR BUSY", h.Type, m.Code)
 	if _, err := second.c.Read(buf); err != io.EOF {
 		t.Fatalf("connection not closed after BUSY: %v", err)
 	}

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestReadTokenFile(t *testing.T) {
@@ -28,22 +31,16 @@ func TestReadTokenFile(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_"))
-			if err := os.WriteFile(p, []byte(tc.content), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(p, tc.mode); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(p, []byte(tc.content), 0o600))
+			require.NoError(t, os.Chmod(p, tc.mode))
 			tok, err := ReadTokenFile(p)
 			if tc.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
-					t.Fatalf("err = %v, want one mentioning %q", err, tc.errHas)
-				}
+				require.Error(t, err, "err = %v, want one mentioning %q", err, tc.errHas)
+				require.Contains(t, err.Error(), tc.errHas, "err = %v, want one mentioning %q", err, tc.errHas)
 				return
 			}
-			if err != nil || string(tok) != tc.want {
-				t.Fatalf("token %q, err %v; want %q", tok, err, tc.want)
-			}
+			require.NoError(t, err, "token %q, err %v; want %q", tok, err, tc.want)
+			require.EqualValues(t, tc.want, string(tok), "token %q, err %v; want %q", tok, err, tc.want)
 		})
 	}
 	if _, err := ReadTokenFile(filepath.Join(dir, "missing")); err == nil {
@@ -56,9 +53,8 @@ func TestReadTokenFile(t *testing.T) {
 func TestClientToken(t *testing.T) {
 	t.Setenv("GDSLOAD_TOKEN", "env-token-0123456789\n")
 	tok, err := ClientToken("")
-	if err != nil || string(tok) != "env-token-0123456789" {
-		t.Fatalf("from env: %q, %v", tok, err)
-	}
+	require.NoError(t, err, "from env: %q, %v", tok, err)
+	require.EqualValues(t, "env-token-0123456789", string(tok), "from env: %q, %v", tok, err)
 	f := filepath.Join(t.TempDir(), "tok")
 	os.WriteFile(f, []byte("file-token-0123456789\n"), 0o600)
 	if tok, err := ClientToken(f); err != nil || string(tok) != "file-token-0123456789" {
@@ -87,9 +83,7 @@ func TestWithTokenRefusesShortTokens(t *testing.T) {
 	} {
 		err := CheckOptions(WithToken([]byte(tc.tok)))
 		if tc.want == "" {
-			if err != nil {
-				t.Errorf("token %q: %v", tc.tok, err)
-			}
+			assert.NoError(t, err, "token %q: %v", tc.tok, err)
 			continue
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

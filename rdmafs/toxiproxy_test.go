@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/internal/toxitest"
+	"github.com/stretchr/testify/require"
 )
 
 // Network faults between a real TCP client and server, made by toxiproxy
@@ -26,9 +27,7 @@ func dialVia(t *testing.T, addr string, opts ...Option) *Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cl, err := Dial(ctx, addr, append(base, opts...)...)
-	if err != nil {
-		t.Fatalf("Dial through the proxy at %s: %v", addr, err)
-	}
+	require.NoError(t, err, "Dial through the proxy at %s: %v", addr, err)
 	t.Cleanup(func() { cl.Close() })
 	return cl
 }
@@ -75,9 +74,7 @@ func TestToxiproxyLatency(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	f, err := cl.Open(ctx, "ckpt/shard.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if rtt := time.Since(start); rtt < 60*time.Millisecond {
 		t.Fatalf("stat took %v through a proxy adding at least 30 ms each way: the toxics are not in the path", rtt)
 	}
@@ -85,9 +82,7 @@ func TestToxiproxyLatency(t *testing.T) {
 	if err := wait(t, done, 10*time.Second); err != nil {
 		t.Fatalf("read with latency: %v", err)
 	}
-	if !bytes.Equal(got, data) {
-		t.Fatal("read with latency: data differs from the file")
-	}
+	require.True(t, bytes.Equal(got, data), "read with latency: data differs from the file")
 	// A read straddling two chunks, at an odd offset.
 	part := make([]byte, 1<<20+3)
 	if _, err := f.ReadAt(part, 1<<20-5); err != nil || !bytes.Equal(part, data[1<<20-5:2<<20-2]) {
@@ -106,18 +101,14 @@ func TestToxiproxyBandwidth(t *testing.T) {
 	px.Add("bandwidth", "bandwidth", "downstream", map[string]any{"rate": rateKBs})
 	cl := dialVia(t, px.Addr(), WithConnections(conns), WithCRC(false), WithChunkSize(1<<20))
 	f, err := cl.Open(context.Background(), "big")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	start := time.Now()
 	done, got := readAsync(context.Background(), f)
 	if err := wait(t, done, 10*time.Second); err != nil {
 		t.Fatalf("read under a bandwidth cap: %v", err)
 	}
 	elapsed := time.Since(start)
-	if !bytes.Equal(got, data) {
-		t.Fatal("read under a bandwidth cap: data differs from the file")
-	}
+	require.True(t, bytes.Equal(got, data), "read under a bandwidth cap: data differs from the file")
 	floor := time.Duration(float64(len(data)) / (conns * rateKBs * 1000) * float64(time.Second))
 	if elapsed < floor*9/10 {
 		t.Fatalf("16 MiB arrived in %v, faster than %d connections at %d KB/s allow (%v): the cap is not in the path", elapsed, conns, rateKBs, floor)
@@ -153,9 +144,7 @@ func TestToxiproxyStall(t *testing.T) {
 				WithTimeout(timeout), WithRetryDeadline(c.retry))
 			ctx := context.Background()
 			f, err := cl.Open(ctx, "f")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if c.ctxDeadline > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, c.ctxDeadline)
@@ -217,9 +206,7 @@ func TestToxiproxyResetPeer(t *testing.T) {
 			cl := dialVia(t, px.Addr(), WithConnections(2), WithChunkSize(1<<20), WithTimeout(2*time.Second),
 				WithRetryDeadline(retry), WithLogger(slog.New(retries)))
 			f, err := cl.Open(context.Background(), "f")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			done, got := readAsync(context.Background(), f)
 			time.Sleep(150 * time.Millisecond)
 			px.Add("reset", "reset_peer", "downstream", map[string]any{"timeout": 0})
@@ -227,20 +214,12 @@ func TestToxiproxyResetPeer(t *testing.T) {
 			px.Remove("reset")
 			err = wait(t, done, 15*time.Second)
 			if retry == 0 {
-				if !errors.Is(err, ErrServerGone) {
-					t.Fatalf("without retries: err = %v, want ErrServerGone", err)
-				}
+				require.ErrorIs(t, err, ErrServerGone, "without retries: err = %v, want ErrServerGone", err)
 				return
 			}
-			if err != nil {
-				t.Fatalf("read across resets with a %v retry deadline: %v", retry, err)
-			}
-			if !bytes.Equal(got, data) {
-				t.Fatal("read across resets: data differs from the file")
-			}
-			if retries.n.Load() == 0 {
-				t.Fatal("the read never retried: the resets did not hit the transfer")
-			}
+			require.NoError(t, err, "read across resets with a %v retry deadline: %v", retry, err)
+			require.True(t, bytes.Equal(got, data), "read across resets: data differs from the file")
+			require.NotEqualValues(t, 0, retries.n.Load(), "the read never retried: the resets did not hit the transfer")
 			t.Logf("%d retries", retries.n.Load())
 		})
 	}
@@ -263,13 +242,12 @@ func TestToxiproxySlicer(t *testing.T) {
 			cl := dialVia(t, px.Addr(), WithCRC(crc), WithChunkSize(64<<10), WithConnections(conns))
 			ctx := context.Background()
 			ents, err := cl.List(ctx, "d")
-			if err != nil || len(ents) != 1 || ents[0].Name() != "f" || ents[0].Size() != int64(len(data)) {
-				t.Fatalf("list through sliced segments: %v %v", ents, err)
-			}
+			require.NoError(t, err, "list through sliced segments: %v %v", ents, err)
+			require.EqualValues(t, 1, len(ents), "list through sliced segments: %v %v", ents, err)
+			require.EqualValues(t, "f", ents[0].Name(), "list through sliced segments: %v %v", ents, err)
+			require.EqualValues(t, int64(len(data)), ents[0].Size(), "list through sliced segments: %v %v", ents, err)
 			f, err := cl.Open(ctx, "d/f")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			start := time.Now()
 			done, got := readAsync(ctx, f)
 			if err := wait(t, done, 10*time.Second); err != nil {
@@ -281,9 +259,7 @@ func TestToxiproxySlicer(t *testing.T) {
 			if el := time.Since(start); el < floor {
 				t.Fatalf("read took %v, less than the %v the slicer's pauses add: the slicer is not in the path", el, floor)
 			}
-			if !bytes.Equal(got, data) {
-				t.Fatal("read through sliced segments: data differs from the file")
-			}
+			require.True(t, bytes.Equal(got, data), "read through sliced segments: data differs from the file")
 			part := make([]byte, 70001)
 			if _, err := f.ReadAt(part, 4093); err != nil || !bytes.Equal(part, data[4093:4093+len(part)]) {
 				t.Fatalf("unaligned read through sliced segments: %v (or data differs)", err)

@@ -1,6 +1,10 @@
 package rdmafs
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
 
 // Remote names may hold any byte a file name can: URL.String must escape
 // them so that ParseURL gives the same URL back (stage, load and iterate
@@ -27,9 +31,8 @@ func FuzzParseURL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s, name string) {
 		if u, err := ParseURL(s); err == nil {
 			again, err := ParseURL(u.String())
-			if err != nil || again != u {
-				t.Fatalf("ParseURL(%q) = %+v; its String %q parses as %+v, %v", s, u, u.String(), again, err)
-			}
+			require.NoError(t, err, "ParseURL(%q) = %+v; its String %q parses as %+v, %v", s, u, u.String(), again, err)
+			require.EqualValues(t, u, again, "ParseURL(%q) = %+v; its String %q parses as %+v, %v", s, u, u.String(), again, err)
 		}
 		u := URL{Addr: "h:1", Path: name}
 		if got, err := ParseURL(u.String()); err != nil || got != u {

@@ -7,10 +7,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Tests of the verbs transport on real RDMA: a NIC, or rdma_rxe / siw over
@@ -37,13 +38,11 @@ func hwServer(t *testing.T, cfg ServerConfig) (*testServer, Transport, rdmaStack
 	t.Helper()
 	addr := hwAddr(t)
 	if addr == "loopback" {
-		lb := NewLoopback()
+		lb := newLoopback()
 		return startServer(t, cfg, lb), lb, lb.fab
 	}
 	tr, err := Verbs()
-	if err != nil {
-		t.Fatalf("%s is set but verbs is unavailable: %v", hwAddrEnv, err)
-	}
+	require.NoError(t, err, "%s is set but verbs is unavailable: %v", hwAddrEnv, err)
 	return startServerOn(t, cfg, tr, net.JoinHostPort(addr, "0")), tr, tr.(*verbsTransport).stack
 }
 
@@ -60,9 +59,8 @@ func TestVerbsHWEndToEnd(t *testing.T) {
 		t.Run(fmt.Sprintf("crc=%v", crc), func(t *testing.T) {
 			cl := dialTest(t, ts, tr, WithCRC(crc), WithConnections(4), WithChunkSize(1<<20))
 			ents, err := cl.List(context.Background(), "d")
-			if err != nil || len(ents) != len(sizes) {
-				t.Fatalf("List: %d entries, %v", len(ents), err)
-			}
+			require.NoError(t, err, "List: %d entries, %v", len(ents), err)
+			require.EqualValues(t, len(sizes), len(ents), "List: %d entries, %v", len(ents), err)
 			var wg sync.WaitGroup
 			for _, n := range sizes {
 				wg.Go(func() {
@@ -88,9 +86,7 @@ func TestVerbsHW64Connections(t *testing.T) {
 	data := writeFile(t, ts.root, "big", 64<<20, 3)
 	cl := dialTest(t, ts, tr, WithConnections(64), WithChunkSize(1<<20))
 	f, err := cl.Open(context.Background(), "big")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got := make([]byte, len(data))
 	if n, err := f.ReadAt(got, 0); n != len(data) || err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("ReadAt over 64 connections: %d, %v", n, err)
@@ -129,9 +125,7 @@ func TestVerbsHWServerShutdownMidRead(t *testing.T) {
 	data := writeFile(t, ts.root, "big", 64<<20, 4)
 	cl := dialTest(t, ts, tr, WithConnections(8), WithChunkSize(1<<20), WithRetryDeadline(0))
 	f, err := cl.Open(context.Background(), "big")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -179,20 +173,14 @@ func TestVerbsHWClientKilledMidRead(t *testing.T) {
 	cmd.Env = append(os.Environ(), "GDSLOAD_RDMA_CHILD="+ts.addr)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	time.Sleep(time.Second) // the child is reading
 	cmd.Process.Kill()
 	cmd.Wait()
-	if !strings.Contains(out.String(), "reading") {
-		t.Fatalf("the child never read: %s", out.String())
-	}
+	require.Contains(t, out.String(), "reading", "the child never read: %s", out.String())
 	cl := dialTest(t, ts, tr, WithConnections(4))
 	f, err := cl.Open(context.Background(), "big")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	got := make([]byte, len(data))
 	if n, err := f.ReadAt(got, 0); n != len(data) || err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("a read after the kill: %d, %v", n, err)

@@ -6,14 +6,16 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // Helpers for the verbs transport's tests over the loopback fabric.
 
-// listenSpy is a Loopback that keeps the listener it made, and listens on
+// listenSpy is a loopback transport that keeps the listener it made, and listens on
 // addr when set.
 type listenSpy struct {
-	*Loopback
+	*loopback
 	ln   *verbsListener
 	addr string
 }
@@ -22,7 +24,7 @@ func (s *listenSpy) Listen(ctx context.Context, addr string) (net.Listener, erro
 	if s.addr != "" {
 		addr = s.addr
 	}
-	ln, err := s.Loopback.Listen(ctx, addr)
+	ln, err := s.loopback.Listen(ctx, addr)
 	if err == nil {
 		s.ln = ln.(*verbsListener)
 	}
@@ -47,11 +49,11 @@ func newLoopEnv(t *testing.T, cfg ServerConfig, tune func(*verbsOptions)) *loopE
 // newLoopEnvOn is newLoopEnv listening on addr ("": 127.0.0.1:0).
 func newLoopEnvOn(t *testing.T, addr string, cfg ServerConfig, tune func(*verbsOptions)) *loopEnv {
 	t.Helper()
-	lb := NewLoopback()
+	lb := newLoopback()
 	if tune != nil {
 		tune(&lb.v.opts)
 	}
-	spy := &listenSpy{Loopback: lb, addr: addr}
+	spy := &listenSpy{loopback: lb, addr: addr}
 	ts := startServer(t, cfg, spy)
 	env := &loopEnv{tr: spy, fab: lb.fab, ts: ts, ln: spy.ln}
 	waitFor(t, "the server's buffers registered", func() bool {
@@ -78,9 +80,7 @@ func (e *loopEnv) serverDevice(t *testing.T) *serverDevice {
 	t.Helper()
 	e.ln.mu.Lock()
 	defer e.ln.mu.Unlock()
-	if len(e.ln.devs) != 1 {
-		t.Fatalf("server has state for %d devices, want 1", len(e.ln.devs))
-	}
+	require.EqualValues(t, 1, len(e.ln.devs), "server has state for %d devices, want 1", len(e.ln.devs))
 	for _, sd := range e.ln.devs {
 		return sd
 	}
@@ -122,22 +122,14 @@ func rawQueuePair(t *testing.T, st rdmaStack, serverAddr string, priv []byte) cm
 	t.Helper()
 	ap := netip.MustParseAddrPort(serverAddr)
 	dst, err := rdmaAddr(ap)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ch, err := st.newEventChannel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ch.destroy()
 	id, err := ch.createID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer id.destroy()
-	if err := id.resolveAddr(netip.AddrPortFrom(dst.Addr(), 0), dst, time.Second); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, id.resolveAddr(netip.AddrPortFrom(dst.Addr(), 0), dst, time.Second))
 	if ev, _ := ch.next(); ev.kind != evAddrResolved {
 		t.Fatalf("resolve: %s", ev.kind)
 	}
@@ -156,13 +148,9 @@ func rawQueuePair(t *testing.T, st rdmaStack, serverAddr string, priv []byte) cm
 		cq.destroy()
 		pd.dealloc()
 	}()
-	if err := id.connect(priv, connParams{}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, id.connect(priv, connParams{}))
 	ev, err := ch.next()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if ev.kind == evEstablished {
 		_ = id.disconnect()
 	}

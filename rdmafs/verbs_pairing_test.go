@@ -5,27 +5,23 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestPairingSession(t *testing.T) {
 	var cn, sn, sn2 [wire.NonceSize]byte
 	cn[0], sn[0], sn2[0] = 1, 2, 3
 	a := newPairingSession(testTok, &cn, &sn)
-	if a != newPairingSession(testTok, &cn, &sn) {
-		t.Fatal("the same handshake gives two sessions")
-	}
-	if !bytes.Equal(a.id[:], sn[:pairIDSize]) {
-		t.Errorf("session id %x is not the server nonce's first half", a.id)
-	}
+	require.EqualValues(t, newPairingSession(testTok, &cn, &sn), a, "the same handshake gives two sessions")
+	assert.True(t, bytes.Equal(a.id[:], sn[:pairIDSize]), "session id %x is not the server nonce's first half", a.id)
 	for name, b := range map[string]pairingSession{
 		"other token":        newPairingSession([]byte("another-token-0123456789"), &cn, &sn),
 		"no token":           newPairingSession(nil, &cn, &sn),
 		"other server nonce": newPairingSession(testTok, &cn, &sn2),
 		"nonces swapped":     newPairingSession(testTok, &sn, &cn),
 	} {
-		if b.tag == a.tag {
-			t.Errorf("%s: same tag", name)
-		}
+		assert.NotEqualValues(t, a.tag, b.tag, "%s: same tag", name)
 	}
 	// The tag is not a handshake proof of either direction.
 	if a.tag == clientProof(testTok, &cn, &sn) || a.tag == serverProof(testTok, &cn, &sn) {
@@ -83,15 +79,14 @@ func FuzzPairingData(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if p, err := parsePairing(b); err == nil {
-			if !bytes.Equal(p.encode(), b[:pairSize]) || !bytes.Equal(b[pairSize:], make([]byte, len(b)-pairSize)) {
-				t.Fatalf("parsePairing accepted %x as %x", b, p.encode())
-			}
+			require.True(t, bytes.Equal(p.encode(), b[:pairSize]), "parsePairing accepted %x as %x", b, p.encode())
+			require.True(t, bytes.Equal(b[pairSize:], make([]byte, len(b)-pairSize)), "parsePairing accepted %x as %x", b, p.encode())
 		}
 		if r, ok := parseReject(b); ok {
 			n := len(encodeReject(r))
-			if r == 0 || !bytes.Equal(encodeReject(r), b[:n]) || !bytes.Equal(b[n:], make([]byte, len(b)-n)) {
-				t.Fatalf("parseReject accepted %x as reason %d", b, r)
-			}
+			require.NotEqualValues(t, 0, r, "parseReject accepted %x as reason %d", b, r)
+			require.True(t, bytes.Equal(encodeReject(r), b[:n]), "parseReject accepted %x as reason %d", b, r)
+			require.True(t, bytes.Equal(b[n:], make([]byte, len(b)-n)), "parseReject accepted %x as reason %d", b, r)
 		}
 	})
 }

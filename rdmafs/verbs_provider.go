@@ -12,8 +12,8 @@ import (
 
 // The verbs transport is written against rdmaStack, a narrow Go view of
 // librdmacm and libibverbs. Two implementations exist: ibvStack calls
-// rdma-core, loaded at run time (verbs_ibv.go); simFabric models an RDMA
-// fabric in process for the loopback transport (loopback_*.go), with the
+// rdma-core, loaded at run time (verbs_ibv.go); simFabric, in the tests
+// only (loopback_*_test.go), models an RDMA fabric in process, with the
 // hardware behaviour the transport must cope with: work requests in flight
 // until their completion is polled, data placed only when a later message
 // on the queue pair forces it, queue pairs that fail as a whole, a

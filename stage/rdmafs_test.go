@@ -59,7 +59,7 @@ func TestStageFromRdmafsServer(t *testing.T) {
 
 // A remote directory stages like a local one (its files directly into
 // the destination, checked against its manifest), and so does a remote
-// sharded checkpoint through its index.json (issue 16: refused before).
+// sharded checkpoint through its index.json (once refused).
 func TestStageRemoteDirectoryAndIndex(t *testing.T) {
 	export := t.TempDir()
 	index, files := makeCheckpoint(t, export)

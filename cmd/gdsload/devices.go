@@ -14,13 +14,11 @@ import (
 )
 
 type devicesOptions struct {
-	asJSON  bool
-	sysRoot string // "/sys"; tests point it at a fake tree
-	noNVML  bool   // tests: skip NVML
+	asJSON bool
 }
 
 func newDevicesCmd() *cobra.Command {
-	o := devicesOptions{sysRoot: "/sys"}
+	var o devicesOptions
 	cmd := &cobra.Command{
 		Use:   "devices",
 		Short: "List GPUs, NVMe drives and RDMA NICs with their NUMA nodes",
@@ -30,7 +28,7 @@ you can pair drives, NICs and GPUs on one NUMA node. Where NVML is missing it
 says so and still lists the rest.`,
 		Args: noArgs(""),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r := collectDevices(o)
+			r := devices.Collect(devices.Options{})
 			if o.asJSON {
 				return printJSON(cmd.OutOrStdout(), r)
 			}
@@ -39,10 +37,6 @@ says so and still lists the rest.`,
 	}
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
 	return cmd
-}
-
-func collectDevices(o devicesOptions) devices.Report {
-	return devices.Collect(devices.Options{SysRoot: o.sysRoot, NoNVML: o.noNVML})
 }
 
 func numaString(n int) string {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/gdsload/gdsload/shards/npy"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/klauspost/compress/zstd"
@@ -253,10 +254,8 @@ func TestInspectWebDatasetShard(t *testing.T) {
 // first dot of the base name, consecutive members sharing it).
 func tarListing(t *testing.T, path string) (samples int, exts map[string]int, total, minSize, maxSize int64) {
 	t.Helper()
-	out, err := exec.Command("tar", "-tvf", path).Output()
-	if err != nil {
-		t.Skipf("GNU tar cannot list %s here: %v", path, err)
-	}
+	out, err := exec.Command(testenv.Tool(t, "tar", "tar (GNU tar)"), "-tvf", path).Output()
+	require.NoError(t, err, "GNU tar -tvf %s", path)
 	exts = map[string]int{}
 	var key string
 	var size int64

@@ -14,7 +14,7 @@ import (
 	"github.com/gdsload/gdsload/shards/safetensors"
 )
 
-// Remote checkpoints load, inspect and stage as local ones do (issue 16:
+// Remote checkpoints load, inspect and stage as local ones do (once
 // `load rdmafs://.../model.safetensors` failed with "checkpoint: stat
 // rdmafs://...: no such file or directory", as did .npy and
 // .safetensors.index.json, `inspect` over rdmafs, and staging through an
@@ -85,8 +85,8 @@ func TestRemoteCheckpointsFromServerProcess(t *testing.T) {
 }
 
 // A bench mode that cannot run is skipped with its reason and the others
-// still run (issue 12: `--modes gds,...` aborted the whole bench when
-// cuFile would not open).
+// still run (once `--modes gds,...` aborted the whole bench when cuFile
+// would not open).
 func TestBenchSkipsUnavailableMode(t *testing.T) {
 	ctl := useFakeCUDA(t)
 	require.NoError(t, ctl.Do("mode=nvfs"))

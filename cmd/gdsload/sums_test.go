@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -48,8 +49,8 @@ func TestWriteSums(t *testing.T) {
 // included, and refuses a partial digest as a line it cannot read instead
 // of reporting the file FAILED.
 func TestWriteSumsCheckedBySha256sum(t *testing.T) {
-	if out, err := exec.Command("sha256sum", "--version").Output(); err != nil || !strings.Contains(string(out), "GNU coreutils") {
-		t.Skipf("no GNU sha256sum here (%v): the line format is checked by TestWriteSums", err)
+	if out, err := exec.Command(testenv.Tool(t, "sha256sum", "coreutils"), "--version").Output(); err != nil || !strings.Contains(string(out), "GNU coreutils") {
+		testenv.Missing(t, "no GNU sha256sum here (%v): install coreutils; the line format is checked by TestWriteSums", err)
 	}
 	dir := t.TempDir()
 	var files []loader.FileResult

@@ -12,6 +12,7 @@ import (
 	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/internal/fileops/errorfs"
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -41,13 +42,14 @@ func TestIsTempName(t *testing.T) {
 // and short writes are retried.
 func TestAtomicFileDirectWriteRefused(t *testing.T) {
 	dir := t.TempDir()
+	testenv.NeedDirectIO(t, dir)
 	var hook errorfs.Hook = func(*errorfs.Op) error { return nil }
 	fsys := errorfs.Wrap(fileops.Default(), func(op *errorfs.Op) error { return hook(op) })
 	a, err := durable.CreateAtomicFS(fsys, filepath.Join(dir, "out.bin"), 3*4096, durable.DirectAuto)
 	require.NoError(t, err)
 	if !a.Direct() {
 		a.Abort()
-		t.Skipf("O_DIRECT writes not available in %s: %s", dir, a.DirectReason())
+		t.Fatalf("%s takes O_DIRECT writes, but the atomic file does not: %s", dir, a.DirectReason())
 	}
 	data := loader.AlignedBuffer(3 * 4096)
 	for i := range data {

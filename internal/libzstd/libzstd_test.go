@@ -9,16 +9,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/klauspost/compress/zstd"
 )
 
-// newDecoder returns a libzstd decoder, skipping where libzstd.so.1 is
-// not installed (CI installs zstd, which brings it).
+// newDecoder returns a libzstd decoder, skipping where the dynamic
+// linker does not know libzstd.so.1 (CI installs zstd, which brings it).
+// Where it does, a decoder that fails to load fails the test.
 func newDecoder(t testing.TB) *Decoder {
 	t.Helper()
+	testenv.Library(t, "libzstd.so.1", "libzstd1 (apt-get install zstd)")
 	d, err := NewDecoder()
 	if err != nil {
-		t.Skipf("libzstd not usable here: %v", err)
+		t.Fatalf("libzstd.so.1 is installed, but NewDecoder failed: %v", err)
 	}
 	t.Cleanup(d.Close)
 	return d
@@ -27,10 +30,7 @@ func newDecoder(t testing.TB) *Decoder {
 // zstdCLI compresses data with the zstd command and the given flags.
 func zstdCLI(t *testing.T, data []byte, flags ...string) []byte {
 	t.Helper()
-	if _, err := exec.LookPath("zstd"); err != nil {
-		t.Skip("zstd not installed")
-	}
-	cmd := exec.Command("zstd", append([]string{"-q", "-c"}, flags...)...)
+	cmd := exec.Command(testenv.Tool(t, "zstd", "zstd"), append([]string{"-q", "-c"}, flags...)...)
 	cmd.Stdin = bytes.NewReader(data)
 	out, err := cmd.Output()
 	if err != nil {

@@ -3,8 +3,10 @@ package wire
 import (
 	"bytes"
 	"errors"
-	"reflect"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -32,12 +34,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.msg.Append(nil)
 			got, err := tc.decode(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tc.msg) {
-				t.Fatalf("round trip: got %+v, want %+v", got, tc.msg)
-			}
+			require.NoError(t, err)
+			require.Equal(t, tc.msg, got, "round trip: got %+v, want %+v", got, tc.msg)
 			if len(p) > 0 {
 				if _, err := tc.decode(p[:len(p)-1]); !errors.Is(err, ErrMalformed) {
 					t.Fatalf("truncated payload: err = %v, want ErrMalformed", err)
@@ -68,9 +66,7 @@ func TestParseHeader(t *testing.T) {
 	for _, tc := range tests {
 		b := append([]byte(nil), good[:]...)
 		h, err := ParseHeader(tc.mod(b), tc.max)
-		if !errors.Is(err, tc.want) {
-			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
-		}
+		assert.ErrorIs(t, err, tc.want, "%s: err = %v, want %v", tc.name, err, tc.want)
 		if tc.want == nil && (h != Header{Type: TypeRead, ID: 5, Length: 100}) {
 			t.Errorf("%s: header %+v", tc.name, h)
 		}
@@ -83,9 +79,7 @@ func TestReadFrameRefusesBeforeAllocating(t *testing.T) {
 	// The reader holds only the header: if ReadFrame tried to read the
 	// payload it would fail with EOF, not ErrTooLarge.
 	_, _, err := ReadFrame(bytes.NewReader(hb[:]), make([]byte, 16), MaxPayload)
-	if !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("err = %v, want ErrTooLarge", err)
-	}
+	require.ErrorIs(t, err, ErrTooLarge, "err = %v, want ErrTooLarge", err)
 }
 
 func TestListOKRefusesImpossibleCount(t *testing.T) {

@@ -11,23 +11,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/stretchr/testify/require"
 )
 
 // openOrSkip opens path, skipping the test where O_DIRECT was asked for
-// and the file system refuses it.
+// and the file system refuses it (testenv's probe, not the loader, says).
 func openOrSkip(t *testing.T, path string, mode loader.DirectMode) *Checkpoint {
 	t.Helper()
 	if mode == loader.DirectOn {
-		f, err := loader.OpenFile(path, loader.DirectAuto)
-		require.NoError(t, err)
-		direct, reason := f.Direct(), f.DirectReason()
-		f.Close()
-		if !direct {
-			t.Skipf("O_DIRECT refused here: %s", reason)
-		}
+		testenv.NeedDirectIO(t, filepath.Dir(path))
 	}
 	c, err := Open(context.Background(), path, Options{Direct: mode})
 	require.NoError(t, err)

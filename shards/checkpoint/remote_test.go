@@ -32,7 +32,7 @@ func remoteMux(t *testing.T) *vfs.Mux {
 // A checkpoint on an rdmafs server opens and loads through the same Open
 // as a local one, byte for byte: a safetensors file, a .npy file, a
 // sharded checkpoint through its index, and a directory holding one
-// (issue 16: each failed with "stat rdmafs://...: no such file").
+// (once, each failed with "stat rdmafs://...: no such file").
 func TestOpenRemoteCheckpoint(t *testing.T) {
 	s := writeSharded(t)
 	rng := newRNG()

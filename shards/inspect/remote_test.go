@@ -19,7 +19,7 @@ import (
 )
 
 // Every kind of file describes the same on an rdmafs server as on a disk,
-// through the same function (issue 16: inspect over rdmafs failed).
+// through the same function (inspect over rdmafs once failed).
 func TestFileLocalAndRemoteAlike(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, b []byte) {

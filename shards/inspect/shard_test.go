@@ -14,8 +14,8 @@ import (
 )
 
 // TestCorruptGzipShardFails: inspecting a .tar.gz whose gzip CRC-32 does
-// not match its contents fails (issue 16, bug 1: "gdsload inspect
-// flip.tar.gz" exited 0). The payload is stored, not deflated, so the
+// not match its contents fails ("gdsload inspect flip.tar.gz" once
+// exited 0). The payload is stored, not deflated, so the
 // flipped byte changes a payload byte and only the trailer tells.
 func TestCorruptGzipShardFails(t *testing.T) {
 	payload := make([]byte, 64<<10)

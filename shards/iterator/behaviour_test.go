@@ -404,7 +404,7 @@ func TestPlacementFromEnv(t *testing.T) {
 }
 
 // TestPlacementValidate: a world size given explicitly (a flag, say) must be
-// at least 1; issue 16 found "--world-size 0" read everything as "rank 0/0".
+// at least 1 ("--world-size 0" once read everything as "rank 0/0").
 func TestPlacementValidate(t *testing.T) {
 	for _, tt := range []struct {
 		p  Placement
@@ -554,7 +554,7 @@ func TestOpenRefusesFIFO(t *testing.T) {
 }
 
 // TestNonUTF8ShardNamesIterate: a dataset whose shard names are not UTF-8
-// iterates through its index.json (issue 16, bug 6: the manifest named
+// iterates through its index.json (once the manifest named
 // "s-\ufffd01.tar" and iterate failed with "no such file").
 func TestNonUTF8ShardNamesIterate(t *testing.T) {
 	ds := makeShards(t, []int{3, 4})

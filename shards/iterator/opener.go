@@ -83,8 +83,8 @@ func (o DirOpener) Open(ctx context.Context, name string) (io.ReadCloser, error)
 }
 
 // mangledHint explains a missing shard whose name holds U+FFFD: gdsload
-// before issue 16 wrote bytes of non-UTF-8 file names that way into
-// index.json, naming files that do not exist.
+// releases before the escaping of non-UTF-8 names wrote those bytes that
+// way into index.json, naming files that do not exist.
 func mangledHint(name string, err error) string {
 	if !errors.Is(err, fs.ErrNotExist) || !strings.ContainsRune(name, utf8.RuneError) {
 		return ""

@@ -171,8 +171,8 @@ func TestTruncatedMappingFails(t *testing.T) {
 // TestSkipBadShards: with a shard error handler, a corrupt shard no longer
 // stops a dataset without a manifest from opening (it is left out), and a
 // shard damaged after its manifest was written is skipped while
-// iterating, by the sample and the whole-shard iterators (issue 16: one
-// bad tar made the whole dataset refuse to open).
+// iterating, by the sample and the whole-shard iterators (once one bad
+// tar made the whole dataset refuse to open).
 func TestSkipBadShards(t *testing.T) {
 	ds := makeShards(t, []int{4, 5, 6, 3})
 	bad := ds.Shards[1]

@@ -259,7 +259,7 @@ func TestParseHeaderIO(t *testing.T) {
 }
 
 // TestPython2File reads the .npy file numpy's own tests keep from Python 2
-// on Windows, whose shape is "(2L,)" (issue 16, bug 10), and its Python 3
+// on Windows, whose shape is "(2L,)" (a Python 2 long), and its Python 3
 // twin; the Python 2 object array stays refused.
 func TestPython2File(t *testing.T) {
 	for _, name := range []string{"win64python2.npy", "python3.npy"} {

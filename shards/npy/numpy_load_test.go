@@ -207,9 +207,8 @@ var numpyExceptions = map[string]bool{
 // TestHeadersNumpyLoads: every header in the corpus that numpy.load
 // accepts, ParseHeader accepts with the dtype, shape and data numpy gives;
 // object arrays are refused with ErrObjectDtype, as numpy refuses them
-// without allow_pickle; what numpy refuses, ParseHeader refuses (issue 16,
-// bug 10: Python 2 shapes such as (3L, 4L) and valid spellings were
-// refused).
+// without allow_pickle; what numpy refuses, ParseHeader refuses (Python
+// 2 shapes such as (3L, 4L) and valid spellings were once refused).
 func TestHeadersNumpyLoads(t *testing.T) {
 	needNumpy(t)
 	dir := t.TempDir()

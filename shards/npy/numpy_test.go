@@ -9,18 +9,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/gdsload/gdsload/internal/testenv"
 )
 
 // debianPython is the system interpreter that has python3-numpy; the python3
 // first on PATH may be another one without numpy.
 const debianPython = "/usr/bin/python3"
 
-// needNumpy skips the test when the interpreter or numpy is missing.
+// needNumpy skips the test when the interpreter or numpy is missing (fails
+// it under GDSLOAD_REQUIRE_TOOLS).
 func needNumpy(t *testing.T) {
 	t.Helper()
-	if err := exec.Command(debianPython, "-c", "import numpy").Run(); err != nil {
-		t.Skipf("%s cannot import numpy (%v): install it with apt-get install -y python3-numpy", debianPython, err)
-	}
+	testenv.PythonModules(t, debianPython, "python3-numpy (apt-get install -y python3-numpy)", "numpy")
 }
 
 func runPython(t *testing.T, script string, args ...string) []byte {

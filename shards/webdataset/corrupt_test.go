@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // corruptShard writes a shard with GNU tar, compresses it with the tool's
@@ -33,9 +35,7 @@ func corruptShard(t *testing.T, tool string) []byte {
 	comp := compressWith(t, tool, gnuTar(t, "ustar", ms))
 	comp[len(comp)/2] ^= 0x55
 	p := filepath.Join(t.TempDir(), "flip")
-	if err := os.WriteFile(p, comp, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, comp, 0o644))
 	if out, err := exec.Command(tool, "-t", p).CombinedOutput(); err == nil {
 		t.Fatalf("%s -t accepts the flipped file, so it tests nothing: %s", tool, out)
 	}
@@ -45,7 +45,7 @@ func corruptShard(t *testing.T, tool string) []byte {
 // TestCorruptCompressedShardFails: a compressed shard whose checksum
 // (gzip's CRC-32 trailer, zstd's frame checksum) does not match its
 // contents fails inspection (Reader) and scanning (ScanShard, so manifest
-// and Open), not only iteration (issue 16, bug 1).
+// and Open), not only iteration (once, only iteration failed).
 func TestCorruptCompressedShardFails(t *testing.T) {
 	for _, c := range []struct{ tool, name string }{{"gzip", "flip.tar.gz"}, {"zstd", "flip.tar.zst"}} {
 		t.Run(c.tool, func(t *testing.T) {
@@ -62,9 +62,7 @@ func TestCorruptCompressedShardFails(t *testing.T) {
 			}
 			// Skipping samples (what counting does) fails as well.
 			rd, err := NewReader(bytes.NewReader(data), Auto, WithName(c.name))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			for err == nil {
 				_, _, err = rd.Skip()
 			}
@@ -73,9 +71,7 @@ func TestCorruptCompressedShardFails(t *testing.T) {
 			}
 			rd.Close()
 			p := filepath.Join(t.TempDir(), c.name)
-			if err := os.WriteFile(p, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(p, data, 0o644))
 			if e, err := ScanShard(context.Background(), p); err == nil {
 				t.Errorf("ScanShard accepted the corrupt shard: %+v", e)
 			}
@@ -84,9 +80,7 @@ func TestCorruptCompressedShardFails(t *testing.T) {
 			}
 			// And the whole-shard path of the iterator, which already failed.
 			d, err := NewDecompressor(0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer d.Close()
 			if _, err := d.Decompress(nil, data, Auto, c.name); err == nil {
 				t.Errorf("Decompressor accepted the corrupt shard")
@@ -114,14 +108,12 @@ func TestIntactShardReadsToTheEnd(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := readAll(bytes.NewReader(c.data), Auto, WithName(c.name))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			equalSamples(t, got, expectSamples(ms))
 			e, err := ScanShardReader(context.Background(), bytes.NewReader(c.data), c.name)
-			if err != nil || e.Samples != int64(len(got)) || e.Bytes != int64(len(c.data)) {
-				t.Fatalf("ScanShardReader: %+v, %v", e, err)
-			}
+			require.NoError(t, err, "ScanShardReader: %+v, %v", e, err)
+			require.EqualValues(t, int64(len(got)), e.Samples, "ScanShardReader: %+v, %v", e, err)
+			require.EqualValues(t, int64(len(c.data)), e.Bytes, "ScanShardReader: %+v, %v", e, err)
 		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // readListing reads data in memory with the fast path on or off and lists what
@@ -15,9 +17,7 @@ import (
 func readListing(t *testing.T, data []byte, slowOnly bool, skipEvery int) (out []string, err error) {
 	t.Helper()
 	rd, nerr := NewReader(bytes.NewReader(nil), None, WithMaxMemberBytes(fuzzMember), WithMaxSampleBytes(fuzzSample))
-	if nerr != nil {
-		t.Fatal(nerr)
-	}
+	require.NoError(t, nerr)
 	rd.slowOnly = slowOnly
 	rd.ResetBytes(data, "diff.tar")
 	for i := range 300 {
@@ -64,17 +64,11 @@ func checkFastMatchesSlow(t *testing.T, data []byte, label string) {
 	for _, skip := range []int{0, 2} {
 		fast, ferr := readListing(t, data, false, skip)
 		slow, serr := readListing(t, data, true, skip)
-		if len(fast) != len(slow) {
-			t.Fatalf("%s, skip %d: fast path read %d samples (%v), archive/tar %d (%v)", label, skip, len(fast), ferr, len(slow), serr)
-		}
+		require.EqualValues(t, len(slow), len(fast), "%s, skip %d: fast path read %d samples (%v), archive/tar %d (%v)", label, skip, len(fast), ferr, len(slow), serr)
 		for i := range fast {
-			if fast[i] != slow[i] {
-				t.Fatalf("%s, skip %d: sample %d: fast %q, archive/tar %q", label, skip, i, fast[i], slow[i])
-			}
+			require.EqualValues(t, slow[i], fast[i], "%s, skip %d: sample %d: fast %q, archive/tar %q", label, skip, i, fast[i], slow[i])
 		}
-		if !sameFailure(ferr, serr) {
-			t.Fatalf("%s, skip %d: after %d samples: fast path %v, archive/tar %v", label, skip, len(fast), ferr, serr)
-		}
+		require.True(t, sameFailure(ferr, serr), "%s, skip %d: after %d samples: fast path %v, archive/tar %v", label, skip, len(fast), ferr, serr)
 	}
 }
 
@@ -98,9 +92,7 @@ func TestFastTarMatchesArchiveTar(t *testing.T) {
 	}
 	for _, p := range fixturePaths(t, "*.tar") {
 		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		cases[filepath.Base(p)] = b
 	}
 	plain := cases[tar.FormatUSTAR.String()]

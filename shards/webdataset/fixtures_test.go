@@ -3,9 +3,11 @@ package webdataset
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/gdsload/gdsload/internal/testenv"
+	"github.com/stretchr/testify/require"
 )
 
 // fixtureDir locates the WebDataset project's own shards, shipped in the
@@ -21,9 +23,8 @@ func fixtureDir(t *testing.T) string {
 func fixturePaths(t *testing.T, glob string) []string {
 	t.Helper()
 	ps, err := filepath.Glob(filepath.Join(fixtureDir(t), glob))
-	if err != nil || len(ps) == 0 {
-		t.Fatalf("no WebDataset fixtures %s in %s (%v): they ship in testdata/webdataset", glob, fixtureDir(t), err)
-	}
+	require.NoError(t, err, "no WebDataset fixtures %s in %s (%v): they ship in testdata/webdataset", glob, fixtureDir(t), err)
+	require.NotEqualValues(t, 0, len(ps), "no WebDataset fixtures %s in %s (%v): they ship in testdata/webdataset", glob, fixtureDir(t), err)
 	return ps
 }
 
@@ -74,17 +75,11 @@ func TestWebDatasetFixtures(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			p := filepath.Join(dir, tc.file)
 			f, err := os.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer f.Close()
 			got, err := readAll(f, Auto, WithName(tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != tc.samples {
-				t.Fatalf("%d samples, want %d", len(got), tc.samples)
-			}
+			require.NoError(t, err)
+			require.EqualValues(t, tc.samples, len(got), "%d samples, want %d", len(got), tc.samples)
 			var exts string
 			for i, fl := range got[0].Fields {
 				if i > 0 {
@@ -95,33 +90,20 @@ func TestWebDatasetFixtures(t *testing.T) {
 			if got[0].Key != tc.firstKey || exts != tc.exts {
 				t.Errorf("first sample %q with %q, want %q with %q", got[0].Key, exts, tc.firstKey, tc.exts)
 			}
-			if _, err := exec.LookPath("python3"); err != nil {
-				t.Skip("python3 not installed; counts checked, per-sample comparison skipped")
-			}
+			testenv.Tool(t, "python3", "python3")
 			var want [][2]json.RawMessage
-			if err := json.Unmarshal(run(t, nil, "python3", "-c", webdatasetGrouping, p), &want); err != nil {
-				t.Fatal(err)
-			}
-			if len(want) != len(got) {
-				t.Fatalf("WebDataset's rules give %d samples, reader gives %d", len(want), len(got))
-			}
+			require.NoError(t, json.Unmarshal(run(t, nil, "python3", "-c", webdatasetGrouping, p), &want))
+			require.EqualValues(t, len(got), len(want), "WebDataset's rules give %d samples, reader gives %d", len(want), len(got))
 			for i, w := range want {
 				var key string
 				var wexts []string
-				if err := json.Unmarshal(w[0], &key); err != nil {
-					t.Fatal(err)
-				}
-				if err := json.Unmarshal(w[1], &wexts); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, json.Unmarshal(w[0], &key))
+				require.NoError(t, json.Unmarshal(w[1], &wexts))
 				g := got[i]
-				if g.Key != key || len(g.Fields) != len(wexts) {
-					t.Fatalf("sample %d: %q with %d fields, WebDataset gives %q with %v", i, g.Key, len(g.Fields), key, wexts)
-				}
+				require.EqualValues(t, key, g.Key, "sample %d: %q with %d fields, WebDataset gives %q with %v", i, g.Key, len(g.Fields), key, wexts)
+				require.EqualValues(t, len(wexts), len(g.Fields), "sample %d: %q with %d fields, WebDataset gives %q with %v", i, g.Key, len(g.Fields), key, wexts)
 				for j, e := range wexts {
-					if g.Fields[j].Ext != e {
-						t.Fatalf("sample %q field %d: %q, WebDataset gives %q", key, j, g.Fields[j].Ext, e)
-					}
+					require.EqualValues(t, e, g.Fields[j].Ext, "sample %q field %d: %q, WebDataset gives %q", key, j, g.Fields[j].Ext, e)
 				}
 			}
 		})

@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gdsload/gdsload/internal/testenv"
+	"github.com/stretchr/testify/require"
 )
 
 // member is one file to put in a test tar, in order.
@@ -68,26 +71,18 @@ func writeTree(t *testing.T, dir string, ms []tmember) {
 	for _, m := range ms {
 		p := filepath.Join(dir, filepath.FromSlash(m.Name))
 		if m.Dir {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.MkdirAll(p, 0o755))
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, m.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, m.Data, 0o644))
 	}
 }
 
 // gnuTar archives ms (in order) with GNU tar in the given format.
 func gnuTar(t *testing.T, format string, ms []tmember) []byte {
 	t.Helper()
-	if _, err := exec.LookPath("tar"); err != nil {
-		t.Skip("GNU tar not installed")
-	}
+	testenv.Tool(t, "tar", "tar (GNU tar)")
 	src := t.TempDir()
 	writeTree(t, src, ms)
 	out := filepath.Join(t.TempDir(), "out.tar")
@@ -97,22 +92,16 @@ func gnuTar(t *testing.T, format string, ms []tmember) []byte {
 	}
 	run(t, nil, "tar", args...)
 	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }
 
 // pyTar archives ms with Python's tarfile in the given format constant.
 func pyTar(t *testing.T, format string, ms []tmember) []byte {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 not installed")
-	}
+	testenv.Tool(t, "python3", "python3")
 	spec, err := json.Marshal(ms)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	script := `
 import base64, io, json, sys, tarfile
 ms = json.load(sys.stdin)
@@ -135,9 +124,7 @@ sys.stdout.buffer.write(buf.getvalue())
 // compressWith pipes data through a compression tool ("gzip" or "zstd").
 func compressWith(t *testing.T, tool string, data []byte) []byte {
 	t.Helper()
-	if _, err := exec.LookPath(tool); err != nil {
-		t.Skipf("%s not installed", tool)
-	}
+	testenv.Tool(t, tool, tool)
 	if tool == "zstd" {
 		return run(t, data, "zstd", "-q", "-c", "-3")
 	}
@@ -153,9 +140,7 @@ func run(t *testing.T, stdin []byte, name string, args ...string) []byte {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %v: %v\n%s", name, args, err, stderr.String())
-	}
+	require.NoError(t, err, "%s %v: %v\n%s", name, args, err, stderr.String())
 	return out
 }
 
@@ -181,18 +166,14 @@ func readAll(r io.Reader, c Compression, opts ...Option) ([]Sample, error) {
 
 func equalSamples(t *testing.T, got, want []Sample) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d samples, want %d\ngot keys: %v\nwant keys: %v", len(got), len(want), keys(got), keys(want))
-	}
+	require.EqualValues(t, len(want), len(got), "got %d samples, want %d\ngot keys: %v\nwant keys: %v", len(got), len(want), keys(got), keys(want))
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Key != w.Key || len(g.Fields) != len(w.Fields) {
-			t.Fatalf("sample %d: got %q with %d fields, want %q with %d", i, g.Key, len(g.Fields), w.Key, len(w.Fields))
-		}
+		require.EqualValues(t, w.Key, g.Key, "sample %d: got %q with %d fields, want %q with %d", i, g.Key, len(g.Fields), w.Key, len(w.Fields))
+		require.EqualValues(t, len(w.Fields), len(g.Fields), "sample %d: got %q with %d fields, want %q with %d", i, g.Key, len(g.Fields), w.Key, len(w.Fields))
 		for j := range w.Fields {
-			if g.Fields[j].Ext != w.Fields[j].Ext || !bytes.Equal(g.Fields[j].Data, w.Fields[j].Data) {
-				t.Fatalf("sample %q field %d: got %q (%d bytes), want %q (%d bytes)", w.Key, j, g.Fields[j].Ext, len(g.Fields[j].Data), w.Fields[j].Ext, len(w.Fields[j].Data))
-			}
+			require.EqualValues(t, w.Fields[j].Ext, g.Fields[j].Ext, "sample %q field %d: got %q (%d bytes), want %q (%d bytes)", w.Key, j, g.Fields[j].Ext, len(g.Fields[j].Data), w.Fields[j].Ext, len(w.Fields[j].Data))
+			require.True(t, bytes.Equal(g.Fields[j].Data, w.Fields[j].Data), "sample %q field %d: got %q (%d bytes), want %q (%d bytes)", w.Key, j, g.Fields[j].Ext, len(g.Fields[j].Data), w.Fields[j].Ext, len(w.Fields[j].Data))
 		}
 	}
 }

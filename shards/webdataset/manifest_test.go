@@ -9,12 +9,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/gdsload/gdsload/internal/durable"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestManifestRoundTrip(t *testing.T) {
@@ -27,30 +28,24 @@ func TestManifestRoundTrip(t *testing.T) {
 		"notes.txt":     []byte("not a shard"),
 	}
 	for name, b := range shards {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
 	}
 	var progressed atomic.Int64
 	m, err := BuildManifest(context.Background(), dir, WithProgress(func(n int64) { progressed.Add(n) }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	names, total, err := ShardFiles(dir)
 	if err != nil || len(names) != 3 || total != int64(len(plain)+len(shards["s-001.tar.gz"])+len(shards["s-002.tar.zst"])) {
 		t.Errorf("ShardFiles = %q, %d, %v; want the 3 shards and their total size", names, total, err)
 	}
-	if progressed.Load() != total {
-		t.Errorf("progress reported %d bytes, the shards hold %d", progressed.Load(), total)
-	}
+	assert.EqualValues(t, total, progressed.Load(), "progress reported %d bytes, the shards hold %d", progressed.Load(), total)
 	want := expectSamples(testMembers(true))
 	var sampleBytes int64
 	for _, s := range want {
 		sampleBytes += s.Size()
 	}
-	if len(m.Shards) != 3 || m.Shards[0].Name != "s-000.tar" || m.Shards[2].Name != "s-002.tar.zst" {
-		t.Fatalf("shards %+v, want the three shards in name order", m.Shards)
-	}
+	require.EqualValues(t, 3, len(m.Shards), "shards %+v, want the three shards in name order", m.Shards)
+	require.EqualValues(t, "s-000.tar", m.Shards[0].Name, "shards %+v, want the three shards in name order", m.Shards)
+	require.EqualValues(t, "s-002.tar.zst", m.Shards[2].Name, "shards %+v, want the three shards in name order", m.Shards)
 	for _, e := range m.Shards {
 		b := shards[e.Name]
 		sum := sha256.Sum256(b)
@@ -61,9 +56,7 @@ func TestManifestRoundTrip(t *testing.T) {
 			t.Errorf("VerifyShard(%s): %v", e.Name, err)
 		}
 	}
-	if err := WriteManifest(context.Background(), dir, m); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteManifest(context.Background(), dir, m))
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".tmp") || durable.IsTempName(e.Name()) {
@@ -71,40 +64,29 @@ func TestManifestRoundTrip(t *testing.T) {
 		}
 	}
 	back, err := ReadManifest(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	written := m.Shards[1]
 	written.FirstKey, written.LastKey = "", "" // not written
-	if len(back.Shards) != 3 || back.Shards[1] != written {
-		t.Fatalf("read back %+v, wrote %+v", back.Shards, m.Shards)
-	}
+	require.EqualValues(t, 3, len(back.Shards), "read back %+v, wrote %+v", back.Shards, m.Shards)
+	require.EqualValues(t, written, back.Shards[1], "read back %+v, wrote %+v", back.Shards, m.Shards)
 }
 
 func TestVerifyShardNamesTheBadShard(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "s-9.tar")
 	data := goTar(t, testMembers(false))
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, data, 0o644))
 	e, err := ScanShard(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	data[600] ^= 1
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, data, 0o644))
 	if err := VerifyShard(p, e); !errors.Is(err, ErrShardChecksum) || !strings.Contains(err.Error(), "s-9.tar") {
 		t.Errorf("flipped bit: %v, want ErrShardChecksum naming s-9.tar", err)
 	}
 	if err := VerifyShardBytes(data, e); !errors.Is(err, ErrShardChecksum) {
 		t.Errorf("VerifyShardBytes flipped bit: %v", err)
 	}
-	if err := os.WriteFile(p, data[:1024], 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, data[:1024], 0o644))
 	if err := VerifyShard(p, e); !errors.Is(err, ErrShardSize) || !strings.Contains(err.Error(), "s-9.tar") {
 		t.Errorf("truncated: %v, want ErrShardSize naming s-9.tar", err)
 	}
@@ -133,9 +115,7 @@ func TestManifestValidate(t *testing.T) {
 		t.Errorf("valid manifest refused: %v", err)
 	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"format":"webdataset","version":1,"shards":[{"name":"../x.tar"}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"format":"webdataset","version":1,"shards":[{"name":"../x.tar"}]}`), 0o644))
 	if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), "index.json") {
 		t.Errorf("ReadManifest of a bad manifest: %v, want an error naming index.json", err)
 	}
@@ -143,12 +123,8 @@ func TestManifestValidate(t *testing.T) {
 
 func TestBuildManifestFailsOnCorruptShard(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "ok.tar"), goTar(t, testMembers(false)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bad.tar.zst"), []byte("\x28\xb5\x2f\xfdgarbage"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ok.tar"), goTar(t, testMembers(false)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.tar.zst"), []byte("\x28\xb5\x2f\xfdgarbage"), 0o644))
 	if _, err := BuildManifest(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "bad.tar.zst") {
 		t.Fatalf("error %v, want one naming bad.tar.zst", err)
 	}
@@ -171,9 +147,7 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeManifest(b, "fuzz.json")
 		if err != nil {
-			if !strings.Contains(err.Error(), "fuzz.json") {
-				t.Fatalf("error %q does not name the manifest", err)
-			}
+			require.Contains(t, err.Error(), "fuzz.json", "error %q does not name the manifest", err)
 			return
 		}
 		seen := map[string]bool{}
@@ -184,13 +158,10 @@ func FuzzDecodeManifest(f *testing.F) {
 			seen[s.Name] = true
 		}
 		again, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		m2, err := DecodeManifest(again, "again.json")
-		if err != nil || !reflect.DeepEqual(m, m2) {
-			t.Fatalf("round trip: %+v, %v; want %+v", m2, err, m)
-		}
+		require.NoError(t, err, "round trip: %+v, %v; want %+v", m2, err, m)
+		require.Equal(t, m2, m, "round trip: %+v, %v; want %+v", m2, err, m)
 	})
 }
 
@@ -201,9 +172,7 @@ func TestManifestUppercaseDigest(t *testing.T) {
 	sum := sha256.Sum256(data)
 	upper := strings.ToUpper(hex.EncodeToString(sum[:]))
 	m, err := DecodeManifest([]byte(`{"format":"webdataset","version":1,"shards":[{"name":"a.tar","bytes":11,"sha256":"`+upper+`"}]}`), "m.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if err := VerifyShardBytes(data, m.Shards[0]); err != nil {
 		t.Errorf("uppercase digest: %v", err)
 	}
@@ -216,9 +185,7 @@ func TestManifestUppercaseDigest(t *testing.T) {
 func TestScanShardBytesMatchesScanShard(t *testing.T) {
 	ctx := context.Background()
 	dec, err := NewDecompressor(0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer dec.Close()
 	var buf []byte
 	check := func(name string, data []byte) {
@@ -226,15 +193,11 @@ func TestScanShardBytesMatchesScanShard(t *testing.T) {
 		want, werr := ScanShardReader(ctx, bytes.NewReader(data), name)
 		var got ShardEntry
 		got, buf, err = ScanShardBytes(ctx, data, name, dec, buf)
-		if (werr == nil) != (err == nil) {
-			t.Fatalf("%s: streamed scan: %v; in memory: %v", name, werr, err)
-		}
+		require.EqualValues(t, (err == nil), (werr == nil), "%s: streamed scan: %v; in memory: %v", name, werr, err)
 		if werr != nil {
 			return
 		}
-		if got != want {
-			t.Fatalf("%s: in memory %+v, streamed %+v", name, got, want)
-		}
+		require.EqualValues(t, want, got, "%s: in memory %+v, streamed %+v", name, got, want)
 		got, buf, _ = ScanShardBytes(ctx, data, name, dec, buf, WithSHA256(false))
 		if want.SHA256 = ""; got != want {
 			t.Fatalf("%s without SHA-256: %+v, want %+v", name, got, want)
@@ -255,9 +218,7 @@ func TestScanShardBytesMatchesScanShard(t *testing.T) {
 func TestVerifyShardBytesQuick(t *testing.T) {
 	data := goTar(t, testMembers(false))
 	e, err := ScanShardReader(context.Background(), bytes.NewReader(data), "q.tar")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	bad := bytes.Clone(data)
 	bad[700] ^= 1
 	for _, tt := range []struct {
@@ -300,9 +261,7 @@ func TestShardErrorHandler(t *testing.T) {
 		"e-ok.tar.zst":      compressWith(t, "zstd", plain),
 	}
 	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
 	}
 	ctx := context.Background()
 	if _, err := BuildManifest(ctx, dir); err == nil {
@@ -310,16 +269,12 @@ func TestShardErrorHandler(t *testing.T) {
 	}
 	var warnings bytes.Buffer
 	m, err := BuildManifest(ctx, dir, WithShardErrorHandler(WarnAndContinue(&warnings)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Shards) != 2 || m.Shards[0].Name != "a-ok.tar" || m.Shards[1].Name != "e-ok.tar.zst" {
-		t.Fatalf("kept %+v, want the two good shards", m.Shards)
-	}
+	require.NoError(t, err)
+	require.EqualValues(t, 2, len(m.Shards), "kept %+v, want the two good shards", m.Shards)
+	require.EqualValues(t, "a-ok.tar", m.Shards[0].Name, "kept %+v, want the two good shards", m.Shards)
+	require.EqualValues(t, "e-ok.tar.zst", m.Shards[1].Name, "kept %+v, want the two good shards", m.Shards)
 	for _, bad := range []string{"b-trunc.tar", "c-garbage.tar.zst", "d-flip.tar.gz"} {
-		if !strings.Contains(warnings.String(), "skipping shard "+bad) {
-			t.Errorf("no warning for %s in:\n%s", bad, warnings.String())
-		}
+		assert.Contains(t, warnings.String(), "skipping shard "+bad, "no warning for %s in:\n%s", bad, warnings.String())
 	}
 	if n := strings.Count(warnings.String(), "\n"); n != 3 {
 		t.Errorf("%d warning lines, want 3:\n%s", n, warnings.String())
@@ -333,22 +288,18 @@ func TestShardErrorHandler(t *testing.T) {
 
 // TestSplitSampleAcrossShards: a sample whose members straddle two shards
 // is read as two samples (each shard alone), marked in the manifest, warned
-// of, and counted once in the manifest's total (issue 16).
+// of, and counted once in the manifest's total.
 func TestSplitSampleAcrossShards(t *testing.T) {
 	dir := t.TempDir()
 	a := goTar(t, []tmember{{Name: "k1.jpg", Data: []byte("1")}, {Name: "k1.cls", Data: []byte("1")}, {Name: "k2.jpg", Data: []byte("2")}})
 	b := goTar(t, []tmember{{Name: "k2.cls", Data: []byte("2")}, {Name: "k3.jpg", Data: []byte("3")}, {Name: "k3.cls", Data: []byte("3")}})
 	c := goTar(t, []tmember{{Name: "k4.jpg", Data: []byte("4")}})
 	for name, data := range map[string][]byte{"s-0.tar": a, "s-1.tar": b, "s-2.tar": c} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
 	}
 	ctx := context.Background()
 	m, err := BuildManifest(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if m.Shards[0].SplitFirst || !m.Shards[1].SplitFirst || m.Shards[2].SplitFirst {
 		t.Fatalf("split flags %v %v %v, want only s-1.tar's", m.Shards[0].SplitFirst, m.Shards[1].SplitFirst, m.Shards[2].SplitFirst)
 	}
@@ -360,9 +311,7 @@ func TestSplitSampleAcrossShards(t *testing.T) {
 	if len(w) != 1 || !strings.Contains(w[0], "s-0.tar") || !strings.Contains(w[0], "s-1.tar") {
 		t.Errorf("warnings %q, want one naming s-0.tar and s-1.tar", w)
 	}
-	if err := WriteManifest(ctx, dir, m); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteManifest(ctx, dir, m))
 	back, err := ReadManifest(dir)
 	if err != nil || !back.Shards[1].SplitFirst || back.Samples() != 4 {
 		t.Fatalf("read back: %+v, %v", back, err)

@@ -11,12 +11,16 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gdsload/gdsload/internal/testenv"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var nameCases = []string{
 	"s-000.tar",
-	"s-\xff01.tar",           // issue 16: a Latin-1 byte
-	"d\xff\xfe/f\xe9.bin",    // issue 16's name, as a path
+	"s-\xff01.tar",           // a Latin-1 byte
+	"d\xff\xfe/f\xe9.bin",    // Latin-1 bytes in a directory and a file name
 	"caf\u00e9.tar",          // valid UTF-8 stays as it is
 	"\ufffd.tar",             // a real U+FFFD is not an escaped byte
 	"\xed\xb2\x80.tar",       // UTF-8 of a surrogate is not valid UTF-8
@@ -36,9 +40,7 @@ func TestNameJSONRoundTrip(t *testing.T) {
 			// UTF-8 names are written as encoding/json writes them, so
 			// manifests of such names are unchanged.
 			std, _ := json.Marshal(name)
-			if !bytes.Equal(enc, std) {
-				t.Errorf("%q encodes as %s, encoding/json as %s", name, enc, std)
-			}
+			assert.True(t, bytes.Equal(enc, std), "%q encodes as %s, encoding/json as %s", name, enc, std)
 		} else if !bytes.Contains(enc, []byte(`\udc`)) {
 			t.Errorf("%q encodes as %s, without a \\udcXX escape", name, enc)
 		}
@@ -75,13 +77,10 @@ func FuzzNameJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name string) {
 		enc := appendNameJSON(nil, name)
-		if !json.Valid(enc) {
-			t.Fatalf("%q encodes as invalid JSON %s", name, enc)
-		}
+		require.True(t, json.Valid(enc), "%q encodes as invalid JSON %s", name, enc)
 		back, err := decodeNameJSON(enc)
-		if err != nil || back != name {
-			t.Fatalf("%q -> %s -> %q, %v", name, enc, back, err)
-		}
+		require.NoError(t, err, "%q -> %s -> %q, %v", name, enc, back, err)
+		require.EqualValues(t, name, back, "%q -> %s -> %q, %v", name, enc, back, err)
 		// Decoding arbitrary JSON strings never panics, and agrees with
 		// encoding/json wherever no surrogate escape is involved.
 		raw, _ := json.Marshal(name)
@@ -106,23 +105,16 @@ func TestNonUTF8ShardNames(t *testing.T) {
 	}
 	ctx := context.Background()
 	m, err := BuildManifest(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteManifest(ctx, dir, m); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, WriteManifest(ctx, dir, m))
 	raw, err := os.ReadFile(filepath.Join(dir, ManifestName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !json.Valid(raw) || !utf8.Valid(raw) || !bytes.Contains(raw, []byte(`"s-\udcff01.tar"`)) || bytes.Contains(raw, []byte("\ufffd")) {
-		t.Fatalf("index.json does not escape the name:\n%s", raw)
-	}
+	require.NoError(t, err)
+	require.True(t, json.Valid(raw), "index.json does not escape the name:\n%s", raw)
+	require.True(t, utf8.Valid(raw), "index.json does not escape the name:\n%s", raw)
+	require.True(t, bytes.Contains(raw, []byte(`"s-\udcff01.tar"`)), "index.json does not escape the name:\n%s", raw)
+	require.False(t, bytes.Contains(raw, []byte("\ufffd")), "index.json does not escape the name:\n%s", raw)
 	back, err := ReadManifest(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got []string
 	for _, e := range back.Shards {
 		got = append(got, e.Name)
@@ -134,10 +126,7 @@ func TestNonUTF8ShardNames(t *testing.T) {
 		t.Errorf("names read back %q, want %q", got, names)
 	}
 	// Python's json and os.fsencode (PEP 383) find the same files.
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatalf("python3 is not installed: CI installs it (apt-get install python3)")
-	}
+	py := testenv.Tool(t, "python3", "python3")
 	out, err := exec.Command(py, "-c", `
 import json, os, sys
 d = sys.argv[1]

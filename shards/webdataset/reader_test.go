@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // goTar writes members with archive/tar (for error cases tools refuse to
@@ -22,16 +24,12 @@ func goTar(t testing.TB, ms []tmember) []byte {
 		if m.Dir {
 			h.Typeflag, h.Size = tar.TypeDir, 0
 		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, tw.WriteHeader(h))
 		if _, err := tw.Write(m.Data); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, tw.Close())
 	return buf.Bytes()
 }
 
@@ -54,9 +52,7 @@ func TestReaderErrors(t *testing.T) {
 			for _, skip := range []bool{false, true} {
 				opts := append([]Option{WithName("shard-7.tar")}, tc.opts...)
 				rd, err := NewReader(bytes.NewReader(tc.tar), None, opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				n := 0
 				for {
 					if skip {
@@ -72,21 +68,19 @@ func TestReaderErrors(t *testing.T) {
 				if skip && tc.want == io.ErrUnexpectedEOF {
 					// Skipping never reads the truncated payload; the tar
 					// reader reports the short stream when seeking past it.
-					if !errors.Is(err, io.ErrUnexpectedEOF) || n != tc.atIndex || !strings.Contains(err.Error(), "shard-7.tar") {
-						t.Fatalf("skip: %v after %d samples, want unexpected EOF naming the shard after %d", err, n, tc.atIndex)
-					}
+					require.ErrorIs(t, err, io.ErrUnexpectedEOF, "skip: %v after %d samples, want unexpected EOF naming the shard after %d", err, n, tc.atIndex)
+					require.EqualValues(t, tc.atIndex, n, "skip: %v after %d samples, want unexpected EOF naming the shard after %d", err, n, tc.atIndex)
+					require.Contains(t, err.Error(), "shard-7.tar", "skip: %v after %d samples, want unexpected EOF naming the shard after %d", err, n, tc.atIndex)
 					continue
 				}
 				var we *Error
-				if !errors.Is(err, tc.want) || !errors.As(err, &we) {
-					t.Fatalf("skip=%v: error %v, want %v as *Error", skip, err, tc.want)
-				}
+				require.ErrorIs(t, err, tc.want, "skip=%v: error %v, want %v as *Error", skip, err, tc.want)
+				require.True(t, errors.As(err, &we), "skip=%v: error %v, want %v as *Error", skip, err, tc.want)
 				if we.Shard != "shard-7.tar" || we.Member != tc.member || we.Offset <= 0 || n != tc.atIndex {
 					t.Fatalf("skip=%v: error %+v after %d samples; want shard-7.tar, member %q, offset > 0, after %d", skip, we, n, tc.member, tc.atIndex)
 				}
-				if !strings.Contains(err.Error(), "shard-7.tar") || !strings.Contains(err.Error(), tc.member) {
-					t.Fatalf("message %q does not name shard and member", err)
-				}
+				require.Contains(t, err.Error(), "shard-7.tar", "message %q does not name shard and member", err)
+				require.Contains(t, err.Error(), tc.member, "message %q does not name shard and member", err)
 				if _, again := rd.Next(); again != err {
 					t.Fatalf("error not sticky: %v then %v", err, again)
 				}
@@ -111,54 +105,45 @@ func TestReaderNotTar(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := readAll(strings.NewReader(tc.data), tc.c, WithName("junk.tar"))
 			var we *Error
-			if !errors.As(err, &we) || we.Shard != "junk.tar" {
-				t.Fatalf("error %v, want *Error naming junk.tar", err)
-			}
+			require.True(t, errors.As(err, &we), "error %v, want *Error naming junk.tar", err)
+			require.EqualValues(t, "junk.tar", we.Shard, "error %v, want *Error naming junk.tar", err)
 			if got := strings.Contains(err.Error(), "not a tar archive"); got != tc.notTar {
 				t.Fatalf("error %q: says not a tar archive: %v, want %v", err, got, tc.notTar)
 			}
 		})
 	}
 	_, err := readAll(strings.NewReader("\x1f\x8bnot gzip really"), Auto, WithName("bad.tgz"))
-	if err == nil || !strings.Contains(err.Error(), "bad.tgz") {
-		t.Fatalf("corrupt gzip: error %v, want one naming bad.tgz", err)
-	}
+	require.Error(t, err, "corrupt gzip: error %v, want one naming bad.tgz", err)
+	require.Contains(t, err.Error(), "bad.tgz", "corrupt gzip: error %v, want one naming bad.tgz", err)
 }
 
 func TestReaderEmptyStream(t *testing.T) {
 	got, err := readAll(bytes.NewReader(nil), None)
-	if err != nil || len(got) != 0 {
-		t.Fatalf("empty stream: %d samples, %v", len(got), err)
-	}
+	require.NoError(t, err, "empty stream: %d samples, %v", len(got), err)
+	require.EqualValues(t, 0, len(got), "empty stream: %d samples, %v", len(got), err)
 }
 
 func TestSkipMatchesNext(t *testing.T) {
 	data := goTar(t, testMembers(true))
 	want := expectSamples(testMembers(true))
 	rd, err := NewReader(bytes.NewReader(data), None)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i, w := range want {
 		if i%2 == 0 {
 			key, size, err := rd.Skip()
-			if err != nil || key != w.Key || size != w.Size() {
-				t.Fatalf("Skip %d: %q, %d, %v; want %q, %d", i, key, size, err, w.Key, w.Size())
-			}
+			require.NoError(t, err, "Skip %d: %q, %d, %v; want %q, %d", i, key, size, err, w.Key, w.Size())
+			require.EqualValues(t, w.Key, key, "Skip %d: %q, %d, %v; want %q, %d", i, key, size, err, w.Key, w.Size())
+			require.EqualValues(t, w.Size(), size, "Skip %d: %q, %d, %v; want %q, %d", i, key, size, err, w.Key, w.Size())
 			continue
 		}
 		s, err := rd.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		equalSamples(t, []Sample{*s}, []Sample{w})
 	}
 	if _, err := rd.Next(); err != io.EOF {
 		t.Fatalf("after last sample: %v, want io.EOF", err)
 	}
-	if rd.Index() != len(want) {
-		t.Fatalf("Index %d, want %d", rd.Index(), len(want))
-	}
+	require.EqualValues(t, len(want), rd.Index(), "Index %d, want %d", rd.Index(), len(want))
 }
 
 // A sample's fields slice has room for as many fields as the sample
@@ -182,12 +167,9 @@ func TestFieldsRoomFollowsTheLastSample(t *testing.T) {
 			fields, room int
 		}{{"wide", 3 * maxFieldsHint, 3 * maxFieldsHint}, {"narrow", 1, maxFieldsHint}, {"pair", 2, 2}, {"pair2", 2, 2}} {
 			s, err := rd.Next()
-			if err != nil {
-				t.Fatalf("slowOnly %v: %s: %v", slowOnly, want.key, err)
-			}
-			if s.Key != want.key || len(s.Fields) != want.fields {
-				t.Fatalf("slowOnly %v: got %s with %d fields, want %s with %d", slowOnly, s.Key, len(s.Fields), want.key, want.fields)
-			}
+			require.NoError(t, err, "slowOnly %v: %s: %v", slowOnly, want.key, err)
+			require.EqualValues(t, want.key, s.Key, "slowOnly %v: got %s with %d fields, want %s with %d", slowOnly, s.Key, len(s.Fields), want.key, want.fields)
+			require.EqualValues(t, want.fields, len(s.Fields), "slowOnly %v: got %s with %d fields, want %s with %d", slowOnly, s.Key, len(s.Fields), want.key, want.fields)
 			if want.key != "wide" && cap(s.Fields) > want.room {
 				t.Errorf("slowOnly %v: %s has room for %d fields, want at most %d", slowOnly, s.Key, cap(s.Fields), want.room)
 			}
@@ -199,24 +181,18 @@ func TestReaderResetReusesDecoders(t *testing.T) {
 	plain := goTar(t, testMembers(false))
 	want := expectSamples(testMembers(false))
 	rd, err := NewReader(bytes.NewReader(nil), None)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer rd.Close()
 	for _, tool := range []string{"zstd", "gzip", "zstd", "gzip"} {
 		data := compressWith(t, tool, plain)
-		if err := rd.Reset(bytes.NewReader(data), Auto, tool+".tar"); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, rd.Reset(bytes.NewReader(data), Auto, tool+".tar"))
 		var got []Sample
 		for {
 			s, err := rd.Next()
 			if err == io.EOF {
 				break
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			got = append(got, *s)
 		}
 		equalSamples(t, got, want)
@@ -227,9 +203,8 @@ func TestZstdWindowCap(t *testing.T) {
 	plain := goTar(t, []tmember{{Name: "a.bin", Data: bytes.Repeat([]byte("0123456789abcdef"), 1<<17)}})
 	data := compressWith(t, "zstd", plain) // 2 MiB input: window of 2 MiB
 	_, err := readAll(bytes.NewReader(data), Zstd, WithName("w.tar.zst"), WithMaxZstdWindow(64<<10))
-	if err == nil || !strings.Contains(err.Error(), "w.tar.zst") {
-		t.Fatalf("frame beyond window cap: %v, want an error naming the shard", err)
-	}
+	require.Error(t, err, "frame beyond window cap: %v, want an error naming the shard", err)
+	require.Contains(t, err.Error(), "w.tar.zst", "frame beyond window cap: %v, want an error naming the shard", err)
 	if _, err := readAll(bytes.NewReader(data), Zstd); err != nil {
 		t.Fatalf("default cap: %v", err)
 	}
@@ -261,9 +236,7 @@ func TestDecompressorCaps(t *testing.T) {
 		for _, tool := range []string{"gzip", "zstd"} {
 			data := compressWith(t, tool, plain)
 			d, err := newDecompressor(5<<19, 0, lib) // above zstd -3's 2 MiB window, below the output
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if _, err := d.Decompress(nil, data, Auto, "big."+tool); !errors.Is(err, ErrShardTooLarge) || !strings.Contains(err.Error(), "big."+tool) {
 				t.Errorf("%s (%s) beyond the cap: %v, want ErrShardTooLarge naming the shard", tool, d.ZstdDecoder(), err)
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestRealToolRoundTrip reads tars written by GNU tar and Python's tarfile in
@@ -37,20 +39,14 @@ func TestRealToolRoundTrip(t *testing.T) {
 			} {
 				t.Run(c.name, func(t *testing.T) {
 					got, err := readAll(bytes.NewReader(c.data), Auto, WithName(c.file))
-					if err != nil {
-						t.Fatal(err)
-					}
+					require.NoError(t, err)
 					equalSamples(t, got, want)
 					byName := DetectCompression(c.file, nil)
 					got, err = readAll(bytes.NewReader(c.data), byName)
-					if err != nil {
-						t.Fatalf("with compression %v from the name: %v", byName, err)
-					}
+					require.NoError(t, err, "with compression %v from the name: %v", byName, err)
 					equalSamples(t, got, want)
 					got, err = readInMemory(c.data, c.file)
-					if err != nil {
-						t.Fatalf("in memory: %v", err)
-					}
+					require.NoError(t, err, "in memory: %v", err)
 					equalSamples(t, got, want)
 				})
 			}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // abiStructs pairs each struct of abi.h with rdma-core's and lists the
@@ -124,17 +126,11 @@ func TestABIAgainstRDMACoreHeaders(t *testing.T) {
 		skip("rdma-core headers not installed (apt-get install libibverbs-dev librdmacm-dev to check the ABI): %s", firstLine(out))
 	}
 	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	src := filepath.Join(t.TempDir(), "abi_check.c")
-	if err := os.WriteFile(src, []byte(abiCheckSource()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(src, []byte(abiCheckSource()), 0o644))
 	out, err := exec.Command(cc, "-std=gnu11", "-fsyntax-only", "-Wall", "-I", wd, src).CombinedOutput()
-	if err != nil {
-		t.Fatalf("abi.h disagrees with rdma-core's headers:\n%s", out)
-	}
+	require.NoError(t, err, "abi.h disagrees with rdma-core's headers:\n%s", out)
 	t.Logf("%d structs and %d constants agree with rdma-core's headers", len(abiStructs), len(abiConstants))
 }
 

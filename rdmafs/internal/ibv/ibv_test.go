@@ -7,24 +7,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestNotLinked: the package (and so every binary importing it) does not
 // link libibverbs or librdmacm; they are loaded at run time.
 func TestNotLinked(t *testing.T) {
 	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f, err := elf.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	libs, err := f.ImportedLibraries()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, l := range libs {
 		if strings.Contains(l, "ibverbs") || strings.Contains(l, "rdmacm") {
 			t.Errorf("%s links %s", exe, l)
@@ -38,9 +35,8 @@ func TestNotLinked(t *testing.T) {
 func TestLoad(t *testing.T) {
 	l, err := Load()
 	if err != nil {
-		if !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), "lib") {
-			t.Fatalf("Load: %v, want ErrMissing naming the library", err)
-		}
+		require.ErrorIs(t, err, ErrMissing, "Load: %v, want ErrMissing naming the library", err)
+		require.Contains(t, err.Error(), "lib", "Load: %v, want ErrMissing naming the library", err)
 		t.Logf("rdma-core not usable here: %v", err)
 	} else {
 		devs, err := l.Devices()
@@ -53,13 +49,9 @@ func TestLoad(t *testing.T) {
 		if l.ABI < 1 {
 			t.Errorf("ABI %d: IBVERBS_1.1 must be there", l.ABI)
 		}
-		if l.HasDmaBuf() != (l.ABI >= 12) {
-			t.Errorf("dma-buf %v with IBVERBS_1.%d", l.HasDmaBuf(), l.ABI)
-		}
+		assert.EqualValues(t, (l.ABI >= 12), l.HasDmaBuf(), "dma-buf %v with IBVERBS_1.%d", l.HasDmaBuf(), l.ABI)
 		for _, d := range devs {
-			if d.Name == "" {
-				t.Errorf("device without a name: %+v", d)
-			}
+			assert.NotEqualValues(t, "", d.Name, "device without a name: %+v", d)
 		}
 	}
 	t.Setenv(VerbsEnv, filepath.Join(t.TempDir(), "libibverbs.so.1"))

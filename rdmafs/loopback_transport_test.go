@@ -5,7 +5,7 @@ import (
 	"net"
 )
 
-// Loopback is the verbs transport over an RDMA fabric modelled in process,
+// loopback is the verbs transport over an RDMA fabric modelled in process,
 // for tests. It runs the verbs transport's own code (pairing, queue pairs,
 // completions, registrations, teardown) against a model of the hardware
 // with the behaviour that code must survive: work requests stay in flight
@@ -17,28 +17,28 @@ import (
 // order) is recorded.
 //
 // The control connection is real TCP: listen on 127.0.0.1:0 (the queue
-// pairs then pair on port + 1 of the model). A Loopback is safe for
+// pairs then pair on port + 1 of the model). A loopback is safe for
 // concurrent use. Unlike verbs it does not register GPU memory.
-type Loopback struct {
+type loopback struct {
 	v   *verbsTransport
 	fab *simFabric
 }
 
-// NewLoopback returns a loopback transport with one modelled device.
-func NewLoopback() *Loopback {
+// newLoopback returns a loopback transport with one modelled device.
+func newLoopback() *loopback {
 	fab := newSimFabric()
-	return &Loopback{v: newVerbsTransport("loopback", fab), fab: fab}
+	return &loopback{v: newVerbsTransport("loopback", fab), fab: fab}
 }
 
 // Name returns "loopback".
-func (*Loopback) Name() string { return "loopback" }
+func (*loopback) Name() string { return "loopback" }
 
 // Listen listens on addr, a TCP address.
-func (l *Loopback) Listen(ctx context.Context, addr string) (net.Listener, error) {
+func (l *loopback) Listen(ctx context.Context, addr string) (net.Listener, error) {
 	return l.v.Listen(ctx, addr)
 }
 
 // Dial connects to a server listening on addr.
-func (l *Loopback) Dial(ctx context.Context, addr string) (net.Conn, error) {
+func (l *loopback) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	return l.v.Dial(ctx, addr)
 }

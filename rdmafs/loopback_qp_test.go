@@ -41,6 +41,8 @@ type simCQ struct {
 	once  sync.Once
 	dead  bool
 	polls int
+	// waiting counts the callers inside wait.
+	waiting int
 }
 
 func (d *simDevice) createCQ(entries int) (rdmaCQ, error) {
@@ -91,6 +93,14 @@ func (c *simCQ) wait() error {
 		return errChannelClosed
 	default:
 	}
+	c.f.mu.Lock()
+	c.waiting++
+	c.f.mu.Unlock()
+	defer func() {
+		c.f.mu.Lock()
+		c.waiting--
+		c.f.mu.Unlock()
+	}()
 	select {
 	case <-c.ev:
 		return nil
@@ -433,4 +443,13 @@ func (f *simFabric) polls(cq *simCQ) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return cq.polls
+}
+
+// parked reports whether a caller waits on cq's completion event with no
+// event raised and no completion queued, so that only a new completion
+// can wake it, and how often cq was polled until then.
+func (f *simFabric) parked(cq *simCQ) (bool, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return cq.waiting > 0 && len(cq.ev) == 0 && len(cq.q) == 0, cq.polls
 }

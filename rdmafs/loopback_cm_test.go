@@ -2,6 +2,7 @@ package rdmafs
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -20,6 +21,9 @@ type simChannel struct {
 	once sync.Once
 	ids  map[*simID]bool
 	dead bool
+	// failedAt is when next failed with the fabric's cmErr, since the
+	// last setCMErr.
+	failedAt []time.Time
 }
 
 func (f *simFabric) newEventChannel() (cmChannel, error) {
@@ -37,8 +41,21 @@ func (f *simFabric) setCMErr(err error) {
 	defer f.mu.Unlock()
 	f.cmErr = err
 	for c := range f.chans {
+		c.failedAt = nil
 		c.wake()
 	}
+}
+
+// cmFailures returns, for each event channel, when its next calls failed
+// with the error setCMErr set.
+func (f *simFabric) cmFailures() [][]time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out [][]time.Time
+	for c := range f.chans {
+		out = append(out, slices.Clone(c.failedAt))
+	}
+	return out
 }
 
 func (c *simChannel) wake() {
@@ -82,6 +99,7 @@ func (c *simChannel) next() (cmEvent, error) {
 		f.mu.Lock()
 		f.stats.cmNext++
 		if err := f.cmErr; err != nil {
+			c.failedAt = append(c.failedAt, time.Now())
 			f.mu.Unlock()
 			return cmEvent{}, err
 		}

@@ -8,6 +8,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Tests of the loopback fabric's model itself: what the verbs tests rely
@@ -26,9 +29,7 @@ func newSimPair(t *testing.T) *simPair {
 	f := newSimFabric()
 	ch, _ := f.newEventChannel()
 	lid, _ := ch.createID()
-	if err := lid.bind(netip.MustParseAddrPort("127.0.0.1:7000")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, lid.bind(netip.MustParseAddrPort("127.0.0.1:7000")))
 	lid.listen(1)
 	cch, _ := f.newEventChannel()
 	cid, _ := cch.createID()
@@ -38,23 +39,16 @@ func newSimPair(t *testing.T) *simPair {
 	pa, _ := dev.allocPD()
 	cqa, _ := dev.createCQ(16)
 	qa, err := cid.createQP(pa, cqa, 8, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cid.connect([]byte("hi"), connParams{})
 	ev, _ := ch.next()
-	if ev.kind != evConnectRequest || string(ev.priv) != "hi" {
-		t.Fatalf("server got %s %q", ev.kind, ev.priv)
-	}
+	require.EqualValues(t, evConnectRequest, ev.kind, "server got %s %q", ev.kind, ev.priv)
+	require.EqualValues(t, "hi", string(ev.priv), "server got %s %q", ev.kind, ev.priv)
 	pb, _ := dev.allocPD()
 	cqb, _ := dev.createCQ(16)
 	qb, err := ev.id.createQP(pb, cqb, 8, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ev.id.accept(connParams{}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, ev.id.accept(connParams{}))
 	return &simPair{f: f, a: qa.(*simQP), b: qb.(*simQP), pa: pa, pb: pb}
 }
 
@@ -62,9 +56,7 @@ func pollAll(t *testing.T, cq *simCQ) []workCompletion {
 	t.Helper()
 	out := make([]workCompletion, 16)
 	n, err := cq.poll(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return out[:n]
 }
 
@@ -74,12 +66,8 @@ func TestSimKeysFollowTheHardwarePattern(t *testing.T) {
 	var prev uint32
 	for i := range 5 {
 		m, err := pd.regMR(make([]byte, 4096), accessLocalWrite)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.lkey() != m.rkey() {
-			t.Errorf("lkey %x != rkey %x", m.lkey(), m.rkey())
-		}
+		require.NoError(t, err)
+		assert.EqualValues(t, m.rkey(), m.lkey(), "lkey %x != rkey %x", m.lkey(), m.rkey())
 		if i > 0 && (m.rkey()>>8 != prev>>8+1 || uint8(m.rkey()) != uint8(prev)+1) {
 			t.Errorf("key %x after %x: want index and key byte counting up", m.rkey(), prev)
 		}
@@ -92,15 +80,11 @@ func TestSimMemlockBudget(t *testing.T) {
 	f.memlock = 3 * 4096
 	pd, _ := f.devs[0].allocPD()
 	a, err := pd.regMR(make([]byte, 5000), 0) // two pages
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if _, err := pd.regMR(make([]byte, 8192), 0); !errors.Is(err, syscall.ENOMEM) {
 		t.Fatalf("over the budget: %v, want ENOMEM", err)
 	}
-	if err := a.dereg(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, a.dereg())
 	if _, err := pd.regMR(make([]byte, 8192), 0); err != nil {
 		t.Fatalf("after deregistering: %v", err)
 	}
@@ -123,18 +107,14 @@ func TestSimWriteVisibleOnlyAfterALaterMessage(t *testing.T) {
 	if wcs := pollAll(t, p.a.cq); len(wcs) != 1 || wcs[0].status != wcSuccess {
 		t.Fatalf("WRITE completion: %+v", wcs)
 	}
-	if dst[0] != 0 {
-		t.Fatal("WRITE data visible before any later message")
-	}
+	require.EqualValues(t, 0, dst[0], "WRITE data visible before any later message")
 	p.b.postRecv(recvBit|1, addrOf(inbox), 64, minbox.lkey())
 	p.a.post(workRequest{id: 2, op: wrSend, signaled: true, addr: addrOf(src), n: 8, lkey: msrc.lkey()})
 	pollAll(t, p.a.cq)
 	if wcs := pollAll(t, p.b.cq); len(wcs) != 1 || wcs[0].op != wcOpRecv || wcs[0].byteLen != 8 {
 		t.Fatalf("receive: %+v", wcs)
 	}
-	if !bytes.Equal(dst, src) {
-		t.Fatal("WRITE data not visible at the SEND's receive completion")
-	}
+	require.True(t, bytes.Equal(dst, src), "WRITE data not visible at the SEND's receive completion")
 }
 
 // A SEND without a receive waits; a bad key fails both queue pairs and
@@ -165,9 +145,7 @@ func TestSimFailuresAndFlush(t *testing.T) {
 	if p.b.state != qpsErr {
 		t.Error("the responder's queue pair did not fail")
 	}
-	if err := p.a.post(workRequest{id: 4, op: wrSend, n: 0}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, p.a.post(workRequest{id: 4, op: wrSend, n: 0}))
 	if wcs := pollAll(t, p.a.cq); len(wcs) != 1 || wcs[0].status != wcFlushErr {
 		t.Fatalf("posting on a failed queue pair: %+v", wcs)
 	}
@@ -190,8 +168,6 @@ func TestSimRecordsMisuse(t *testing.T) {
 	v := strings.Join(f.Violations(), "\n")
 	for _, want := range []string{"ibv_dealloc_pd with 1 regions", "already deregistered", "rdma_destroy_event_channel with 1 identifiers",
 		"rdma_disconnect on an identifier whose event channel was destroyed"} {
-		if !strings.Contains(v, want) {
-			t.Errorf("violations lack %q:\n%s", want, v)
-		}
+		assert.Contains(t, v, want, "violations lack %q:\n%s", want, v)
 	}
 }

@@ -31,7 +31,8 @@ func newStageCmd() *cobra.Command {
 		Use:   "stage [flags] SRC... DST",
 		Short: "Copy checkpoints and shards onto node-local storage, verified, atomic and resumable",
 		Long: `Stage copies files onto a local directory (node-local NVMe), or loads and
-verifies them in GPU memory (DST gpu:N).
+verifies them in GPU memory (DST gpu:N). URLs are sources only: a DST written
+as s3:// or rdmafs:// is refused.
 
 Sources are files, directories (their contents land directly in DST, like
 rsync SRC/ DST), brace patterns ('shard-{000..009}.bin'), sharded checkpoints

@@ -140,12 +140,18 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	// found now rather than at the end of the run.
 	if o.stateOut != "" {
 		if err := iterator.CheckStateFile(o.stateOut); err != nil {
+			if errors.Is(err, iterator.ErrStateURL) {
+				return usagef("--state-out: %w", err)
+			}
 			return fmt.Errorf("--state-out: %w", err)
 		}
 	}
 	var resume *iterator.State
 	if o.resume != "" {
 		st, err := iterator.ReadStateFile(o.resume)
+		if errors.Is(err, iterator.ErrStateURL) {
+			return usagef("--resume: %w", err)
+		}
 		if err != nil {
 			return err
 		}

@@ -27,3 +27,27 @@ func TestStageURLDestinationIsUsage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left, "a URL destination left a local folder")
 }
+
+// iterate --state-out and --resume with a URL are usage errors said before
+// any shard is read, and no local folder named after the scheme appears.
+func TestIterateStateURLRefused(t *testing.T) {
+	dir := writeShards(t, 7, 5)
+	t.Chdir(t.TempDir())
+	for _, flag := range []string{"--state-out", "--resume"} {
+		for _, u := range []string{"s3://models/state.json", "rdmafs://127.0.0.1:7420/state.json"} {
+			out, stderr, code := run(t, "iterate", "--json", flag, u, dir)
+			assert.Equal(t, exitUsage, code, "%s %s: %s", flag, u, stderr)
+			assert.Contains(t, stderr, "local path")
+			assert.Empty(t, out, "no sample is read")
+		}
+	}
+	left, err := os.ReadDir(".")
+	require.NoError(t, err)
+	assert.Empty(t, left, "a URL state file left a local folder")
+	// Nor is a local folder that happens to be named after the scheme
+	// written to.
+	require.NoError(t, os.MkdirAll(filepath.Join("s3:", "models"), 0o755))
+	_, stderr, code := run(t, "iterate", "--json", "--state-out", "s3://models/state.json", dir)
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.NoFileExists(t, filepath.Join("s3:", "models", "state.json"))
+}

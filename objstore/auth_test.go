@@ -5,10 +5,8 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gdsload/gdsload/internal/miniotest"
 	"github.com/gdsload/gdsload/objstore"
@@ -58,38 +56,5 @@ func TestWrongCredentials(t *testing.T) {
 				t.Logf("%s: %v", op.name, err)
 			}
 		})
-	}
-}
-
-// TestEndpointDown: nothing listens at the endpoint. Stat fails with
-// ErrUnavailable naming the endpoint, after retrying for the retry
-// deadline and not much longer; a cancelled context ends it at once.
-func TestEndpointDown(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "http://" + l.Addr().String()
-	l.Close() // the port is now closed: connections are refused
-	const deadline = 700 * time.Millisecond
-	cl := client(t, endpoint, objstore.WithRetryDeadline(deadline))
-	start := time.Now()
-	_, err = cl.Stat(context.Background(), "bucket", "key")
-	took := time.Since(start)
-	if !errors.Is(err, objstore.ErrUnavailable) || !strings.Contains(err.Error(), endpoint) || !strings.Contains(err.Error(), "gave up after") {
-		t.Fatalf("err = %v, want ErrUnavailable naming %s and saying it gave up", err, endpoint)
-	}
-	if took < deadline || took > deadline+2*time.Second {
-		t.Fatalf("failed after %v; the retry deadline is %v", took, deadline)
-	}
-	t.Logf("after %v: %v", took, err)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	cl = client(t, endpoint, objstore.WithRetryDeadline(time.Minute))
-	start = time.Now()
-	_, err = cl.Stat(ctx, "bucket", "key")
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
-		t.Fatalf("with a 200 ms context: %v after %v, want a deadline error at once", err, time.Since(start))
 	}
 }

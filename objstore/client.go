@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -35,17 +36,18 @@ type Client struct {
 	pathStyle  bool
 	sem        chan struct{} // one token per GET in flight
 	log        *slog.Logger
+	// reached is set once any request got a response (or succeeded):
+	// from then on, failures to connect are retried as an outage.
+	reached atomic.Bool
 }
 
 // New makes a client. It reads the AWS configuration (environment, shared
 // files, AWS_PROFILE) but sends nothing: credentials are fetched, and
 // refused, on the first request.
 func New(ctx context.Context, opts ...Option) (*Client, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	o, err := resolveOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	c := &Client{opts: o, sem: make(chan struct{}, o.concurrency), log: o.log}
 	if c.log == nil {

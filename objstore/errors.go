@@ -141,6 +141,7 @@ func (c *Client) opError(ctx context.Context, op, bucket, key string, off int64,
 		e.Msg = "the store refused the request signed with credentials from " + c.credentialSource(ctx) +
 			"; check the keys, AWS_PROFILE, the endpoint and the bucket's policy"
 		e.Err = fmt.Errorf("%w: %w", ErrAuth, brief(err))
+		c.forgetCredentials() // after naming the ones refused
 	case status == http.StatusMovedPermanently || code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed":
 		e.Endpoint = c.endpoint
 		e.Msg = "the bucket is not in region " + c.region + regionHint(err) + "; set AWS_REGION to the bucket's region"

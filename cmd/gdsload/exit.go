@@ -121,6 +121,7 @@ var flagHints = []struct {
 	{cufile.ErrUnavailable, []string{"load"}, "use --to host, or run 'gdsload doctor' to see what is missing"},
 	{cufile.ErrUnavailable, []string{"stage"}, "stage into a directory instead, or run 'gdsload doctor' to see what is missing"},
 	{rdmafs.ErrAuth, []string{""}, "check --token-file or GDSLOAD_TOKEN"},
+	{webdataset.ErrUnlisted, []string{"manifest"}, "write it again with 'gdsload manifest DIR' (on a local copy, for a URL)"},
 	{objstore.ErrRetryDeadline, []string{"load", "stage", "iterate", "inspect", "bench"}, "raise it with --s3-deadline"},
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -27,7 +28,8 @@ func newManifestCmd() *cobra.Command {
 folders whose names begin with a dot are left out, and .tar.xz shards are
 refused by name), counts its samples, hashes it, and writes DIR/index.json atomically. With --verify it
 instead checks every shard listed in an existing index.json for size and
-SHA-256 and names the shards that differ; DIR may then be a URL
+SHA-256, names the shards that differ, and names the shards in DIR that the
+index does not list; DIR may then be a URL
 (s3://BUCKET/PREFIX/, rdmafs://HOST:PORT/PATH), whose shards are read where
 they are.`,
 		Args: args(cobra.ExactArgs(1)),
@@ -56,6 +58,11 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		bar := progress.Start(infoOut(cmd), "verify", m.Bytes())
 		err = webdataset.VerifyShardsAt(ctx, mux, dir, m, bar.Add)
 		bar.Stop()
+		// Shards in the folder that the manifest leaves out are reported
+		// with those that differ.
+		if lerr := webdataset.CheckListed(ctx, mux, dir, m); lerr != nil && ctx.Err() == nil {
+			err = errors.Join(err, lerr)
+		}
 		if err != nil {
 			return err
 		}

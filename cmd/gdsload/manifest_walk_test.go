@@ -60,3 +60,28 @@ func TestManifestSubfoldersAndUnread(t *testing.T) {
 	assert.Contains(t, stderr, "shard-000005.tar.xz (xz)")
 	assert.NoFileExists(t, filepath.Join(dir, "index.json"))
 }
+
+// manifest --verify names the shards in the folder that the manifest
+// does not list, beside those that differ.
+func TestManifestVerifyReportsUnlisted(t *testing.T) {
+	dir := writeShards(t, 3, 4)
+	_, stderr, code := run(t, "manifest", dir)
+	require.Equal(t, exitOK, code, stderr)
+	_, stderr, code = run(t, "manifest", "--verify", dir)
+	require.Equal(t, exitOK, code, stderr)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shard-9.tar"), tarOf(t, "x", 2), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "more"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "more", "shard-10.tar"), tarOf(t, "y", 2), 0o644))
+	_, stderr, code = run(t, "manifest", "--verify", dir)
+	assert.Equal(t, exitError, code, stderr)
+	assert.Contains(t, stderr, "shards the manifest does not list (2): more/shard-10.tar, shard-9.tar")
+	assert.Contains(t, stderr, "gdsload manifest DIR")
+
+	// With a listed shard damaged too, both are said.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shard-0.tar"), tarOf(t, "z", 3), 0o644))
+	_, stderr, code = run(t, "manifest", "--verify", dir)
+	assert.Equal(t, exitError, code, stderr)
+	assert.Contains(t, stderr, "shard-0.tar")
+	assert.Contains(t, stderr, "the manifest does not list")
+}

@@ -2,6 +2,8 @@ package webdataset
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path"
 	"strings"
 
@@ -46,4 +48,42 @@ func inDotFolder(rel string) bool {
 		}
 	}
 	return false
+}
+
+// ErrUnlisted reports shards in a manifest's folder that the manifest
+// does not list: a reader that goes by the manifest never sees them.
+var ErrUnlisted = errors.New("shards the manifest does not list")
+
+// CheckListed compares the shards in dir (ShardFilesAt: subfolders
+// included) with those man lists, and returns an error wrapping
+// ErrUnlisted that names each shard found but not listed, so that a
+// verified manifest is also a complete one.
+func CheckListed(ctx context.Context, m *vfs.Mux, dir string, man *Manifest) error {
+	names, err := ShardFilesAt(ctx, m, dir)
+	if err != nil {
+		return err
+	}
+	listed := make(map[string]bool, len(man.Shards))
+	for _, s := range man.Shards {
+		listed[s.Name] = true
+	}
+	var extra []string
+	for _, n := range names {
+		if !listed[n] {
+			extra = append(extra, n)
+		}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	shown := extra
+	if len(shown) > 10 {
+		shown = shown[:10]
+	}
+	more := ""
+	if len(extra) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(extra)-len(shown))
+	}
+	return fmt.Errorf("webdataset: %s holds %w (%d): %s%s; rewrite the manifest to include them, or move them out of the folder",
+		dir, ErrUnlisted, len(extra), strings.Join(shown, ", "), more)
 }

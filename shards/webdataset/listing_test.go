@@ -144,3 +144,20 @@ func TestBzip2Shard(t *testing.T) {
 	_, err = d.Decompress(nil, bz[:len(bz)-10], Bzip2, "cut.tar.bz2")
 	require.Error(t, err, "a cut bzip2 stream")
 }
+
+func TestCheckListed(t *testing.T) {
+	dir := t.TempDir()
+	writeAt(t, dir, "shard-000000.tar", plainShard(t, "a", 2))
+	writeAt(t, dir, "sub/shard-000001.tar", plainShard(t, "b", 2))
+	m, err := BuildManifest(context.Background(), dir)
+	require.NoError(t, err)
+	mux, err := vfs.New()
+	require.NoError(t, err)
+	defer mux.Close()
+	require.NoError(t, CheckListed(context.Background(), mux, dir, m))
+
+	writeAt(t, dir, "sub/shard-000002.tar", plainShard(t, "c", 2))
+	err = CheckListed(context.Background(), mux, dir, m)
+	require.ErrorIs(t, err, ErrUnlisted)
+	assert.Contains(t, err.Error(), "shards the manifest does not list (1): sub/shard-000002.tar")
+}

@@ -134,11 +134,12 @@ func (c *Client) retry(ctx context.Context, what string, attempt func(ctx contex
 	checksums := 0
 	for n := 1; ; n++ {
 		err := attempt(ctx)
-		if _, answered := httpStatus(err); err == nil || answered {
-			c.reached.Store(true)
-		}
 		if err == nil {
+			c.reached.Store(true)
 			return nil
+		}
+		if _, answered := httpStatus(err); answered {
+			c.reached.Store(true)
 		}
 		if ctx.Err() != nil {
 			return context.Cause(ctx)

@@ -109,6 +109,7 @@ func (l *library) load(ctx context.Context, req loadRequest) ([]byte, error) {
 // rdmafs secret (else rdmafs clients present GDSLOAD_TOKEN, as the CLI's
 // do).
 func newMux(token string) (*vfs.Mux, error) {
+	syncEnviron() // credentials and endpoints as the host's environment now says
 	if token == "" {
 		return vfs.New()
 	}

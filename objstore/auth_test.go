@@ -2,12 +2,9 @@ package objstore_test
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"log/slog"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/gdsload/gdsload/internal/miniotest"
 	"github.com/gdsload/gdsload/objstore"
@@ -53,40 +50,5 @@ func TestWrongCredentials(t *testing.T) {
 				t.Logf("%s: %v", op.name, err)
 			}
 		})
-	}
-}
-
-// TestEndpointDown: nothing listens at the endpoint. Stat fails with
-// ErrUnavailable naming the endpoint, after retrying for the retry
-// deadline and not much longer; a cancelled context ends it at once.
-func TestEndpointDown(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	endpoint := "http://" + l.Addr().String()
-	l.Close() // the port is now closed: connections are refused
-	const deadline = 700 * time.Millisecond
-	cl := client(t, endpoint, objstore.WithRetryDeadline(deadline))
-	start := time.Now()
-	_, err = cl.Stat(context.Background(), "bucket", "key")
-	took := time.Since(start)
-	require.ErrorIs(t, err, objstore.ErrUnavailable, "err = %v, want ErrUnavailable naming %s and saying it gave up", err, endpoint)
-	require.Contains(t, err.Error(), endpoint, "err = %v, want ErrUnavailable naming %s and saying it gave up", err, endpoint)
-	require.Contains(t, err.Error(), "gave up after", "err = %v, want ErrUnavailable naming %s and saying it gave up", err, endpoint)
-	// It gives up once the deadline has passed, never sooner; a client
-	// that ignored it would retry for DefaultRetryDeadline (30 s), which a
-	// loaded machine does not come near.
-	if took < deadline || took > objstore.DefaultRetryDeadline/2 {
-		t.Fatalf("failed after %v; the retry deadline is %v", took, deadline)
-	}
-	t.Logf("after %v: %v", took, err)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	cl = client(t, endpoint, objstore.WithRetryDeadline(time.Minute))
-	start = time.Now()
-	_, err = cl.Stat(ctx, "bucket", "key")
-	// The context, not the minute of retries, ends it.
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 30*time.Second {
-		t.Fatalf("with a 200 ms context: %v after %v, want a deadline error, not retries for the minute of the retry deadline", err, time.Since(start))
 	}
 }

@@ -71,7 +71,7 @@ func (b *Bucket) isDir(ctx context.Context, name string) (bool, error) {
 		actx, cancel := b.c.stallContext(ctx)
 		defer cancel()
 		var err error
-		out, err = b.c.s3.ListObjectsV2(actx, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix, MaxKeys: aws.Int32(1)})
+		out, err = b.c.s3.Load().ListObjectsV2(actx, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix, MaxKeys: aws.Int32(1)})
 		return b.c.stalled(actx, err)
 	})
 	if err != nil {
@@ -166,7 +166,7 @@ func (c *Client) headBucket(ctx context.Context, bucket string) error {
 	err := c.retry(ctx, "stat "+URL(bucket, ""), func(ctx context.Context) error {
 		actx, cancel := c.stallContext(ctx)
 		defer cancel()
-		_, err := c.s3.HeadBucket(actx, &s3.HeadBucketInput{Bucket: &bucket})
+		_, err := c.s3.Load().HeadBucket(actx, &s3.HeadBucketInput{Bucket: &bucket})
 		return c.stalled(actx, err)
 	})
 	if status, _ := httpStatus(err); status == http.StatusNotFound {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,33 +27,37 @@ import (
 // concurrent use; its connections are kept and reused until Close.
 type Client struct {
 	opts       options
-	s3         *s3.Client
+	s3         atomic.Pointer[s3.Client] // replaced by forgetCredentials
+	newS3      func() *s3.Client
 	mu         sync.Mutex
 	transports []*http.Transport       // built by the SDK's HTTP client, for Close
-	creds      aws.CredentialsProvider // nil when anonymous
+	creds      aws.CredentialsProvider // nil when anonymous; else cache over chain
+	cache      *aws.CredentialsCache
+	chain      *chainCredentials
 	region     string
 	endpoint   string // for messages: the base URL requests go to
 	pathStyle  bool
 	sem        chan struct{} // one token per GET in flight
 	log        *slog.Logger
+	// reached is set once any request got a response (or succeeded):
+	// from then on, failures to connect are retried as an outage.
+	reached atomic.Bool
 }
 
 // New makes a client. It reads the AWS configuration (environment, shared
 // files, AWS_PROFILE) but sends nothing: credentials are fetched, and
 // refused, on the first request.
 func New(ctx context.Context, opts ...Option) (*Client, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+	o, err := resolveOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	c := &Client{opts: o, sem: make(chan struct{}, o.concurrency), log: o.log}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
 	load := []func(*config.LoadOptions) error{
-		config.WithHTTPClient(c.newHTTPClient(o)),
+		config.WithHTTPClient(c.newHTTPClient(o)), // one client, kept across reloads
 		// The SDK's own lines ("falling back to IMDSv1", ...) go to the
 		// logger at debug level, not straight to stderr: what matters
 		// reaches the caller as an error.
@@ -87,24 +92,41 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	}
 	c.region = cfg.Region
 	if !o.anonymous {
-		c.creds = cfg.Credentials
+		// The chain is resolved again (from the environment and files as
+		// they are then) after the store refuses its credentials, so a
+		// long-lived client picks up keys fixed meanwhile.
+		c.chain = &chainCredentials{p: cfg.Credentials, load: func(ctx context.Context) (aws.CredentialsProvider, error) {
+			cfg, err := config.LoadDefaultConfig(ctx, load...)
+			return cfg.Credentials, err
+		}}
+		c.cache = aws.NewCredentialsCache(c.chain)
+		c.creds = c.cache
 	}
-	c.s3 = s3.NewFromConfig(cfg, func(so *s3.Options) {
+	first := true // the endpoint and style are settled by the first client
+	s3opts := func(so *s3.Options) {
+		if c.cache != nil {
+			so.Credentials = c.cache
+		}
 		if o.endpoint != "" {
 			so.BaseEndpoint = aws.String(o.endpoint)
 		}
-		c.pathStyle = so.BaseEndpoint != nil
-		if o.pathStyle != nil {
-			c.pathStyle = *o.pathStyle
+		if first {
+			first = false
+			c.pathStyle = so.BaseEndpoint != nil
+			if o.pathStyle != nil {
+				c.pathStyle = *o.pathStyle
+			}
+			if so.BaseEndpoint != nil {
+				c.endpoint = *so.BaseEndpoint
+			} else {
+				c.endpoint = "https://s3." + cfg.Region + ".amazonaws.com"
+			}
 		}
 		so.UsePathStyle = c.pathStyle
-		if so.BaseEndpoint != nil {
-			c.endpoint = *so.BaseEndpoint
-		} else {
-			c.endpoint = "https://s3." + cfg.Region + ".amazonaws.com"
-		}
 		so.DisableLogOutputChecksumValidationSkipped = true
-	})
+	}
+	c.newS3 = func() *s3.Client { return s3.NewFromConfig(cfg, s3opts) }
+	c.s3.Store(c.newS3())
 	return c, nil
 }
 
@@ -151,6 +173,49 @@ func (c *Client) Close() error {
 		tr.CloseIdleConnections()
 	}
 	return nil
+}
+
+// chainCredentials is the credential chain, resolved again on the next
+// Retrieve after forget.
+type chainCredentials struct {
+	mu    sync.Mutex
+	p     aws.CredentialsProvider
+	load  func(context.Context) (aws.CredentialsProvider, error)
+	stale bool
+}
+
+func (c *chainCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stale {
+		p, err := c.load(ctx)
+		if err != nil {
+			return aws.Credentials{}, fmt.Errorf("reading the AWS configuration again: %w", err)
+		}
+		c.p, c.stale = p, false
+	}
+	if c.p == nil {
+		return aws.Credentials{}, fmt.Errorf("no credential provider configured")
+	}
+	return c.p.Retrieve(ctx)
+}
+
+// forgetCredentials has the next request resolve the credential chain
+// again (environment, shared files, AWS_PROFILE, web identity, instance
+// metadata), after the store refused the credentials or none were found:
+// keys fixed meanwhile are then used without a new client.
+func (c *Client) forgetCredentials() {
+	if c.chain == nil {
+		return
+	}
+	c.chain.mu.Lock()
+	c.chain.stale = true
+	c.chain.mu.Unlock()
+	c.cache.Invalidate()
+	// A new API client, for a new signer: the SDK's signer caches the
+	// signing key derived from a secret by access key id alone, so a
+	// secret fixed under the same key id would still sign with the old.
+	c.s3.Store(c.newS3())
 }
 
 // credentialSource names where the client's credentials come from, for

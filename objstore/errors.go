@@ -28,6 +28,11 @@ var (
 	// ErrUnavailable: the store could not be reached or kept failing
 	// (5xx, 429, resets, stalls) until the retry deadline.
 	ErrUnavailable = errors.New("objstore: store unavailable")
+	// ErrRetryDeadline: a request kept failing (5xx, 429, resets,
+	// stalls) until its retry deadline (WithRetryDeadline,
+	// GDSLOAD_S3_DEADLINE) passed. Errors matching it also match
+	// ErrUnavailable.
+	ErrRetryDeadline = errors.New("objstore: retry deadline passed")
 	// ErrProtocol: the store answered something that cannot be right (more
 	// or fewer bytes than asked, a range it was not asked for).
 	ErrProtocol = errors.New("objstore: unexpected response")
@@ -51,6 +56,8 @@ type Error struct {
 	Endpoint string // where requests went, for errors that depend on it
 	Msg      string // what happened and what to do next
 	Err      error  // a sentinel, fs.ErrNotExist, fs.ErrPermission or the cause
+
+	gaveUp bool // retried until the deadline: matches ErrRetryDeadline
 }
 
 func (e *Error) Error() string {
@@ -75,7 +82,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Is makes ErrAuth match fs.ErrPermission, as os errors do.
 func (e *Error) Is(target error) bool {
-	return target == fs.ErrPermission && errors.Is(e.Err, ErrAuth)
+	return (target == fs.ErrPermission && errors.Is(e.Err, ErrAuth)) || (target == ErrRetryDeadline && e.gaveUp)
 }
 
 // authCodes are S3 error codes that mean the credentials or signature were
@@ -100,13 +107,19 @@ func (c *Client) opError(ctx context.Context, op, bucket, key string, off int64,
 	status, _ := httpStatus(err)
 	var g *gaveUp
 	var ce *checksumError
+	var un *unreachable
 	switch {
 	case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
 		e.Err = err
+	case errors.As(err, &un):
+		e.Endpoint = c.endpoint
+		e.Msg = "cannot reach the store: its first request could not connect, so it was not retried; check the endpoint (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the client's option) and that the store is up"
+		e.Err = fmt.Errorf("%w: %w", ErrUnavailable, brief(un.err))
 	case errors.As(err, &g):
 		e.Endpoint = c.endpoint
-		e.Msg = fmt.Sprintf("gave up after %d attempts over %v; check that the store is up and reachable, or raise the retry deadline",
-			g.attempts, g.elapsed.Round(time.Millisecond))
+		e.Msg = fmt.Sprintf("gave up after %d attempts over %v; check that the store is up and reachable, or raise the retry deadline (%s, now %v)",
+			g.attempts, g.elapsed.Round(time.Millisecond), DeadlineEnv, c.opts.retryDeadline)
+		e.gaveUp = true
 		e.Err = fmt.Errorf("%w: %w", ErrUnavailable, brief(g.err))
 	case errors.As(err, &ce):
 		e.Msg = ce.Error()
@@ -128,6 +141,7 @@ func (c *Client) opError(ctx context.Context, op, bucket, key string, off int64,
 		e.Msg = "the store refused the request signed with credentials from " + c.credentialSource(ctx) +
 			"; check the keys, AWS_PROFILE, the endpoint and the bucket's policy"
 		e.Err = fmt.Errorf("%w: %w", ErrAuth, brief(err))
+		c.forgetCredentials() // after naming the ones refused
 	case status == http.StatusMovedPermanently || code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed":
 		e.Endpoint = c.endpoint
 		e.Msg = "the bucket is not in region " + c.region + regionHint(err) + "; set AWS_REGION to the bucket's region"

@@ -71,7 +71,7 @@ func (o *Object) get(ctx context.Context, p []byte, off int64, whole bool) (int,
 	} else {
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+int64(len(p))-1))
 	}
-	out, err := c.s3.GetObject(actx, in, withoutSDKChecksum)
+	out, err := c.s3.Load().GetObject(actx, in, withoutSDKChecksum)
 	if err != nil {
 		return 0, c.stalled(actx, err)
 	}

@@ -3,7 +3,10 @@ package objstore
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
+	"os"
+	"strconv"
 	"time"
 )
 
@@ -21,6 +24,42 @@ const (
 	DefaultRegion        = "us-east-1"      // when neither an option nor the AWS configuration names one
 )
 
+// DeadlineEnv is the environment variable that sets the retry deadline of
+// clients not given WithRetryDeadline: a duration ("90s", "2m") or a
+// number of seconds.
+const DeadlineEnv = "GDSLOAD_S3_DEADLINE"
+
+// ParseDeadline reads a retry deadline as DeadlineEnv and the command
+// line write it: a Go duration ("90s", "2m") or a number of seconds
+// ("90"), not negative; 0 disables retries.
+func ParseDeadline(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs > float64(math.MaxInt64/int64(time.Second)) {
+			return 0, fmt.Errorf("objstore: retry deadline %q: want a duration such as 90s or 2m, or a number of seconds", s)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("objstore: retry deadline %q is negative", s)
+	}
+	return d, nil
+}
+
+// deadlineFromEnv is DeadlineEnv's deadline, ok false when it is unset.
+func deadlineFromEnv() (time.Duration, bool, error) {
+	v, set := os.LookupEnv(DeadlineEnv)
+	if !set || v == "" {
+		return 0, false, nil
+	}
+	d, err := ParseDeadline(v)
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: %w", DeadlineEnv, err)
+	}
+	return d, true, nil
+}
+
 type options struct {
 	region        string
 	endpoint      string
@@ -31,6 +70,7 @@ type options struct {
 	rangeSize     int64
 	concurrency   int
 	retryDeadline time.Duration
+	deadlineSet   bool // by WithRetryDeadline, over DeadlineEnv
 	stallTimeout  time.Duration
 	log           *slog.Logger
 }
@@ -127,14 +167,16 @@ func WithConcurrency(n int) Option {
 }
 
 // WithRetryDeadline bounds how long one request (a range, a stat, a page
-// of a listing) is retried after its first failure (default
-// DefaultRetryDeadline; 0 disables retries).
+// of a listing) is retried after its first failure (default: DeadlineEnv
+// when set, else DefaultRetryDeadline; 0 disables retries). A request
+// that cannot connect before the client has had any response from the
+// store is not retried: the endpoint is wrong or the store is down.
 func WithRetryDeadline(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {
 			return fmt.Errorf("objstore: negative retry deadline %v", d)
 		}
-		o.retryDeadline = d
+		o.retryDeadline, o.deadlineSet = d, true
 		return nil
 	}
 }
@@ -162,11 +204,27 @@ func WithLogger(l *slog.Logger) Option {
 // first refusal, so a caller that makes clients later can check options
 // now.
 func CheckOptions(opts ...Option) error {
+	_, err := resolveOptions(opts)
+	return err
+}
+
+// resolveOptions applies opts to the defaults, and DeadlineEnv where no
+// option set the retry deadline.
+func resolveOptions(opts []Option) (options, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
-			return err
+			return o, err
 		}
 	}
-	return nil
+	if !o.deadlineSet {
+		d, ok, err := deadlineFromEnv()
+		if err != nil {
+			return o, err
+		}
+		if ok {
+			o.retryDeadline = d
+		}
+	}
+	return o, nil
 }

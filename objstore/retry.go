@@ -106,21 +106,46 @@ func httpStatus(err error) (int, bool) {
 	return 0, false
 }
 
+// unreachable is a failure to connect (the endpoint's name does not
+// resolve, or nothing listens there) before the client ever got a
+// response: a wrong endpoint, not an outage, so it is not retried.
+type unreachable struct{ err error }
+
+func (e *unreachable) Error() string { return e.err.Error() }
+func (e *unreachable) Unwrap() error { return e.err }
+
+// cannotConnect reports whether err is a failure to reach the endpoint at
+// all: a name that does not resolve, a refused connection, no route.
+func cannotConnect(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+}
+
 // retry runs attempt until it succeeds, fails in a way retrying cannot
 // fix, or the retry deadline (counted from the first failure) passes; then
 // it returns a *gaveUp. The last attempt may start just before the
 // deadline and run for up to the stall timeout. attempt gets a fresh try
-// each time and must itself resume or restart its work.
+// each time and must itself resume or restart its work. Until the client
+// has had a response from the store, a failure to connect (cannotConnect)
+// is an *unreachable at once: retries are for a store seen up before.
 func (c *Client) retry(ctx context.Context, what string, attempt func(ctx context.Context) error) error {
 	var first time.Time
 	checksums := 0
 	for n := 1; ; n++ {
 		err := attempt(ctx)
 		if err == nil {
+			c.reached.Store(true)
 			return nil
+		}
+		if _, answered := httpStatus(err); answered {
+			c.reached.Store(true)
 		}
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
+		}
+		if !c.reached.Load() && cannotConnect(err) {
+			return &unreachable{err: err}
 		}
 		switch classify(err) {
 		case fatal:

@@ -52,7 +52,7 @@ func (c *Client) Stat(ctx context.Context, bucket, key string) (ObjectInfo, erro
 		actx, cancel := c.stallContext(ctx)
 		defer cancel()
 		var err error
-		out, err = c.s3.HeadObject(actx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+		out, err = c.s3.Load().HeadObject(actx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
 		return c.stalled(actx, err)
 	})
 	if err != nil {
@@ -74,7 +74,7 @@ func (c *Client) Stat(ctx context.Context, bucket, key string) (ObjectInfo, erro
 func (c *Client) bucketMissing(ctx context.Context, bucket string) bool {
 	actx, cancel := c.stallContext(ctx)
 	defer cancel()
-	_, err := c.s3.HeadBucket(actx, &s3.HeadBucketInput{Bucket: &bucket})
+	_, err := c.s3.Load().HeadBucket(actx, &s3.HeadBucketInput{Bucket: &bucket})
 	status, _ := httpStatus(err)
 	var nb *types.NotFound
 	return status == http.StatusNotFound || errors.As(err, &nb)
@@ -103,7 +103,7 @@ func (c *Client) List(ctx context.Context, bucket, prefix, delimiter string) (*L
 			actx, cancel := c.stallContext(ctx)
 			defer cancel()
 			var err error
-			out, err = c.s3.ListObjectsV2(actx, in)
+			out, err = c.s3.Load().ListObjectsV2(actx, in)
 			return c.stalled(actx, err)
 		})
 		if err != nil {
@@ -137,6 +137,7 @@ func (c *Client) checkCredentials(ctx context.Context, op, bucket, key string) e
 		return nil
 	}
 	if _, err := c.creds.Retrieve(ctx); err != nil {
+		c.forgetCredentials()
 		return &Error{Op: op, URL: URL(bucket, key), Offset: -1, Endpoint: c.endpoint,
 			Msg: "no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, a web identity token or an instance role",
 			Err: fmt.Errorf("%w: %w", ErrAuth, err)}

@@ -53,6 +53,25 @@ func ParseVerify(s string) (Verify, error) {
 // alignment needs.
 var ErrChunkSize = errors.New("a chunk size")
 
+// ErrURLDestination reports a destination written as a URL (s3://,
+// rdmafs://): a stage writes into a local directory, and no URL scheme
+// takes writes. A file:// URL names a local directory and is accepted.
+var ErrURLDestination = errors.New("a stage destination must be a local directory")
+
+// localDest maps dest to the local directory it names: itself, or the path
+// of a file:// URL. Any other URL is refused with ErrURLDestination, so
+// that it is never written as a local folder named after its scheme.
+func localDest(dest string) (string, error) {
+	if !vfs.IsURL(dest) {
+		return dest, nil
+	}
+	loc, err := vfs.Parse(dest)
+	if err == nil && loc.IsLocal() {
+		return loc.Path, nil
+	}
+	return "", fmt.Errorf("destination %s: %w, and URLs are read-only sources: stage into a local directory and upload from there", dest, ErrURLDestination)
+}
+
 // ModTimer is an optional capability of a Source that knows its
 // modification time (a local *loader.File, a remote file). Sources without
 // it are never trusted as already staged and are copied on every run.
@@ -136,6 +155,10 @@ type Stager struct {
 }
 
 func newStager(dest string, opts Options) (*Stager, error) {
+	dest, err := localDest(dest)
+	if err != nil {
+		return nil, err
+	}
 	s := &Stager{dest: dest, side: filepath.Join(dest, SidecarName), opts: opts.withDefaults(), dirs: map[string]bool{}}
 	if s.opts.FS == nil {
 		m, err := vfs.New()
@@ -154,7 +177,8 @@ func (s *Stager) open(ctx context.Context, name string) (vfs.File, error) {
 	return s.opts.FS.Open(ctx, name, vfs.WithDirect(s.opts.ReadDirect))
 }
 
-// Open prepares dest for staging: creates it and its sidecar folder, takes
+// Open prepares dest for staging (a local directory: a URL is refused
+// with ErrURLDestination): creates it and its sidecar folder, takes
 // the lock (failing with ErrLocked, naming the holder's pid, when another
 // stage holds it), removes temporary files that interrupted runs left, and
 // reads the journal of files already staged.
@@ -176,7 +200,7 @@ func Open(dest string, opts Options) (_ *Stager, err error) {
 		return nil, err
 	}
 	s.lock = lock
-	if s.removed, err = removeStaleTemps(dest); err != nil {
+	if s.removed, err = removeStaleTemps(s.dest); err != nil {
 		s.lock.Close()
 		return nil, err
 	}
@@ -289,7 +313,7 @@ func Preview(ctx context.Context, dest string, entries []Entry, opts Options) (*
 		return nil, err
 	}
 	s.j = &journal{recs: recs}
-	s.spaceDir = dest
+	s.spaceDir = s.dest
 	for {
 		if _, err := os.Stat(s.spaceDir); err == nil {
 			break
@@ -418,8 +442,14 @@ func (s *Stager) Plan(ctx context.Context, entries []Entry) (*Plan, error) {
 // CheckDestination refuses a destination directory inside a local source
 // directory: the next run would list the staged copies as sources too.
 // Paths are compared with symbolic links resolved, so a destination that
-// is a link to (or into) a source is refused like the source itself.
+// is a link to (or into) a source is refused like the source itself. A
+// destination written as a URL other than file:// is refused with
+// ErrURLDestination.
 func CheckDestination(sources []string, dest string) error {
+	dest, err := localDest(dest)
+	if err != nil {
+		return err
+	}
 	ad, err := resolvePath(dest)
 	if err != nil {
 		return nil

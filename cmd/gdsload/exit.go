@@ -13,6 +13,7 @@ import (
 	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/objstore"
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/gdsload/gdsload/stage"
@@ -120,6 +121,8 @@ var flagHints = []struct {
 	{cufile.ErrUnavailable, []string{"load"}, "use --to host, or run 'gdsload doctor' to see what is missing"},
 	{cufile.ErrUnavailable, []string{"stage"}, "stage into a directory instead, or run 'gdsload doctor' to see what is missing"},
 	{rdmafs.ErrAuth, []string{""}, "check --token-file or GDSLOAD_TOKEN"},
+	{webdataset.ErrUnlisted, []string{"manifest"}, "write it again with 'gdsload manifest DIR' (on a local copy, for a URL)"},
+	{objstore.ErrRetryDeadline, []string{"load", "stage", "iterate", "inspect", "bench"}, "raise it with --s3-deadline"},
 }
 
 // withHint adds the flag hint for err, if any, as command would print it.

@@ -16,7 +16,7 @@ type inspectOptions struct {
 func newInspectCmd() *cobra.Command {
 	o := &inspectOptions{}
 	cmd := &cobra.Command{
-		Use:   "inspect [flags] FILE",
+		Use:   "inspect [flags] FILE|DIR",
 		Short: "Validate a checkpoint or dataset shard and describe what it holds",
 		Long: `Inspect validates a file's headers as strictly as a load would and describes
 it, reading only what it must:
@@ -31,7 +31,9 @@ it, reading only what it must:
                             samples carry each, total and min/max sample bytes
                             (the whole shard is read and decompressed)
 
-FILE may be an rdmafs://host:port/path or s3://bucket/key URL. An invalid file exits with status
+A DIR is taken as a load takes it: the one *.safetensors.index.json it
+holds or, without one, its only .safetensors file. FILE may be an
+rdmafs://host:port/path or s3://bucket/key URL. An invalid file exits with status
 1 and says what is wrong and where.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {

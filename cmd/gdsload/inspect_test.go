@@ -342,7 +342,7 @@ func TestInspectErrors(t *testing.T) {
 		says []string
 	}{
 		{"no file", []string{filepath.Join(dir, "nope.safetensors")}, 1, []string{"nope.safetensors", "no such file"}},
-		{"directory", []string{dir}, 1, []string{"is a directory"}},
+		{"directory", []string{t.TempDir()}, 1, []string{"is a directory"}},
 		{"unknown type", []string{write("weights.bin", []byte("x"))}, 1, []string{"weights.bin", "unknown file type"}},
 		{"truncated safetensors", []string{write("bad.safetensors", []byte("short"))}, 1, []string{"bad.safetensors", "too short"}},
 		{"weight_map disagrees", []string{badIndex}, 1, []string{`"w1"`, "model-a.safetensors", "model-b.safetensors", "weight_map"}},

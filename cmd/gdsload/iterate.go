@@ -88,7 +88,7 @@ stdout.`,
 	f.IntVar(&o.workers, "workers", 1, "shards decoded in parallel")
 	f.StringVar(&o.direct, "direct", "auto", "O_DIRECT for local shards: auto (bypass the page cache where possible), on, or off (keep shards cached for the next epoch)")
 	f.IntVar(&o.prefetch, "prefetch", 0, "shards read ahead (default 2 x workers)")
-	f.BoolVar(&o.verify, "verify", true, "check each shard's SHA-256 against the manifest (sizes are always checked; --verify=false skips the hashing)")
+	f.BoolVar(&o.verify, "verify", true, "check each shard's digest against the manifest: its CRC-32C, or its SHA-256 where the manifest has no CRC-32C (sizes are always checked; --verify=false skips the digest)")
 	f.StringVar(&o.stateOut, "state-out", "", "write the iterator state (JSON) here when stopping")
 	f.StringVar(&o.resume, "resume", "", "resume from a state file written by --state-out")
 	f.Int64Var(&o.limit, "limit", 0, "stop after this many samples (0: no limit)")
@@ -140,12 +140,18 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	// found now rather than at the end of the run.
 	if o.stateOut != "" {
 		if err := iterator.CheckStateFile(o.stateOut); err != nil {
+			if errors.Is(err, iterator.ErrStateURL) {
+				return usagef("--state-out: %w", err)
+			}
 			return fmt.Errorf("--state-out: %w", err)
 		}
 	}
 	var resume *iterator.State
 	if o.resume != "" {
 		st, err := iterator.ReadStateFile(o.resume)
+		if errors.Is(err, iterator.ErrStateURL) {
+			return usagef("--resume: %w", err)
+		}
 		if err != nil {
 			return err
 		}

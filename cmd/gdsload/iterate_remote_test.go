@@ -37,7 +37,11 @@ func iterateOutput(t *testing.T, stdout string) (lines []string, fingerprint str
 func TestIterateRemoteMatchesLocal(t *testing.T) {
 	const token = "iterate-token-0123456789abcdef"
 	root := writeShards(t, 7, 5, 9, 4, 6) // 31 samples
-	raw := filepath.Join(root, "raw")     // the same shards, no manifest
+	// The manifest is written before raw/ exists: manifest lists the
+	// shards of subfolders too.
+	_, stderr, code := run(t, "manifest", root)
+	require.Equal(t, 0, code, stderr)
+	raw := filepath.Join(root, "raw") // the same shards, no manifest
 	require.NoError(t, os.Mkdir(raw, 0o755))
 	for _, n := range []string{"shard-0.tar", "shard-1.tar", "shard-2.tar", "shard-3.tar", "shard-4.tar"} {
 		b, err := os.ReadFile(filepath.Join(root, n))
@@ -45,8 +49,6 @@ func TestIterateRemoteMatchesLocal(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(raw, n), b, 0o644))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(raw, "README.txt"), []byte("not a shard"), 0o644))
-	_, stderr, code := run(t, "manifest", root)
-	require.Equal(t, 0, code, stderr)
 
 	addr := startServer(t, root, token)
 	tok := filepath.Join(t.TempDir(), "token")

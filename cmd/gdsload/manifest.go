@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -24,10 +25,12 @@ func newManifestCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "manifest [flags] DIR",
 		Short: "Write (or verify) index.json for the WebDataset shards in a directory",
-		Long: `Manifest scans every shard in DIR (*.tar, *.tar.gz, *.tgz, *.tar.zst), counts
-its samples, hashes it, and writes DIR/index.json atomically. With --verify it
+		Long: `Manifest scans every shard in DIR and its subfolders (` + webdataset.ShardPatterns + `;
+folders whose names begin with a dot are left out, and .tar.xz shards are
+refused by name), counts its samples, hashes it, and writes DIR/index.json atomically. With --verify it
 instead checks every shard listed in an existing index.json for size and
-SHA-256 and names the shards that differ; DIR may then be a URL
+SHA-256, names the shards that differ, and names the shards in DIR that the
+index does not list; DIR may then be a URL
 (s3://BUCKET/PREFIX/, rdmafs://HOST:PORT/PATH), whose shards are read where
 they are.`,
 		Args: args(cobra.ExactArgs(1)),
@@ -56,6 +59,11 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		bar := progress.Start(infoOut(cmd), "verify", m.Bytes())
 		err = stage.VerifyShards(ctx, mux, dir, m, bar.Add)
 		bar.Stop()
+		// Shards in the folder that the manifest leaves out are reported
+		// with those that differ.
+		if lerr := webdataset.CheckListed(ctx, mux, dir, m); lerr != nil && ctx.Err() == nil {
+			err = errors.Join(err, lerr)
+		}
 		if err != nil {
 			return err
 		}
@@ -77,7 +85,7 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 			return fmt.Errorf("building manifest for %s: %w", dir, err)
 		}
 		if len(m.Shards) == 0 {
-			return fmt.Errorf("no shards (*.tar, *.tar.gz, *.tgz, *.tar.zst) in %s", dir)
+			return fmt.Errorf("no shards (%s) in %s", webdataset.ShardPatterns, dir)
 		}
 		if err := webdataset.WriteManifest(ctx, dir, m); err != nil {
 			return err

@@ -6,18 +6,20 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gdsload/gdsload/objstore"
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/vfs"
 	"github.com/gdsload/gdsload/vfs/rdmafsfs"
-	_ "github.com/gdsload/gdsload/vfs/s3fs" // s3:// URLs, in every Mux vfs.New makes
+	"github.com/gdsload/gdsload/vfs/s3fs"
 )
 
-// remoteFlags are the flags of commands that read rdmafs:// URLs.
+// remoteFlags are the flags of commands that read rdmafs:// and s3:// URLs.
 type remoteFlags struct {
 	tokenFile   string
 	connections int
 	crc         bool
 	transport   string
+	s3Deadline  string // "": objstore's default ($GDSLOAD_S3_DEADLINE, else 30s)
 }
 
 func (r *remoteFlags) addFlags(f *pflag.FlagSet) {
@@ -25,6 +27,19 @@ func (r *remoteFlags) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&r.connections, "connections", rdmafs.DefaultConnections, "TCP connections per rdmafs server")
 	f.StringVar(&r.transport, "transport", "tcp", "rdmafs transport: tcp, or verbs (RDMA into registered host or GPU memory; needs rdma-core and an RDMA device)")
 	f.BoolVar(&r.crc, "crc", true, "have the rdmafs server send a CRC32C of each read and check it (off: the server may use sendfile)")
+	f.StringVar(&r.s3Deadline, "s3-deadline", "", fmt.Sprintf("how long one failing s3:// request is retried, such as 90s or 2m; 0 disables retries (default: $%s, else %v)", objstore.DeadlineEnv, objstore.DefaultRetryDeadline))
+}
+
+// s3Options are the s3:// client options the flags set.
+func (r *remoteFlags) s3Options() ([]objstore.Option, error) {
+	if r.s3Deadline == "" {
+		return nil, nil
+	}
+	d, err := objstore.ParseDeadline(r.s3Deadline)
+	if err != nil {
+		return nil, usagef("--s3-deadline %q: want a duration such as 90s or 2m, or a number of seconds", r.s3Deadline)
+	}
+	return []objstore.Option{objstore.WithRetryDeadline(d)}, nil
 }
 
 // mux is what the command opens its paths and URLs through; rdmafs
@@ -33,6 +48,10 @@ func (r *remoteFlags) mux(log *slog.Logger, paths ...string) (*vfs.Mux, error) {
 	remote := false
 	for _, p := range paths {
 		remote = remote || vfs.IsURL(p)
+	}
+	s3opts, err := r.s3Options()
+	if err != nil {
+		return nil, err
 	}
 	if !remote {
 		return vfs.New()
@@ -52,5 +71,5 @@ func (r *remoteFlags) mux(log *slog.Logger, paths ...string) (*vfs.Mux, error) {
 	if token != nil {
 		opts = append(opts, rdmafs.WithToken(token))
 	}
-	return vfs.New(rdmafsfs.With(opts...))
+	return vfs.New(rdmafsfs.With(opts...), s3fs.With(s3opts...))
 }

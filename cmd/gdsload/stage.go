@@ -31,7 +31,8 @@ func newStageCmd() *cobra.Command {
 		Use:   "stage [flags] SRC... DST",
 		Short: "Copy checkpoints and shards onto node-local storage, verified, atomic and resumable",
 		Long: `Stage copies files onto a local directory (node-local NVMe), or loads and
-verifies them in GPU memory (DST gpu:N).
+verifies them in GPU memory (DST gpu:N). URLs are sources only: a DST written
+as s3:// or rdmafs:// is refused.
 
 Sources are files, directories (their contents land directly in DST, like
 rsync SRC/ DST), brace patterns ('shard-{000..009}.bin'), sharded checkpoints
@@ -192,7 +193,21 @@ func printPreview(w io.Writer, dst string, p *stage.Plan, asJSON bool) error {
 
 func printStage(w io.Writer, r *stage.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "staged\t%s in %s to %s\n", humanize.Bytes(r.Bytes), humanize.Count(r.Files, "file"), r.Dest)
+	switch {
+	case r.Failed == 0:
+		fmt.Fprintf(tw, "staged\t%s in %s to %s\n", humanize.Bytes(r.Bytes), humanize.Count(r.Files, "file"), r.Dest)
+	case r.Failed == r.Files:
+		fmt.Fprintf(tw, "staged\tnothing to %s: %s could not be staged (listed below)\n", r.Dest, humanize.Count(r.Failed, "file"))
+	default:
+		var failedBytes int64
+		for _, e := range r.Entries {
+			if e.Status == stage.StatusFailed {
+				failedBytes += e.Bytes
+			}
+		}
+		fmt.Fprintf(tw, "staged\t%s in %d of %s to %s; %d could not be staged (listed below)\n",
+			humanize.Bytes(r.Bytes-failedBytes), r.Files-r.Failed, humanize.Count(r.Files, "file"), r.Dest, r.Failed)
+	}
 	fmt.Fprintf(tw, "copied\t%s, %s\n", humanize.Count(r.Copied, "file"), humanize.Bytes(r.CopiedBytes))
 	fmt.Fprintf(tw, "skipped\t%s already staged and verified\n", humanize.Count(r.Skipped, "file"))
 	if r.Damaged > 0 {

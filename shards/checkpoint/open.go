@@ -153,6 +153,15 @@ func sniff(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 	return "", nil
 }
 
+// Resolve returns path itself, or for a directory (local or a URL m
+// serves) the one checkpoint it holds, as Open and the Python face's
+// load_file take it: its only *.safetensors.index.json or, without an
+// index, its only .safetensors file. A directory holding none, or several,
+// is an error wrapping ErrFormat that says which.
+func Resolve(ctx context.Context, m *vfs.Mux, path string) (string, error) {
+	return resolve(ctx, m, path)
+}
+
 // resolve turns a directory into the one checkpoint it holds.
 func resolve(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 	st, err := m.Stat(ctx, path)

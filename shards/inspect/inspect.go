@@ -49,14 +49,21 @@ type Report interface {
 // File validates and describes the file at url (a local path, or a URL m
 // serves), by its name's extension. Invalid files give the format
 // package's error, which names the file, the offset and the failed check;
-// a directory, and a name of no known kind (ErrUnknownType), are refused.
+// a directory is taken as a load takes it (checkpoint.Resolve: its only
+// index, or its only .safetensors file); other directories, and a name of
+// no known kind (ErrUnknownType), are refused.
 func File(ctx context.Context, m *vfs.Mux, url string) (Report, error) {
 	st, err := m.Stat(ctx, url)
 	if err != nil {
 		return nil, err
 	}
 	if st.IsDir() {
-		return nil, fmt.Errorf("inspect %s: is a directory; name a file in it", url)
+		// The one checkpoint it holds, as a load takes the directory.
+		p, err := checkpoint.Resolve(ctx, m, url)
+		if err != nil {
+			return nil, fmt.Errorf("inspect %s: is a directory, and not one holding a checkpoint a load would take (%w); name a file in it", url, err)
+		}
+		url = p
 	}
 	lower := strings.ToLower(vfs.Base(url))
 	switch {

@@ -83,8 +83,17 @@ func TestFileLocalAndRemoteAlike(t *testing.T) {
 	if _, err := File(ctx, m, remote+"/absent.safetensors"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing remote file: %v", err)
 	}
-	if _, err := File(ctx, m, remote+"/"); err == nil {
-		t.Error("a directory was described")
+	// A directory is taken as a load takes it: this one holds one index.
+	if rep, err := File(ctx, m, remote+"/"); err != nil {
+		t.Errorf("a directory holding one index: %v", err)
+	} else if _, ok := rep.(*Index); !ok {
+		t.Errorf("a directory holding one index was described as %T", rep)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := File(ctx, m, remote+"/empty"); err == nil {
+		t.Error("a directory holding no checkpoint was described")
 	}
 	write("notes.txt", []byte("x"))
 	if _, err := File(ctx, m, remote+"/notes.txt"); !errors.Is(err, ErrUnknownType) {

@@ -184,7 +184,7 @@ func openLocal(ctx context.Context, source string, o openOptions) (*Dataset, err
 			if len(names) > 0 {
 				return nil, fmt.Errorf("iterator: none of the %d shards in %s could be read", len(names), source)
 			}
-			return nil, fmt.Errorf("iterator: no shards (*.tar, *.tar.gz, *.tgz, *.tar.zst) in %s", source)
+			return nil, fmt.Errorf("iterator: no shards (%s) in %s", webdataset.ShardPatterns, source)
 		}
 		return FromManifest(source, m), nil
 	case strings.HasSuffix(source, ".json"):

@@ -109,18 +109,12 @@ func resolveURL(ctx context.Context, m *vfs.Mux, source string, o openOptions) (
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		ents, err := m.List(ctx, source)
+		names, err := webdataset.ShardFilesAt(ctx, m, source)
 		if err != nil {
 			return nil, err
 		}
-		var names []string
-		for _, e := range ents {
-			if e.Info.Mode().IsRegular() && webdataset.IsShardName(e.Rel) {
-				names = append(names, e.Rel) // List sorts by name
-			}
-		}
 		if len(names) == 0 {
-			return nil, fmt.Errorf("iterator: no shards (*.tar, *.tar.gz, *.tgz, *.tar.zst) and no %s in %s", webdataset.ManifestName, op.rootURL())
+			return nil, fmt.Errorf("iterator: no shards (%s) and no %s in %s", webdataset.ShardPatterns, webdataset.ManifestName, op.rootURL())
 		}
 		return scanURL(ctx, op, names, o)
 	case !fi.Mode().IsRegular():

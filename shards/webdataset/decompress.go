@@ -2,6 +2,7 @@ package webdataset
 
 import (
 	"bytes"
+	"compress/bzip2"
 	"errors"
 	"fmt"
 	"io"
@@ -185,6 +186,12 @@ func (d *Decompressor) decompress(dst, src []byte, c Compression, name string, t
 		out, err := readCapped(dst[:0], d.gz, d.maxOut)
 		if err != nil {
 			return nil, fmt.Errorf("webdataset: shard %s: gzip at uncompressed offset %d: %w", name, len(out), err)
+		}
+		return out, nil
+	case Bzip2:
+		out, err := readCapped(dst[:0], bzip2.NewReader(bytes.NewReader(src)), d.maxOut)
+		if err != nil {
+			return nil, fmt.Errorf("webdataset: shard %s: bzip2 at uncompressed offset %d: %w", name, len(out), err)
 		}
 		return out, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -190,8 +191,7 @@ func WriteManifest(ctx context.Context, dir string, m *Manifest) error {
 	return nil
 }
 
-// BuildManifest scans every shard directly in dir (by IsShardName, sorted by
-// name), counting samples and hashing the bytes; several shards are scanned
+// BuildManifest scans every shard in dir and its subfolders (ShardFiles), counting samples and hashing the bytes; several shards are scanned
 // in parallel. It does not write the manifest; see WriteManifest.
 func BuildManifest(ctx context.Context, dir string, opts ...Option) (*Manifest, error) {
 	names, _, err := ShardFiles(dir)
@@ -236,23 +236,53 @@ func WithShardErrorHandler(h ShardErrorHandler) Option {
 	return func(o *options) error { o.onShardError = h; return nil }
 }
 
-// ShardFiles lists the shard files directly in dir (regular files that
-// IsShardName accepts), sorted by name, and their total size.
+// ShardFiles lists the shard files in dir and its subfolders (regular
+// files that IsShardName accepts), as slash-separated paths relative to
+// dir sorted by name, and their total size. Folders whose names begin with
+// a dot (.git, a stage's sidecar) are not entered. A shard compressed in a
+// way this package does not read (UnreadShard: .tar.xz, say) is an error
+// wrapping ErrUnreadShards that names each, rather than a shard left out
+// without a word.
 func ShardFiles(dir string) (names []string, total int64, err error) {
-	ents, err := os.ReadDir(dir)
+	var unread, how []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != dir && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if c, ok := UnreadShard(d.Name()); ok {
+			unread, how = append(unread, rel), append(how, c)
+			return nil
+		}
+		if !IsShardName(d.Name()) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		names = append(names, rel)
+		total += fi.Size()
+		return nil
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("webdataset: listing shards: %w", err)
 	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() || !IsShardName(e.Name()) {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil {
-			return nil, 0, fmt.Errorf("webdataset: listing shards: %w", err)
-		}
-		names = append(names, e.Name())
-		total += fi.Size()
+	if len(unread) > 0 {
+		return nil, 0, unreadShardsError(dir, unread, how)
 	}
 	slices.Sort(names)
 	return names, total, nil

@@ -3,6 +3,7 @@ package webdataset
 import (
 	"archive/tar"
 	"bufio"
+	"compress/bzip2"
 	"errors"
 	"fmt"
 	"io"
@@ -111,6 +112,9 @@ func (r *Reader) Reset(src io.Reader, c Compression, name string) error {
 			return r.fail("", 0, fmt.Errorf("zstd: %w", err))
 		}
 		stream = r.zd
+	case Bzip2:
+		// A bzip2 decoder holds one block (at most 900 kB) at a time.
+		stream = bzip2.NewReader(src)
 	default:
 		return fmt.Errorf("webdataset: shard %s: unknown compression %v", r.o.name, c)
 	}

@@ -96,6 +96,7 @@ stdout.`,
 	f.StringVar(&o.checksum, "checksum", "", "sha256: print the SHA-256 of the samples' field bytes, in the order yielded (to check a run against another reader)")
 	f.BoolVar(&o.skipBad, "skip-bad-shards", false, "warn about shards that cannot be read and go on without them (WebDataset's warn_and_continue); ranks may then yield unequal sample counts")
 	o.remote.addFlags(f)
+	o.remote.cache.addFlags(f) // --cache, --cache-limit
 	return cmd
 }
 
@@ -232,6 +233,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	}
 	sum := newSummary(samples, bytes, time.Since(start))
 	sum.Rank, sum.WorldSize, sum.State = place.Rank, place.WorldSize, it.State()
+	sum.Cache = o.remote.cache.stats()
 	if digest != nil {
 		sum.SHA256 = hex.EncodeToString(digest.Sum(nil))
 	}

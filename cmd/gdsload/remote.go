@@ -16,6 +16,7 @@ type remoteFlags struct {
 	connections int
 	crc         bool
 	transport   string
+	cache       cacheFlags // cache.go
 }
 
 func (r *remoteFlags) addFlags(f *pflag.FlagSet) {
@@ -35,6 +36,10 @@ func (r *remoteFlags) mux(log *slog.Logger, paths ...string) (*vfs.Mux, error) {
 	if !remote {
 		return vfs.New()
 	}
+	cached, err := r.cache.options()
+	if err != nil {
+		return nil, err
+	}
 	if err := intFlagIn("--connections", r.connections, 1, rdmafs.MaxConnections); err != nil {
 		return nil, err
 	}
@@ -50,5 +55,5 @@ func (r *remoteFlags) mux(log *slog.Logger, paths ...string) (*vfs.Mux, error) {
 	if token != nil {
 		opts = append(opts, rdmafs.WithToken(token))
 	}
-	return vfs.New(vfs.WithRDMAFS(opts...))
+	return vfs.New(append(cached, vfs.WithRDMAFS(opts...))...)
 }

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"time"
@@ -49,7 +50,8 @@ var Schemes = []string{"s3", "rdmafs"}
 // WithCache returns the vfs option that serves the files of the s3:// and
 // rdmafs:// URLs a Mux opens through c. Stat, List and Walk still ask the
 // store (a HEAD or a listing, not the data), which is how a replaced
-// object is noticed.
+// object is noticed. The Mux's Close records c's statistics in the folder
+// (Cache.Close); c stays usable.
 func WithCache(c *Cache) vfs.Option {
 	return vfs.WithSchemeWrapper(func(name string, s vfs.Scheme) vfs.Scheme {
 		for _, n := range Schemes {
@@ -118,11 +120,14 @@ func (f cachedFS) OpenInfo(ctx context.Context, name string, fi fs.FileInfo) (vf
 	return f.c.Serve(ctx, r)
 }
 
+// Close closes the remote FS and records the cache's statistics in its
+// folder (Cache.Close), so that a Mux's Close does.
 func (f cachedFS) Close() error {
+	err := f.c.Close()
 	if c, ok := f.inner.(io.Closer); ok {
-		return c.Close()
+		err = errors.Join(err, c.Close())
 	}
-	return nil
+	return err
 }
 
 // walkerFS is a cachedFS over an FS that walks a tree in one pass.

@@ -11,12 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdsload/gdsload/internal/miniotest"
+	"github.com/gdsload/gdsload/internal/toxitest"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/vfs/cache"
 )
@@ -360,4 +363,54 @@ func writeTar(t *testing.T, w io.Writer, prefix string, n int, fill string) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, tw.Close())
+}
+
+// kill -9 of the process downloading into the cache: another process of
+// the node takes over, and no partial copy is ever read (the digest of
+// every sample, in order, is that of a run without the cache).
+func TestS3CacheDownloaderKilled(t *testing.T) {
+	f := newCacheFixture(t)
+	plain := f.iterate(t)
+	bin := gdsloadBinary(t)
+	// 30 KB/s from MinIO: each 7 KB shard takes a quarter of a second.
+	px := toxitest.New(t, strings.TrimPrefix(f.mc.Endpoint(), "http://"))
+	px.Add("slow", "bandwidth", "downstream", map[string]any{"rate": 30})
+	dir := t.TempDir()
+	start := func(out io.Writer) *exec.Cmd {
+		cmd := exec.Command(bin, "iterate", "--json", "--checksum", "sha256", "--cache", dir, "s3://dset/wds/")
+		cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL_S3=http://"+px.Addr())
+		cmd.Stdout, cmd.Stderr = out, os.Stderr
+		require.NoError(t, cmd.Start())
+		return cmd
+	}
+	victim := start(io.Discard)
+	t.Cleanup(func() { _ = victim.Process.Kill() })
+	deadline := time.Now().Add(30 * time.Second)
+	var partial string // the entry the victim is writing
+	for {
+		tmp, err := filepath.Glob(filepath.Join(dir, "tmp", "*"))
+		require.NoError(t, err)
+		if len(tmp) > 0 {
+			partial, _, _ = strings.Cut(filepath.Base(tmp[0]), ".")
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the first process never started a download")
+		time.Sleep(5 * time.Millisecond)
+	}
+	var out bytes.Buffer
+	before := f.traffic(t)
+	taker := start(&out)
+	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
+	_ = victim.Wait()
+	require.NoError(t, taker.Wait())
+	got := f.parse(t, out.String(), before)
+	assert.Equal(t, plain.keys, got.keys)
+	assert.Equal(t, plain.sha256, got.sha256, "every sample as in the store")
+	assert.Positive(t, got.cache.Misses, "the second process downloaded what the first left")
+	tmp, err := filepath.Glob(filepath.Join(dir, "tmp", "*"))
+	require.NoError(t, err)
+	assert.Empty(t, tmp, "the killed process's partial file was removed")
+	assert.FileExists(t, filepath.Join(dir, "entries", partial+".data"), "the entry the killed process was writing was written by the other")
+	_, stderr, code := run(t, "cache", "verify", "--cache", dir)
+	assert.Equal(t, 0, code, stderr)
 }

@@ -182,6 +182,13 @@ func TestS3CacheIterate(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(out), &ls))
 		assert.Len(t, ls.Entries, cacheShards+1)
+		for _, e := range ls.Entries {
+			want := "sha256" // the manifest's digest reached the cache
+			if strings.HasSuffix(e.URL, ".json") {
+				want = "etag-md5"
+			}
+			assert.Equal(t, want, e.Verified, e.URL)
+		}
 		assert.Equal(t, f.bytes, ls.Bytes)
 		assert.InDelta(t, float64(cacheShards)/float64(2*cacheShards+1), ls.HitRate, 1e-9)
 

@@ -22,6 +22,11 @@ const DefaultLimitFraction = 0.5
 // ErrTooLarge reports a file larger than the cache's whole limit.
 var ErrTooLarge = errors.New("cache: file larger than the cache limit")
 
+// ErrMismatch reports a download whose bytes differ from the SHA-256 the
+// caller expected (vfs.ExpectSHA256): the manifest or the object is
+// wrong. Nothing is cached.
+var ErrMismatch = errors.New("cache: bytes differ from the expected SHA-256")
+
 // Option configures a Cache; each checks its value.
 type Option func(*options) error
 

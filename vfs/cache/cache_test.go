@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/vfs"
 )
 
 func TestServeDownloadsOnceThenHits(t *testing.T) {
@@ -247,4 +248,47 @@ func flipByte(t *testing.T, path string, off int64) {
 	b[0] ^= 0x40
 	_, err = f.WriteAt(b, off)
 	require.NoError(t, err)
+}
+
+func TestExpectedSHA256(t *testing.T) {
+	data := content("m", 1, 5000)
+	other := content("m", 2, 5000)
+	tests := []struct {
+		name     string
+		cached   bool   // a copy is in the folder before the open
+		want     []byte // the bytes whose SHA-256 the open expects
+		err      error
+		verified string
+	}{
+		{name: "download matches", want: data, verified: "sha256"},
+		{name: "download differs", want: other, err: ErrMismatch},
+		{name: "hit matches", cached: true, want: data, verified: "etag-md5"},
+		{name: "hit differs: refetched, still differs", cached: true, want: other, err: ErrMismatch},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			c, err := Open(dir, WithLimit(1<<20))
+			require.NoError(t, err)
+			var reads atomic.Int64
+			if tc.cached {
+				serveBytes(t, c, newMemFile("s3://b/m", data, &reads))
+			}
+			ctx := vfs.ExpectSHA256(context.Background(), sumOf(tc.want))
+			f, err := c.Serve(ctx, newMemFile("s3://b/m", data, &reads))
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err)
+				assert.Empty(t, dataFiles(t, dir), "nothing that differs stays cached")
+				return
+			}
+			require.NoError(t, err)
+			defer f.Close()
+			assert.Equal(t, data, readAll(t, f))
+			ents, err := c.Entries()
+			require.NoError(t, err)
+			require.Len(t, ents, 1)
+			assert.Equal(t, tc.verified, ents[0].Verified)
+			assert.Equal(t, int64(len(data)), reads.Load())
+		})
+	}
 }

@@ -19,11 +19,13 @@
 //     leaves only a temporary file, removed by the next process that makes
 //     room.
 //   - A copy is verified as it is written: against the SHA-256 a caller
-//     gives (a manifest's), else against a single-part ETag (the MD5 of the
-//     bytes), else only its size is checked (rdmafs reads carry their own
-//     CRC in transit). Its SHA-256 and CRC-32C are recorded; every hit
-//     re-checks the CRC-32C (WithVerifyHits) and a mismatch drops the entry
-//     and fetches the file again. Verify re-hashes every entry.
+//     expects (a manifest's, through vfs.ExpectSHA256), and against a
+//     single-part ETag (the MD5 of the bytes); with neither, only its size
+//     is checked (rdmafs reads carry their own CRC in transit). Its SHA-256
+//     and CRC-32C are recorded. Every hit re-checks the CRC-32C
+//     (WithVerifyHits) and compares the SHA-256 with the one expected; a
+//     mismatch drops the entry and fetches the file again. Verify
+//     re-hashes every entry.
 //
 // # Sharing
 //

@@ -49,6 +49,7 @@ func (c *Cache) Serve(ctx context.Context, remote vfs.File) (vfs.File, error) {
 		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d; raise the limit or read it without the cache", url, ErrTooLarge, size, c.opts.limit)
 	}
 	k := key(url, id)
+	want := vfs.ExpectedSHA256(ctx)
 	fetched := false
 	for range maxRounds {
 		l, err := lock(ctx, c.lockPath(k), syscall.LOCK_SH, &c.waited)
@@ -57,7 +58,13 @@ func (c *Cache) Serve(ctx context.Context, remote vfs.File) (vfs.File, error) {
 			return nil, err
 		}
 		if m, ok := c.readMeta(k); ok && m.URL == url && m.Identity == id {
-			f, err := c.openCopy(k, m, l)
+			var f vfs.File
+			var err error
+			if want != "" && m.SHA256 != want {
+				err = fmt.Errorf("%s: copy of %s has SHA-256 %s, the manifest says %s: %w", c.dataPath(k), url, m.SHA256, want, errDamaged)
+			} else {
+				f, err = c.openCopy(k, m, l)
+			}
 			switch {
 			case errors.Is(err, errDamaged):
 				l.unlock()
@@ -92,7 +99,7 @@ func (c *Cache) Serve(ctx context.Context, remote vfs.File) (vfs.File, error) {
 			ex.unlock() // another process wrote it meanwhile
 			continue
 		}
-		room, err := c.fetch(ctx, k, remote)
+		room, err := c.fetch(ctx, k, remote, want)
 		ex.unlock()
 		if err != nil {
 			remote.Close()
@@ -157,8 +164,9 @@ func crcOfFile(path string) (string, error) {
 var md5ETag = regexp.MustCompile(`^"?([0-9a-fA-F]{32})"?$`)
 
 // fetch downloads remote into entry k, the caller holding k's exclusive
-// lock. room is false when the entries in use leave no room for it.
-func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File) (room bool, err error) {
+// lock, and checks it against want (a manifest's SHA-256) when given.
+// room is false when the entries in use leave no room for it.
+func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want string) (room bool, err error) {
 	if err := c.drop(k); err != nil { // a copy without metadata
 		return false, err
 	}
@@ -214,6 +222,12 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File) (room bool
 		m.Verified = "etag-md5"
 	}
 	m.SHA256 = hex.EncodeToString(sha.Sum(nil))
+	if want != "" {
+		if m.SHA256 != want {
+			return true, fmt.Errorf("cache: SHA-256 of %s as downloaded is %s, the manifest says %s: %w", m.URL, m.SHA256, want, ErrMismatch)
+		}
+		m.Verified = "sha256"
+	}
 	m.CRC32C = hex.EncodeToString(crc.Sum(nil))
 	m.Written = time.Now()
 	if err := c.commit(k, r, m); err != nil {

@@ -40,6 +40,7 @@ type datasetRequest struct {
 	Token         string          `json:"token"`
 	State         *iterator.State `json:"state"`
 	Skip          int64           `json:"skip"`
+	cacheRequest
 }
 
 // datasetResult is gdsload_dataset_open's result.
@@ -66,7 +67,7 @@ func (l *library) openDataset(ctx context.Context, req datasetRequest) ([]byte, 
 	if req.WorldSize == 0 {
 		req.WorldSize = 1
 	}
-	mux, err := newMux(req.Token)
+	mux, _, err := newMux(req.Token, req.cacheRequest)
 	if err != nil {
 		return nil, err
 	}

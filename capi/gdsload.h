@@ -74,7 +74,8 @@ char *gdsload_build_info(void);
  *   "x.safetensors.index.json" | "rdmafs://host:port/name",
  *   "device": "cpu" | "cuda:N", "gpu_path": "auto" | "gds" | "bounce",
  *   "direct": "auto" | "on" | "off", "workers": N, "chunk_size": bytes,
- *   "token": "rdmafs secret"}
+ *   "token": "rdmafs secret", "cache": folder of the node-local cache of
+ *   s3:// and rdmafs:// files (none when absent), "cache_limit": bytes}
  * Result (JSON): {"checkpoint": path, "allocations": [{"handle": address
  *   of a gdsload_alloc, "size": bytes, "device_type": 1 (CPU) | 2 (CUDA),
  *   "device_id": N, "file": path, "ptr": address of byte 0}],
@@ -93,8 +94,8 @@ char *gdsload_build_info(void);
  * gdsload_dataset_open request: {"source": dir | manifest | pattern |
  *   rdmafs URL, "rank", "world_size", "consumer", "consumers",
  *   "partitions", "seed", "shuffle", "shuffle_bytes", "epochs",
- *   "drop_remainder", "workers", "prefetch", "verify", "token",
- *   "state": a saved state | null, "skip": samples of this consumer to
+ *   "drop_remainder", "workers", "prefetch", "verify", "token", "cache",
+ *   "cache_limit", "state": a saved state | null, "skip": samples of this consumer to
  *   skip after the state}. Result: {"iterator": id, "samples": samples
  *   in the dataset, "shards": count, "fingerprint": "..."}.
  */

@@ -47,6 +47,17 @@ def parse_size(v):
     return int(float(num) * _UNITS[unit])
 
 
+def _cache_request(req, limit):
+    """Adds the node-local cache to a request: req's "cache", else
+    $GDSLOAD_CACHE, and limit (bytes, or a size such as "200GiB")."""
+    if req.get("cache") is None and os.environ.get("GDSLOAD_CACHE"):
+        req["cache"] = os.environ["GDSLOAD_CACHE"]
+    if limit is not None:
+        if req.get("cache") is None:
+            raise ValueError("gdsload: cache_limit needs cache= or $GDSLOAD_CACHE")
+        req["cache_limit"] = parse_size(limit)
+
+
 def placement(rank=None, world_size=None):
     """(rank, world size): the arguments, else torch.distributed's when it is
     initialised, else RANK and WORLD_SIZE as torchrun sets them, else (0, 1)."""
@@ -150,11 +161,18 @@ class ShardDataset(IterableDataset):
     StatefulDataLoader asks); ShardLoader's state_dict for a DataLoader with
     workers. A resumed pass yields exactly what the uninterrupted one would
     have yielded after that point.
+
+    cache: a folder on a local disk in which to keep verified copies of
+    s3:// and rdmafs:// shards, shared by every process of the node that
+    names it, so that ranks and epochs fetch each shard once (default
+    $GDSLOAD_CACHE; docs/S3.md, the cache); cache_limit: the most bytes it
+    holds (bytes, or "500GiB"; default half the free space).
     """
 
     def __init__(self, url, *, seed=0, shuffle=None, shuffle_buffer=0, epochs=1, decode=True,
                  partitions=None, drop_remainder=False, rank=None, world_size=None,
-                 workers=2, prefetch=None, verify=True, token=None, direct="auto"):
+                 workers=2, prefetch=None, verify=True, token=None, direct="auto",
+                 cache=None, cache_limit=None):
         super().__init__()
         self.url = os.fspath(url)
         self.seed = int(seed)
@@ -177,6 +195,8 @@ class ShardDataset(IterableDataset):
         self.verify = bool(verify)
         self.token = token
         self.direct = direct
+        self.cache = None if cache is None else os.fspath(cache)
+        self.cache_limit = cache_limit
         self._first_epoch = 0
         self._resume = None  # a state to start from (load_state_dict)
         self._counts = None  # samples yielded per consumer in this pass
@@ -207,6 +227,9 @@ class ShardDataset(IterableDataset):
         token = self.token or os.environ.get("GDSLOAD_TOKEN")
         if token and self.url.startswith("rdmafs://"):
             req["token"] = token
+        if self.cache is not None:
+            req["cache"] = self.cache
+        _cache_request(req, self.cache_limit)
         return req, (rank, world)
 
     def __iter__(self):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/iterator"
 	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
 	"github.com/gdsload/gdsload/vfs/cache"
@@ -71,6 +72,20 @@ func (f *cacheFlags) options() ([]vfs.Option, error) {
 	}
 	f.c = c
 	return []vfs.Option{cache.WithCache(c)}, nil
+}
+
+// checkShards fails, before a run starts, when the cache cannot hold the
+// dataset's largest shard; nothing without a cache.
+func (f *cacheFlags) checkShards(ds *iterator.Dataset) error {
+	if f.c == nil {
+		return nil
+	}
+	for _, sh := range ds.Shards {
+		if err := f.c.CheckFits(sh.Name, sh.Bytes); err != nil {
+			return usagef("--cache-limit: %v", err)
+		}
+	}
+	return nil
 }
 
 // stats is what the cache did in this command, nil without a cache.

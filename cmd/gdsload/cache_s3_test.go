@@ -141,6 +141,14 @@ func TestS3CacheIterate(t *testing.T) {
 		require.NotNil(t, got.cache)
 		assert.Positive(t, got.cache.Evictions)
 		assert.LessOrEqual(t, cacheBytes(t, dir), limit)
+
+		// A limit under one shard fails before any shard is read.
+		before := f.traffic(t)
+		_, stderr, code := run(t, "iterate", "--cache", t.TempDir(), "--cache-limit", fmt.Sprint(st.Size()-1), "s3://dset/wds/")
+		assert.Equal(t, 2, code, stderr)
+		assert.Contains(t, stderr, "shard-0.tar")
+		assert.Contains(t, stderr, "larger than the cache limit")
+		assert.LessOrEqual(t, f.traffic(t).Sub(before).GetObjects, int64(1), "the manifest at most")
 	})
 
 	t.Run("a damaged entry is found by cache verify and refetched by a reader", func(t *testing.T) {

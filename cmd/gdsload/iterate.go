@@ -172,6 +172,9 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 		return fmt.Errorf("opening dataset %s: %w", source, err)
 	}
 	log.Debug("dataset", "source", source, "shards", len(ds.Shards), "samples", ds.Samples())
+	if err := o.remote.cache.checkShards(ds); err != nil {
+		return err
+	}
 	for _, w := range ds.Warnings() {
 		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 	}

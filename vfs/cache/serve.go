@@ -44,9 +44,9 @@ var errDamaged = errors.New("cache: copy damaged at rest")
 // A file larger than the limit is ErrTooLarge.
 func (c *Cache) Serve(ctx context.Context, remote vfs.File) (vfs.File, error) {
 	url, id, size := remote.Name(), remote.Identity(), remote.Size()
-	if size > c.opts.limit {
+	if err := c.CheckFits(url, size); err != nil {
 		remote.Close()
-		return nil, fmt.Errorf("%s: %w: %d bytes, the limit is %d; raise the limit or read it without the cache", url, ErrTooLarge, size, c.opts.limit)
+		return nil, err
 	}
 	k := key(url, id)
 	want := vfs.ExpectedSHA256(ctx)
@@ -112,6 +112,17 @@ func (c *Cache) Serve(ctx context.Context, remote vfs.File) (vfs.File, error) {
 	}
 	c.bypassed.Add(1)
 	return remote, nil
+}
+
+// CheckFits returns an error matching ErrTooLarge when a file of size
+// bytes, named name, cannot fit in the cache even empty: a caller that
+// knows its files' sizes up front (a dataset's manifest) checks them
+// before it starts, instead of failing at the first large one.
+func (c *Cache) CheckFits(name string, size int64) error {
+	if size > c.opts.limit {
+		return fmt.Errorf("%s: %w: %d bytes, the limit is %d; raise the limit or read it without the cache", name, ErrTooLarge, size, c.opts.limit)
+	}
+	return nil
 }
 
 // dropLocked removes entry k under its exclusive lock.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -218,6 +221,9 @@ func TestPruneAndClearKeepEntriesInUse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, res.Evicted)
 	assert.Empty(t, dataFiles(t, dir))
+	locks, err := os.ReadDir(filepath.Join(dir, "locks"))
+	require.NoError(t, err)
+	assert.Empty(t, locks, "no lock file outlives its entry after Clear")
 }
 
 func TestCloseRecordsTotals(t *testing.T) {
@@ -291,4 +297,44 @@ func TestExpectedSHA256(t *testing.T) {
 			assert.Equal(t, int64(len(data)), reads.Load())
 		})
 	}
+}
+
+// Readers in parallel over more files than fit: the folder, measured under
+// its lock after every step of every reader, never holds more than the
+// limit, and every reader reads the right bytes.
+func TestLimitHoldsUnderConcurrentReaders(t *testing.T) {
+	dir := t.TempDir()
+	const size, files = 8000, 10
+	c, err := Open(dir, WithLimit(3*size))
+	require.NoError(t, err)
+	var peak atomic.Int64
+	measure := func() {
+		g, err := lock(context.Background(), c.globalLock(), syscall.LOCK_EX, new(atomic.Int64))
+		require.NoError(t, err)
+		n := held(t, c)
+		g.unlock()
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Go(func() {
+			// Each reader has its own Cache, as each process of a node would.
+			rc, err := Open(dir, WithLimit(3*size))
+			require.NoError(t, err)
+			for e := range 2 * files {
+				i := (e + r) % files
+				name := fmt.Sprintf("s3://b/%d", i)
+				assert.Equal(t, content(name, 1, size), serveBytes(t, rc, newMemFile(name, content(name, 1, size), nil)))
+				measure()
+			}
+		})
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, peak.Load(), int64(3*size))
+	assert.Positive(t, peak.Load())
 }

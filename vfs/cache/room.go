@@ -13,10 +13,11 @@ import (
 )
 
 // usage is the bytes of the folder's copies and downloads under way (each
-// reserves its size up front).
+// reserves its size up front), exact under the folder's lock, which a
+// download holds to rename itself from tmp/ into entries/.
 func (c *Cache) usage() (int64, error) {
 	var n int64
-	for _, sub := range []string{"entries", "tmp"} {
+	for _, sub := range []string{"tmp", "entries"} {
 		ents, err := os.ReadDir(filepath.Join(c.dir, sub))
 		if err != nil {
 			return 0, fmt.Errorf("cache: listing %s: %w", filepath.Join(c.dir, sub), err)
@@ -192,5 +193,28 @@ func (c *Cache) Prune(ctx context.Context, to int64) (PruneResult, error) {
 	return res, err
 }
 
-// Clear removes every entry that no process holds.
-func (c *Cache) Clear(ctx context.Context) (PruneResult, error) { return c.Prune(ctx, 0) }
+// Clear removes every entry that no process holds, and the lock files
+// of keys that have no copy and that no process holds.
+func (c *Cache) Clear(ctx context.Context) (PruneResult, error) {
+	res, err := c.Prune(ctx, 0)
+	if err != nil {
+		return res, err
+	}
+	locks, _ := os.ReadDir(filepath.Join(c.dir, "locks"))
+	for _, e := range locks {
+		k, ok := strings.CutSuffix(e.Name(), ".lock")
+		if !ok {
+			continue
+		}
+		l, err := tryLock(c.lockPath(k), syscall.LOCK_EX)
+		if err != nil {
+			continue // held
+		}
+		if _, err := os.Stat(c.dataPath(k)); errors.Is(err, os.ErrNotExist) {
+			l.remove()
+		} else {
+			l.unlock()
+		}
+	}
+	return res, nil
+}

@@ -241,7 +241,7 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want strin
 	}
 	m.CRC32C = hex.EncodeToString(crc.Sum(nil))
 	m.Written = time.Now()
-	if err := c.commit(k, r, m); err != nil {
+	if err := c.commit(ctx, k, r, m); err != nil {
 		return true, err
 	}
 	done = true
@@ -252,11 +252,19 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want strin
 // commit makes a finished download entry k: the copy is fsynced and
 // renamed into place, then its metadata is written the same way, each
 // rename made durable by an fsync of the folder.
-func (c *Cache) commit(k string, r *reservation, m meta) error {
+func (c *Cache) commit(ctx context.Context, k string, r *reservation, m meta) error {
 	if err := r.f.Sync(); err != nil {
 		return fmt.Errorf("cache: syncing %s: %w", r.path, err)
 	}
-	if err := os.Rename(r.path, c.dataPath(k)); err != nil {
+	// Under the folder's lock, so that usage never sees the copy in both
+	// folders or in neither.
+	g, err := lock(ctx, c.globalLock(), syscall.LOCK_EX, &c.waited)
+	if err != nil {
+		return err
+	}
+	err = os.Rename(r.path, c.dataPath(k))
+	g.unlock()
+	if err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}
 	_ = r.f.Close()

@@ -24,8 +24,8 @@ import (
 	"github.com/gdsload/gdsload/vfs/cache"
 )
 
-// cacheFixture is a MinIO holding a WebDataset of 10 shards and its
-// manifest under s3://dset/wds/.
+// cacheFixture is a MinIO of nodes nodes holding a WebDataset of 10
+// shards and its manifest under s3://dset/wds/.
 type cacheFixture struct {
 	mc     *miniotest.Cluster
 	local  string // the dataset as uploaded
@@ -35,10 +35,10 @@ type cacheFixture struct {
 
 const cacheShards = 10
 
-func newCacheFixture(t *testing.T) *cacheFixture {
+func newCacheFixture(t *testing.T, nodes int) *cacheFixture {
 	t.Helper()
 	t.Setenv(cacheEnv, "")
-	mc := miniotest.StartForTest(t, 1)
+	mc := miniotest.StartForTest(t, nodes)
 	mc.SetEnv(t)
 	require.NoError(t, mc.MakeBucket(context.Background(), "dset"))
 	counts := make([]int, cacheShards)
@@ -106,7 +106,7 @@ func (f *cacheFixture) parse(t *testing.T, stdout string, before miniotest.Traff
 }
 
 func TestS3CacheIterate(t *testing.T) {
-	f := newCacheFixture(t)
+	f := newCacheFixture(t, 1)
 	plain := f.iterate(t, "--epochs", "2")
 	require.Len(t, plain.keys, 2*6*cacheShards)
 	require.Nil(t, plain.cache)
@@ -128,6 +128,15 @@ func TestS3CacheIterate(t *testing.T) {
 		again := f.iterate(t, "--epochs", "1", "--cache", dir)
 		assert.Zero(t, again.traffic.GetObjects, "a later run reads only the cache")
 		assert.Equal(t, plain.keys[:6*cacheShards], again.keys)
+	})
+
+	t.Run("a resumed run continues with a warm cache", func(t *testing.T) {
+		dir, state := t.TempDir(), filepath.Join(t.TempDir(), "state.json")
+		first := f.iterate(t, "--epochs", "2", "--cache", dir, "--limit", "45", "--state-out", state)
+		rest := f.iterate(t, "--epochs", "2", "--cache", dir, "--resume", state)
+		assert.Equal(t, plain.keys, append(first.keys, rest.keys...), "the samples of one uninterrupted run")
+		assert.Equal(t, int64(cacheShards+1), first.traffic.GetObjects+rest.traffic.GetObjects, "each shard once over both runs")
+		assert.Positive(t, rest.cache.Hits)
 	})
 
 	t.Run("a limit of 3 shards over 10", func(t *testing.T) {
@@ -254,9 +263,10 @@ func TestS3CacheIterate(t *testing.T) {
 }
 
 // The ranks of a node share one cache folder: each shard comes from MinIO
-// once, and each rank yields what it yields without a cache.
+// (a distributed, 4-node deployment: its nodes' counters add up) once, and
+// each rank yields what it yields without a cache.
 func TestS3CacheSharedByFourProcesses(t *testing.T) {
-	f := newCacheFixture(t)
+	f := newCacheFixture(t, 4)
 	bin := gdsloadBinary(t)
 	want := make([]iterated, 4)
 	for r := range 4 {
@@ -384,7 +394,7 @@ func writeTar(t *testing.T, w io.Writer, prefix string, n int, fill string) {
 // the node takes over, and no partial copy is ever read (the digest of
 // every sample, in order, is that of a run without the cache).
 func TestS3CacheDownloaderKilled(t *testing.T) {
-	f := newCacheFixture(t)
+	f := newCacheFixture(t, 1)
 	plain := f.iterate(t)
 	bin := gdsloadBinary(t)
 	// 30 KB/s from MinIO: each 7 KB shard takes a quarter of a second.

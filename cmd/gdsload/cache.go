@@ -26,6 +26,7 @@ const cacheEnv = "GDSLOAD_CACHE"
 // files through a node-local cache.
 type cacheFlags struct {
 	dir, limit string
+	ahead      int          // iterate's --cache-ahead
 	on         bool         // the command has the flags (addFlags)
 	c          *cache.Cache // opened by options
 }
@@ -36,15 +37,23 @@ func (f *cacheFlags) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.limit, "cache-limit", "", fmt.Sprintf("most bytes the --cache folder holds, such as 200GiB (default: %g of its file system's free space)", cache.DefaultLimitFraction))
 }
 
+// addAheadFlag adds iterate's --cache-ahead.
+func (f *cacheFlags) addAheadFlag(fs *pflag.FlagSet) {
+	fs.IntVar(&f.ahead, "cache-ahead", 0, fmt.Sprintf("download this many shards ahead of the one being read into the --cache folder, in this rank's order (0 to %d)", iterator.MaxCacheAhead))
+}
+
 // open opens the cache the flags or the environment name; nil when none.
 func (f *cacheFlags) open() (*cache.Cache, error) {
 	dir := f.dir
 	if dir == "" {
 		dir = os.Getenv(cacheEnv)
 	}
+	if f.ahead < 0 || f.ahead > iterator.MaxCacheAhead {
+		return nil, usagef("--cache-ahead %d: want 0 to %d", f.ahead, iterator.MaxCacheAhead)
+	}
 	if dir == "" {
-		if f.limit != "" {
-			return nil, usagef("--cache-limit needs --cache DIR or $%s", cacheEnv)
+		if f.limit != "" || f.ahead != 0 {
+			return nil, usagef("--cache-limit and --cache-ahead need --cache DIR or $%s", cacheEnv)
 		}
 		return nil, nil
 	}
@@ -86,6 +95,15 @@ func (f *cacheFlags) checkShards(ds *iterator.Dataset) error {
 		}
 	}
 	return nil
+}
+
+// cacheAhead is --cache-ahead when a cache is open, else 0 (a local
+// dataset is read in place).
+func (f *cacheFlags) cacheAhead() int {
+	if f.c == nil {
+		return 0
+	}
+	return f.ahead
 }
 
 // stats is what the cache did in this command, nil without a cache.

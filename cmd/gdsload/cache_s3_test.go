@@ -130,6 +130,16 @@ func TestS3CacheIterate(t *testing.T) {
 		assert.Equal(t, plain.keys[:6*cacheShards], again.keys)
 	})
 
+	t.Run("cache-ahead downloads each shard once too", func(t *testing.T) {
+		dir := t.TempDir()
+		got := f.iterate(t, "--epochs", "2", "--cache", dir, "--cache-ahead", "4")
+		assert.Equal(t, plain.keys, got.keys)
+		assert.Equal(t, plain.sha256, got.sha256)
+		assert.Equal(t, int64(cacheShards+1), got.traffic.GetObjects, "MinIO's count")
+		_, stderr, code := run(t, "iterate", "--cache-ahead", "2", "s3://dset/wds/")
+		assert.Equal(t, 2, code, "no folder: %s", stderr)
+	})
+
 	t.Run("a resumed run continues with a warm cache", func(t *testing.T) {
 		dir, state := t.TempDir(), filepath.Join(t.TempDir(), "state.json")
 		first := f.iterate(t, "--epochs", "2", "--cache", dir, "--limit", "45", "--state-out", state)

@@ -97,6 +97,7 @@ stdout.`,
 	f.BoolVar(&o.skipBad, "skip-bad-shards", false, "warn about shards that cannot be read and go on without them (WebDataset's warn_and_continue); ranks may then yield unequal sample counts")
 	o.remote.addFlags(f)
 	o.remote.cache.addFlags(f) // --cache, --cache-limit
+	o.remote.cache.addAheadFlag(f)
 	return cmd
 }
 
@@ -160,6 +161,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	if err != nil {
 		return err
 	}
+	opts.CacheAhead = o.remote.cache.cacheAhead()
 	var onShardError webdataset.ShardErrorHandler
 	if o.skipBad {
 		onShardError = webdataset.WarnAndContinue(cmd.ErrOrStderr())

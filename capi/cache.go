@@ -12,6 +12,17 @@ import (
 type cacheRequest struct {
 	Cache      string `json:"cache"`
 	CacheLimit int64  `json:"cache_limit"`
+	// CacheAhead is a dataset's iterator.Options.CacheAhead, used only
+	// with a cache.
+	CacheAhead int `json:"cache_ahead"`
+}
+
+// cacheAhead is the shards to download ahead, 0 without a cache.
+func (r cacheRequest) cacheAhead() int {
+	if r.Cache == "" {
+		return 0
+	}
+	return r.CacheAhead
 }
 
 // open opens the cache, nil when the request names none, with the vfs

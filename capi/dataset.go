@@ -84,6 +84,7 @@ func (l *library) openDataset(ctx context.Context, req datasetRequest) ([]byte, 
 		Epochs: req.FirstEpoch + req.Epochs, DropRemainder: req.DropRemainder,
 		Workers: req.Workers, Prefetch: req.Prefetch, Direct: mode,
 		SkipChecksum: req.Verify != nil && !*req.Verify,
+		CacheAhead:   req.cacheAhead(),
 	}
 	if opts.Workers == 0 {
 		opts.Workers = 2

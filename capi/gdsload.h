@@ -95,7 +95,7 @@ char *gdsload_build_info(void);
  *   rdmafs URL, "rank", "world_size", "consumer", "consumers",
  *   "partitions", "seed", "shuffle", "shuffle_bytes", "epochs",
  *   "drop_remainder", "workers", "prefetch", "verify", "token", "cache",
- *   "cache_limit", "state": a saved state | null, "skip": samples of this consumer to
+ *   "cache_limit", "cache_ahead": shards, "state": a saved state | null, "skip": samples of this consumer to
  *   skip after the state}. Result: {"iterator": id, "samples": samples
  *   in the dataset, "shards": count, "fingerprint": "..."}.
  */

@@ -166,13 +166,15 @@ class ShardDataset(IterableDataset):
     s3:// and rdmafs:// shards, shared by every process of the node that
     names it, so that ranks and epochs fetch each shard once (default
     $GDSLOAD_CACHE; docs/S3.md, the cache); cache_limit: the most bytes it
-    holds (bytes, or "500GiB"; default half the free space).
+    holds (bytes, or "500GiB"; default half the free space); cache_ahead:
+    shards to download into it ahead of the one being read, in this rank's
+    order, without holding them in memory.
     """
 
     def __init__(self, url, *, seed=0, shuffle=None, shuffle_buffer=0, epochs=1, decode=True,
                  partitions=None, drop_remainder=False, rank=None, world_size=None,
                  workers=2, prefetch=None, verify=True, token=None, direct="auto",
-                 cache=None, cache_limit=None):
+                 cache=None, cache_limit=None, cache_ahead=0):
         super().__init__()
         self.url = os.fspath(url)
         self.seed = int(seed)
@@ -197,6 +199,7 @@ class ShardDataset(IterableDataset):
         self.direct = direct
         self.cache = None if cache is None else os.fspath(cache)
         self.cache_limit = cache_limit
+        self.cache_ahead = int(cache_ahead)
         self._first_epoch = 0
         self._resume = None  # a state to start from (load_state_dict)
         self._counts = None  # samples yielded per consumer in this pass
@@ -230,6 +233,8 @@ class ShardDataset(IterableDataset):
         if self.cache is not None:
             req["cache"] = self.cache
         _cache_request(req, self.cache_limit)
+        if self.cache_ahead:
+            req["cache_ahead"] = self.cache_ahead
         return req, (rank, world)
 
     def __iter__(self):

@@ -20,6 +20,7 @@ class CacheRequestTest(unittest.TestCase):
             req = self.request(cache="/nvme/cache", cache_limit="2GiB")
         self.assertEqual(req["cache"], "/nvme/cache")
         self.assertEqual(req["cache_limit"], 2 << 30)
+        self.assertEqual(self.request(cache="/nvme/cache", cache_ahead=4)["cache_ahead"], 4)
 
     def test_environment(self):
         with mock.patch.dict(os.environ, {"GDSLOAD_CACHE": "/env/cache"}):

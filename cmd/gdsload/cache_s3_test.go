@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -448,4 +450,36 @@ func TestS3CacheDownloaderKilled(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dir, "entries", partial+".data"), "the entry the killed process was writing was written by the other")
 	_, stderr, code := run(t, "cache", "verify", "--cache", dir)
 	assert.Equal(t, 0, code, stderr)
+}
+
+// An object uploaded in parts, as the AWS CLI uploads large files, is
+// checked against its multipart ETag (the MD5 of its parts' MD5s) as it
+// is cached.
+func TestS3CacheMultipartObject(t *testing.T) {
+	t.Setenv(cacheEnv, "")
+	mc := miniotest.StartForTest(t, 1)
+	mc.SetEnv(t)
+	ctx := context.Background()
+	require.NoError(t, mc.MakeBucket(ctx, "big"))
+	data := randomBytes(11<<20+7, 5)
+	etag, err := mc.PutMultipart(ctx, "big", "blob.bin", data, 5<<20)
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(etag, `-3"`), "a 3-part ETag: %s", etag)
+	dir := t.TempDir()
+	out, stderr, code := run(t, "load", "--to", "host", "--checksum", "sha256", "--json", "--cache", dir, "s3://big/blob.bin")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, out, sha256Hex(data))
+	out, stderr, code = run(t, "cache", "ls", "--json", "--cache", dir)
+	require.Equal(t, 0, code, stderr)
+	var ls struct {
+		Entries []cache.Entry `json:"entries"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &ls))
+	require.Len(t, ls.Entries, 1)
+	assert.Equal(t, "etag-multipart-md5", ls.Entries[0].Verified)
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

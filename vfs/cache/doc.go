@@ -19,9 +19,11 @@
 //     leaves only a temporary file, removed by the next process that makes
 //     room.
 //   - A copy is verified as it is written: against the SHA-256 a caller
-//     expects (a manifest's, through vfs.ExpectSHA256), and against a
-//     single-part ETag (the MD5 of the bytes); with neither, only its size
-//     is checked (rdmafs reads carry their own CRC in transit). Its SHA-256
+//     expects (a manifest's, through vfs.ExpectSHA256), and against the
+//     ETag: a single-part upload's is the MD5 of the bytes, a multipart
+//     upload's the MD5 of its parts' MD5s (the part size from one HEAD of
+//     part 1); with neither, only its size is checked (rdmafs reads carry
+//     their own CRC in transit). Its SHA-256
 //     and CRC-32C are recorded. Every hit re-checks the CRC-32C
 //     (WithVerifyHits) and compares the SHA-256 with the one expected; a
 //     mismatch drops the entry and fetches the file again. Verify

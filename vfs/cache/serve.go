@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,8 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"syscall"
 	"time"
 
@@ -170,10 +167,6 @@ func crcOfFile(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// md5ETag matches an ETag that is the MD5 of the bytes: a single-part
-// upload's (a multipart upload's ends in -N, and covers its parts).
-var md5ETag = regexp.MustCompile(`^"?([0-9a-fA-F]{32})"?$`)
-
 // fetch downloads remote into entry k, the caller holding k's exclusive
 // lock, and checks it against want (a manifest's SHA-256) when given.
 // room is false when the entries in use leave no room for it.
@@ -194,13 +187,10 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want strin
 	}()
 	m := meta{URL: remote.Name(), Identity: remote.Identity(), Size: size, ModTime: remote.ModTime(), Verified: "size"}
 	sha, crc := sha256.New(), crc32c.New()
-	var sums []hash.Hash = []hash.Hash{sha, crc}
-	var wantMD5 string
-	if e, ok := remote.(interface{ ETag() string }); ok {
-		if mm := md5ETag.FindStringSubmatch(e.ETag()); mm != nil {
-			wantMD5 = strings.ToLower(mm[1])
-			sums = append(sums, md5.New())
-		}
+	sums := []hash.Hash{sha, crc}
+	etag, err := newETagCheck(ctx, remote)
+	if err != nil {
+		return true, err
 	}
 	buf := make([]byte, min(c.chunk, max(size, 1)))
 	rd := vfs.NewReader(ctx, remote)
@@ -214,6 +204,7 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want strin
 			for _, h := range sums {
 				h.Write(buf[:got])
 			}
+			etag.write(buf[:got])
 			n += int64(got)
 		}
 		if err != nil {
@@ -225,12 +216,10 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want strin
 			return true, fmt.Errorf("cache: %s changed while it was downloaded: %w", m.URL, err)
 		}
 	}
-	if wantMD5 != "" {
-		got := hex.EncodeToString(sums[2].Sum(nil))
-		if got != wantMD5 {
-			return true, fmt.Errorf("cache: MD5 of %s as downloaded is %s, its ETag says %s; the bytes were damaged in transit, try again", m.URL, got, wantMD5)
+	if etag != nil {
+		if m.Verified, err = etag.check(m.URL); err != nil {
+			return true, err
 		}
-		m.Verified = "etag-md5"
 	}
 	m.SHA256 = hex.EncodeToString(sha.Sum(nil))
 	if want != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/gdsload/gdsload/shards/checkpoint"
 	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/cache"
 )
 
 type loadOptions struct {
@@ -76,6 +77,7 @@ beside them) lists are checked against it for size and SHA-256.`,
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
 	f.StringVar(&o.from, "files-from", "", "also load the paths listed in this file, one per line (- for standard input)")
 	o.remote.addFlags(f)
+	o.remote.cache.addFlags(f) // --cache, --cache-limit
 	return cmd
 }
 
@@ -162,7 +164,7 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	}
 	logFiles(cmd, res)
 	if o.asJSON {
-		return printJSON(cmd.OutOrStdout(), res)
+		return printJSON(cmd.OutOrStdout(), loadCacheJSON{res, o.remote.cache.stats()})
 	}
 	return printLoad(cmd.OutOrStdout(), res, lopts.Checksum)
 }
@@ -171,8 +173,9 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 // (the digest of each file covers its data region) and the tensors.
 type checkpointResult struct {
 	*loader.Result
-	Checkpoint string `json:"checkpoint"`
-	Tensors    int    `json:"tensors"`
+	Checkpoint string       `json:"checkpoint"`
+	Tensors    int          `json:"tensors"`
+	Cache      *cache.Stats `json:"cache,omitempty"` // --cache
 }
 
 // runLoadCheckpoint loads one checkpoint: each file's data region into its
@@ -194,7 +197,7 @@ func runLoadCheckpoint(cmd *cobra.Command, o *loadOptions, path string, m *vfs.M
 	// free them before the files close.
 	defer l.Close()
 	logFiles(cmd, l.Result)
-	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors)}
+	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors), Cache: o.remote.cache.stats()}
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}

@@ -8,6 +8,7 @@ import threading
 
 from . import _dlpack, _native
 from ._native import InvalidFile, SafetensorError
+from .dataset import _cache_request
 
 
 class MissingTensor(SafetensorError, KeyError):
@@ -153,12 +154,13 @@ def _free_result(doc):
 def _load(filename, device, options):
     path = _path(filename)
     req = {"path": path, "device": _device(device)}
-    for k in ("gpu_path", "direct", "workers", "chunk_size", "token"):
+    for k in ("gpu_path", "direct", "workers", "chunk_size", "token", "cache"):
         v = options.pop(k, None)
         if v is not None:
-            req[k] = v
+            req[k] = os.fspath(v) if k == "cache" else v
     if req.get("token") is None and path.startswith("rdmafs://") and os.environ.get("GDSLOAD_TOKEN"):
         req["token"] = os.environ["GDSLOAD_TOKEN"]
+    _cache_request(req, options.pop("cache_limit", None))
     if options:
         raise TypeError(f"gdsload: unexpected options {sorted(options)}")
     L = _native.lib()
@@ -183,7 +185,11 @@ def load_file(filename, device="cpu", *, stats=None, **options):
     stats: a LoadStats to fill; last_stats() returns it too. Options:
     gpu_path ("auto", "gds", "bounce"), direct ("auto", "on", "off"),
     workers, chunk_size (bytes), token (rdmafs secret; default
-    $GDSLOAD_TOKEN).
+    $GDSLOAD_TOKEN), cache (a folder on a local disk in which to keep
+    copies of s3:// and rdmafs:// files, shared by the node's processes;
+    default $GDSLOAD_CACHE; stats.raw["cache"] says what it did) and
+    cache_limit (bytes or a size such as "200GiB"; default half the free
+    space).
 
     Raises FileNotFoundError, PermissionError, SafetensorError (also a
     ValueError) for a corrupt or unsupported file (the message the gdsload

@@ -75,7 +75,7 @@ func Build(dir string) (*Libs, error) {
 	if cc == "" {
 		cc = "gcc"
 	}
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-g", "-fvisibility=hidden",
+	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-g", "-fvisibility=hidden", "-Wl,-soname,libcuda.so.1",
 		"-o", l.Object, src, "-lpthread")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building the CUDA test double with %s: %v\n%s", cc, err, out)

@@ -14,7 +14,7 @@ DEMO_DIR ?= demo-data
 TOOLS_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gdsload-tools
 MINIO_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' internal/miniotest/minio.go)
 
-.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun python wheel python-test minio
+.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun python wheel python-test minio venv fakecuda
 
 all: build
 
@@ -26,7 +26,7 @@ setup:
 build: setup
 	CGO_ENABLED=1 $(GO) build -o $(BIN) ./cmd/gdsload
 
-test: setup lint build python minio
+test: setup lint build python minio venv
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	GDSLOAD_BIN=$(BIN) scripts/python-test.sh
 
@@ -38,6 +38,23 @@ minio:
 	  echo "minio $(MINIO_VERSION) in $(TOOLS_DIR)"; \
 	else echo "installing github.com/minio/minio@$(MINIO_VERSION) into $(TOOLS_DIR)"; \
 	  mkdir -p "$(TOOLS_DIR)" && GOBIN="$(TOOLS_DIR)" GOFLAGS= $(GO) install github.com/minio/minio@$(MINIO_VERSION); fi
+
+# The tests' packages from PyPI (scripts/test-requirements.txt, pinned), in
+# a venv over Debian's /usr/bin/python3 that still sees its python3-torch
+# and python3-numpy; rebuilt when the list changes.
+VENV := build/venv
+venv: $(VENV)/.installed
+$(VENV)/.installed: scripts/test-requirements.txt
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(VENV)/bin/pip install -q -r scripts/test-requirements.txt
+	touch $@
+
+# The CUDA test double under the real libraries' names (libcuda.so.1,
+# libcudart.so.13, libcufile.so.0): LD_LIBRARY_PATH=build/fakecuda runs
+# the CLI over it, and NVIDIA's real libcufile (GDSLOAD_LIBCUFILE) over its
+# driver half (scripts/real-cufile-check.sh).
+fakecuda: setup
+	$(GO) run ./internal/fakecuda/mkfakecuda build/fakecuda
 
 # The Python package's shared library (capi/, a c-shared build) beside its
 # modules: then `pip install ./python` works, or PYTHONPATH=python.

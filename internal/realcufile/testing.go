@@ -3,7 +3,10 @@ package realcufile
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +71,52 @@ func repoRoot(t testing.TB) string {
 		if filepath.Dir(d) == d {
 			t.Fatalf("no go.mod above %s", dir)
 		}
+	}
+}
+
+// The environment a child started by Each runs under.
+const (
+	childEnv = "GDSLOAD_REALCUFILE_CHILD" // the library's name
+	dirEnv   = "GDSLOAD_REALCUFILE_DIR"   // Harness.Dir
+	tmpfsEnv = "GDSLOAD_REALCUFILE_TMPFS" // Harness.Tmpfs
+	logEnv   = "GDSLOAD_REALCUFILE_LOG"   // Harness.LogFile
+)
+
+// Child is what a test body run by Each gets: the library it runs
+// against and the harness's folders.
+type Child struct {
+	Library         string
+	Dir, Tmpfs, Log string
+}
+
+// Each runs body against each real library, each in a child process of
+// the test binary (libcufile is loaded under its one soname, and cuFile
+// 1.14 may need the shim preloaded), with the harness's environment
+// (Harness.Env) and GDSLOAD_TEST_HELPER=realcufile, so that a TestMain
+// loads no double of its own. The test must be a top-level test. In the
+// child, Each just runs body.
+func Each(t *testing.T, body func(t *testing.T, c Child)) {
+	t.Helper()
+	if name := os.Getenv(childEnv); name != "" {
+		body(t, Child{Library: name, Dir: os.Getenv(dirEnv), Tmpfs: os.Getenv(tmpfsEnv), Log: os.Getenv(logEnv)})
+		return
+	}
+	h, libs := Use(t)
+	top := t.Name()
+	for _, lib := range libs {
+		t.Run(lib.Name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run", "^"+regexp.QuoteMeta(top)+"$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), h.Env(lib)...)
+			cmd.Env = append(cmd.Env, childEnv+"="+lib.Name, dirEnv+"="+h.Dir, tmpfsEnv+"="+h.Tmpfs,
+				logEnv+"="+h.LogFile, "GDSLOAD_TEST_HELPER=realcufile")
+			out, err := cmd.CombinedOutput()
+			t.Logf("child process against %s (%s):\n%s", lib.Name, lib.Path, out)
+			if err != nil {
+				t.Fatalf("child process against %s: %v", lib.Path, err)
+			}
+			if !strings.Contains(string(out), "--- PASS: "+top) || strings.Contains(string(out), "--- SKIP") {
+				t.Fatalf("child process against %s did not pass every test (see its output above)", lib.Path)
+			}
+		})
 	}
 }

@@ -1010,8 +1010,10 @@ EXPORT CUfileError_t cuFileGetVersion(int *v) {
 }
 #endif
 
+/* cuFileDriverGetProperties answers with the driver closed too: NVIDIA's
+ * libcufile opens it again implicitly for this call. */
 EXPORT CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *p) {
-  if (!driver_open()) return cf(5001, 0);
+  init();
   memset(p, 0, sizeof *p);
   pthread_mutex_lock(&mu);
   if (strcmp(mode, "nvfs") == 0) {

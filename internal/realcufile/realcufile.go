@@ -240,11 +240,22 @@ func ensureUdevd() error {
 	return errors.New("realcufile: udevd started but /run/udev/control did not appear within 10 s")
 }
 
-// udevdRunning reports whether a process named systemd-udevd runs.
+// udevdRunning reports whether a live process named systemd-udevd runs
+// (a zombie one, exited but not reaped, does not count).
 func udevdRunning() bool {
-	procs, _ := filepath.Glob("/proc/[0-9]*/comm")
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == "systemd-udevd" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ...
+		s := string(b)
+		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if i < 0 || j < i || j+2 >= len(s) {
+			continue
+		}
+		if s[i+1:j] == "systemd-udevd" && s[j+2] != 'Z' {
 			return true
 		}
 	}

@@ -185,11 +185,6 @@ func (h *Harness) mountLoop() error {
 	}
 	h.loop = strings.TrimSpace(string(out))
 	h.undo = append(h.undo, func() error { return run("losetup", "-d", h.loop) })
-	name := filepath.Base(h.loop)
-	if err := run("udevadm", "trigger", "--action=change", "--sysname-match="+name); err != nil {
-		return err
-	}
-	_ = run("udevadm", "settle", "--timeout=30")
 	if err := waitUdevFS(h.loop); err != nil {
 		return err
 	}
@@ -212,7 +207,18 @@ func waitUdevFS(dev string) error {
 	}
 	major, minor := (st.Rdev>>8)&0xfff, (st.Rdev&0xff)|((st.Rdev>>12)&0xfff00)
 	db := fmt.Sprintf("/run/udev/data/b%d:%d", major, minor)
+	// A change event makes udevd probe the device again (a loop device's
+	// number is reused, and its old record may be stale); repeated while
+	// waiting, in case udevd was still starting.
+	var trigger time.Time
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if time.Since(trigger) > 5*time.Second {
+			if err := run("udevadm", "trigger", "--action=change", "--sysname-match="+filepath.Base(dev)); err != nil {
+				return err
+			}
+			_ = run("udevadm", "settle", "--timeout=5")
+			trigger = time.Now()
+		}
 		if b, err := os.ReadFile(db); err == nil && strings.Contains(string(b), "E:ID_FS_TYPE=ext4") {
 			return nil
 		}
@@ -238,6 +244,21 @@ func ensureUdevd() error {
 		}
 	}
 	return errors.New("realcufile: udevd started but /run/udev/control did not appear within 10 s")
+}
+
+// stopUdevd asks udevd to exit and waits until it has, so that the next
+// setup (waiting for the lock) does not take an exiting udevd for a
+// running one.
+func stopUdevd() error {
+	if err := run("udevadm", "control", "--exit"); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if !udevdRunning() {
+			return nil
+		}
+	}
+	return errors.New("realcufile: udevd still runs 10 s after udevadm control --exit")
 }
 
 // udevdRunning reports whether a live process named systemd-udevd runs
@@ -275,7 +296,7 @@ func (h *Harness) Close() error {
 		fd := int(h.lock.Fd())
 		if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 			if _, err := os.Stat(startedPath); err == nil {
-				errs = append(errs, run("udevadm", "control", "--exit"), os.Remove(startedPath))
+				errs = append(errs, stopUdevd(), os.Remove(startedPath))
 			}
 		}
 		errs = append(errs, h.lock.Close())

@@ -68,8 +68,9 @@ python: setup
 wheel: python
 	python3 python/_build/gdsload_build.py dist
 
-# The Python tests alone (Debian's python3-torch and python3-numpy).
-python-test: build python
+# The Python tests alone (Debian's python3-torch and python3-numpy, the
+# venv's safetensors and webdataset).
+python-test: build python venv
 	GDSLOAD_BIN=$(BIN) scripts/python-test.sh
 
 race:

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/internal/stats"
 )
 
 // Config is what every mode may use.
@@ -172,7 +172,7 @@ func summarise(mode string, ss []Sample) Result {
 	if len(bw) > 0 {
 		r.MinGiBPerS, r.MaxGiBPerS = slices.Min(bw), slices.Max(bw)
 	}
-	p50, p99 := loader.Percentiles(lat)
+	p50, p99 := stats.Percentiles(lat)
 	r.P50Ms = float64(p50) / float64(time.Millisecond)
 	r.P99Ms = float64(p99) / float64(time.Millisecond)
 	return r

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gdsload/gdsload/internal/stats"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -25,11 +26,11 @@ func HostModes() []Mode {
 
 // measure runs fn and reports its wall and CPU time.
 func measure(fn func() (int64, []time.Duration, error)) (Sample, error) {
-	u0, s0 := loader.ProcessCPUTime()
+	u0, s0 := stats.ProcessCPUTime()
 	t0 := time.Now()
 	n, lat, err := fn()
 	wall := time.Since(t0)
-	u1, s1 := loader.ProcessCPUTime()
+	u1, s1 := stats.ProcessCPUTime()
 	return Sample{Bytes: n, Wall: wall, CPU: (u1 - u0) + (s1 - s0), Lat: lat}, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gdsload/gdsload/internal/fakecuda"
 	"github.com/gdsload/gdsload/internal/rdmafstest"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 func useFakeCUDA(t *testing.T, cmds ...string) *fakecuda.Session {
@@ -137,7 +138,7 @@ func TestSelect(t *testing.T) {
 	require.ErrorContains(t, err, "mode gds is not available here: no GPU")
 
 	remote := rdmafstest.Serve(t, filepath.Dir(p))
-	m, err := vfs.New(vfs.WithRDMAFS(rdmafstest.Options()...))
+	m, err := vfs.New(rdmafsfs.With(rdmafstest.Options()...))
 	require.NoError(t, err)
 	defer m.Close()
 	sel, err = Select(remote+"/data.bin", nil, 0, m)

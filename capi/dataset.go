@@ -12,11 +12,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/gdsload/gdsload/shards/iterator"
+	"github.com/gdsload/gdsload/shards/webdataset"
 )
 
 // datasetRequest is gdsload_dataset_open's request (gdsload.h).
@@ -40,6 +42,9 @@ type datasetRequest struct {
 	Token         string          `json:"token"`
 	State         *iterator.State `json:"state"`
 	Skip          int64           `json:"skip"`
+	// SkipBadShards leaves out shards that cannot be read, with a
+	// warning on stderr, as `gdsload iterate --skip-bad-shards` does.
+	SkipBadShards bool `json:"skip_bad_shards"`
 }
 
 // datasetResult is gdsload_dataset_open's result.
@@ -48,6 +53,7 @@ type datasetResult struct {
 	Samples     int64          `json:"samples"`
 	Shards      int            `json:"shards"`
 	Fingerprint string         `json:"fingerprint"`
+	Root        string         `json:"root"`  // the folder or URL shard names are relative to
 	State       iterator.State `json:"state"` // where iteration starts
 }
 
@@ -70,7 +76,12 @@ func (l *library) openDataset(ctx context.Context, req datasetRequest) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	ds, err := iterator.Open(ctx, req.Source, iterator.WithFS(mux), iterator.WithScanCache(iterator.DefaultScanCacheDir()))
+	var onShardError webdataset.ShardErrorHandler
+	if req.SkipBadShards {
+		onShardError = webdataset.WarnAndContinue(os.Stderr)
+	}
+	ds, err := iterator.Open(ctx, req.Source, iterator.WithFS(mux), iterator.WithScanCache(iterator.DefaultScanCacheDir()),
+		iterator.WithReaderOptions(webdataset.WithShardErrorHandler(onShardError)))
 	if err != nil {
 		return nil, errors.Join(err, mux.Close())
 	}
@@ -82,7 +93,7 @@ func (l *library) openDataset(ctx context.Context, req datasetRequest) ([]byte, 
 		Partitions: req.Partitions, Seed: req.Seed, Shuffle: req.Shuffle, ShuffleBytes: req.ShuffleBytes,
 		Epochs: req.FirstEpoch + req.Epochs, DropRemainder: req.DropRemainder,
 		Workers: req.Workers, Prefetch: req.Prefetch, Direct: mode,
-		SkipChecksum: req.Verify != nil && !*req.Verify,
+		SkipChecksum: req.Verify != nil && !*req.Verify, OnShardError: onShardError,
 	}
 	if opts.Workers == 0 {
 		opts.Workers = 2
@@ -109,7 +120,7 @@ func (l *library) openDataset(ctx context.Context, req datasetRequest) ([]byte, 
 		return nil, requestError{err.Error()}
 	}
 	h := l.iterators.add(it, release)
-	return json.Marshal(datasetResult{Iterator: h.id, Samples: ds.Samples(), Shards: len(ds.Shards), Fingerprint: ds.Fingerprint(), State: h.state})
+	return json.Marshal(datasetResult{Iterator: h.id, Samples: ds.Samples(), Shards: len(ds.Shards), Fingerprint: ds.Fingerprint(), Root: ds.Root, State: h.state})
 }
 
 // iterators is the table of open iterators.

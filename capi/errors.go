@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"syscall"
 
 	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/rdmafs"
@@ -61,7 +62,7 @@ func statusOf(err error) status {
 		errors.As(err, &ne) && !errors.Is(err, npy.ErrRead),
 		errors.As(err, &we),
 		errors.Is(err, checkpoint.ErrFormat), errors.Is(err, checkpoint.ErrDuplicateTensor),
-		errors.Is(err, checkpoint.ErrWeightMap), errors.Is(err, checkpoint.ErrNotViewable),
+		errors.Is(err, checkpoint.ErrWeightMap), errors.Is(err, checkpoint.ErrNotViewable), errors.Is(err, checkpoint.ErrURLDestination),
 		errors.Is(err, webdataset.ErrShardSize), errors.Is(err, webdataset.ErrShardChecksum),
 		errors.Is(err, iterator.ErrOtherDataset), errors.Is(err, iterator.ErrImpossibleShard):
 		return statusInvalid
@@ -69,4 +70,14 @@ func statusOf(err error) status {
 		return statusUnavailable
 	}
 	return statusIO
+}
+
+// errnoOf is the system error number err wraps (ENOSPC, ENOTDIR,
+// EISDIR, ...), or 0: the caller raises the exception of that errno.
+func errnoOf(err error) int {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return int(e)
+	}
+	return 0
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/gdsload/gdsload/cufile"
@@ -30,12 +32,32 @@ func TestStatusOf(t *testing.T) {
 		{wrap(&safetensors.Error{Kind: safetensors.ErrRead, Err: errors.New("EIO")}), statusIO},
 		{wrap(&safetensors.Error{Kind: safetensors.ErrRead, Err: fs.ErrNotExist}), statusNotFound},
 		{wrap(checkpoint.ErrWeightMap), statusInvalid},
+		{wrap(checkpoint.ErrURLDestination), statusInvalid},
 		{requestError{"bad"}, statusInvalid},
 		{wrap(cufile.ErrUnavailable), statusUnavailable},
 		{errors.New("disk on fire"), statusIO},
 	} {
 		if got := statusOf(tc.err); got != tc.want {
 			t.Errorf("statusOf(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestErrnoOf: the system error number travels with the error, so the
+// caller raises ENOSPC, ENOTDIR or EISDIR rather than a bare EIO.
+func TestErrnoOf(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want syscall.Errno
+	}{
+		{fmt.Errorf("creating x: %w", &fs.PathError{Op: "open", Path: "f/x", Err: syscall.ENOTDIR}), syscall.ENOTDIR},
+		{fmt.Errorf("renaming a to b: %w", &os.LinkError{Op: "rename", Old: "a", New: "b", Err: syscall.EISDIR}), syscall.EISDIR},
+		{fmt.Errorf("save x: %w", &loader.NoSpaceError{Dir: "/d", Needed: 10, Err: syscall.ENOSPC}), syscall.ENOSPC},
+		{errors.New("disk on fire"), 0},
+		{nil, 0},
+	} {
+		if got := errnoOf(tc.err); got != int(tc.want) {
+			t.Errorf("errnoOf(%v) = %d, want %d", tc.err, got, tc.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"runtime/cgo"
 	"time"
@@ -86,6 +87,9 @@ func gdsload_wait(id C.uint64_t, timeoutMs C.int32_t, result **C.char, errOut **
 		return C.GDSLOAD_PENDING
 	}
 	if err != nil {
+		if n := errnoOf(err); n != 0 {
+			setString(result, fmt.Appendf(nil, `{"errno": %d}`, n))
+		}
 		return setErr(errOut, err)
 	}
 	setString(result, res)

@@ -68,7 +68,9 @@ char *gdsload_build_info(void);
  * Jobs. Loads, saves and dataset opens run in the background; the caller
  * polls gdsload_wait with a timeout, so it can react to signals (Ctrl-C)
  * between polls and call gdsload_cancel. A job is forgotten once
- * gdsload_wait returned its final status.
+ * gdsload_wait returned its final status. A job that failed with a
+ * system error also sets *result to {"errno": N} (free it too), so the
+ * caller can raise the error of that number.
  *
  * gdsload_load request (JSON): {"path": "model.safetensors" | "dir" |
  *   "x.safetensors.index.json" | "rdmafs://host:port/name",
@@ -95,8 +97,10 @@ char *gdsload_build_info(void);
  *   "partitions", "seed", "shuffle", "shuffle_bytes", "epochs",
  *   "drop_remainder", "workers", "prefetch", "verify", "token",
  *   "state": a saved state | null, "skip": samples of this consumer to
- *   skip after the state}. Result: {"iterator": id, "samples": samples
- *   in the dataset, "shards": count, "fingerprint": "..."}.
+ *   skip after the state, "skip_bad_shards": leave out shards that cannot
+ *   be read, warning on stderr}. Result: {"iterator": id, "samples":
+ *   samples in the dataset, "shards": count, "fingerprint": "...",
+ *   "root": the folder or URL that shard names are relative to}.
  */
 gdsload_status gdsload_load(char *request, uint64_t *job, char **err);
 gdsload_status gdsload_save(char *request, uint64_t *job, char **err);

@@ -19,6 +19,8 @@ import (
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/shards/checkpoint"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
+	_ "github.com/gdsload/gdsload/vfs/s3fs" // s3:// URLs, in every Mux vfs.New makes
 )
 
 // loadRequest is gdsload_load's request (gdsload.h).
@@ -114,7 +116,7 @@ func newMux(token string) (*vfs.Mux, error) {
 	if err != nil {
 		return nil, requestError{err.Error()}
 	}
-	return vfs.New(vfs.WithRDMAFS(rdmafs.WithToken(tok)))
+	return vfs.New(rdmafsfs.With(rdmafs.WithToken(tok)))
 }
 
 // loadOptions is a parsed load request.
@@ -200,10 +202,9 @@ func (l *library) allocations(o *loadOptions, files int) (*allocSet, error) {
 		Device: land.Device(), ChunkSize: loader.EffectiveChunkSize(o.lopts.ChunkSize, nil),
 		Buffers: max(2, 2*workers/max(1, files)),
 	}
+	gpuAlloc := loader.GPUAllocator(route, cfg, drv)
 	set.alloc = func(size int64) (loader.Destination, func() error, error) {
-		c := cfg
-		c.Size = max(size, 1)
-		gd, err := loader.NewGPUDestination(route, c, drv)
+		gd, err := gpuAlloc(size)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -233,7 +234,10 @@ func (set *allocSet) result(path string, loaded *checkpoint.Loaded, meta map[str
 	}
 	res := loadResult{
 		Checkpoint: path, Metadata: meta,
-		Stats: loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where},
+		// Empty lists, not null, for a file with no tensors.
+		Allocations: make([]allocation, 0, len(loaded.Allocations)),
+		Tensors:     make([]tensorView, 0, len(loaded.Tensors)),
+		Stats:       loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where},
 	}
 	for i, a := range loaded.Allocations {
 		info := allocation{

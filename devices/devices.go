@@ -54,9 +54,11 @@ type NVMe struct {
 }
 
 // RDMA is one RDMA device (an InfiniBand or RoCE NIC) as sysfs
-// describes it.
+// describes it. It is the one list of RDMA devices; rdmafs.ProbeRDMA says
+// only whether its verbs transport would start on them.
 type RDMA struct {
 	Name     string     `json:"name"`
+	Firmware string     `json:"firmware,omitempty"`
 	NUMANode int        `json:"numa_node"`
 	NetDevs  []string   `json:"netdevs,omitempty"`
 	Ports    []RDMAPort `json:"ports"`
@@ -217,7 +219,7 @@ func RDMADevices(sysRoot string) []RDMA {
 	dirs, _ := filepath.Glob(filepath.Join(sysRoot, "class", "infiniband", "*"))
 	sort.Strings(dirs)
 	for _, d := range dirs {
-		r := RDMA{Name: filepath.Base(d), NUMANode: numaNode(filepath.Join(d, "device")), Ports: []RDMAPort{}}
+		r := RDMA{Name: filepath.Base(d), Firmware: readSys(filepath.Join(d, "fw_ver")), NUMANode: numaNode(filepath.Join(d, "device")), Ports: []RDMAPort{}}
 		nets, _ := filepath.Glob(filepath.Join(d, "device", "net", "*"))
 		for _, n := range nets {
 			r.NetDevs = append(r.NetDevs, filepath.Base(n))

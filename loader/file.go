@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/internal/uring"
 )
@@ -52,7 +53,7 @@ func (m DirectMode) String() string {
 
 // DefaultAlignment is the direct-I/O alignment assumed where the kernel does
 // not report one through statx(STATX_DIOALIGN).
-const DefaultAlignment = 4096
+const DefaultAlignment = durable.DefaultAlignment
 
 // ErrChanged reports a source that changed while it was being loaded:
 // truncated, extended, rewritten or replaced.
@@ -60,7 +61,13 @@ var ErrChanged = errors.New("file changed during the load")
 
 // ErrDirectRefused reports O_DIRECT required (DirectOn) where the file
 // system or platform refuses it; DirectAuto falls back instead.
-var ErrDirectRefused = errors.New("O_DIRECT required but refused")
+var ErrDirectRefused = durable.ErrDirectRefused
+
+// NoSpaceError reports a destination file system without room for what a
+// write still needed: Dir (the destination directory), Needed (bytes still
+// to write when the space ran out), Free (bytes available to unprivileged
+// writers then) and Err (the underlying ENOSPC).
+type NoSpaceError = durable.NoSpaceError
 
 // File is a local file opened for loading. It implements Source,
 // FileDescriptorSource, DirectInfo and Verifier. ReadAt is safe for
@@ -84,11 +91,11 @@ type File struct {
 
 // ringReadMax is the largest direct read sent through io_uring (package
 // uring) instead of pread(2). Small reads are where a system call and a
-// blocked thread per read cost most: 4 KiB random reads, 32 at a time,
-// went from about 27,000 to 65,000-80,000 a second on the development VM,
-// and their p99 from 16-26 ms to 0.8-1.6 ms (scripts/bench-vs-fio.sh).
-// Large chunks keep pread, whose threads are cheap per byte (sequential
-// loads measured the same).
+// blocked thread per read cost most: through the ring 4 KiB random reads,
+// 32 at a time, ran at a much higher rate, with a far lower p99
+// (scripts/bench-vs-fio.sh; docs/PERFORMANCE-NOTES.md, loader). Large
+// chunks keep pread, whose threads are cheap per byte (sequential loads
+// measured the same).
 const ringReadMax = 256 << 10
 
 // fileIdentity is what must stay the same for a load to be trusted.
@@ -110,8 +117,9 @@ const smallFileReason = "smaller than 1 MiB: read through the page cache, which 
 // OpenFileForLoad is OpenFile for loading whole directories: under
 // DirectAuto a file smaller than SmallFile is read through the page cache,
 // and DirectReason says so. A direct read of a small file saves no copy
-// worth its cost: on the development VM 10,000 files of 4 to 7 KiB loaded
-// in 1.2 s with O_DIRECT, 0.56 s buffered from a cold cache, 0.2 s warm.
+// worth its cost: small files load faster buffered, even from a cold
+// cache (scripts/bench-vs-fio.sh, its small-files part;
+// docs/PERFORMANCE-NOTES.md, loader).
 func OpenFileForLoad(name string, mode DirectMode) (*File, error) {
 	if mode == DirectAuto {
 		if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() && st.Size() < SmallFile {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 	"unsafe"
 
 	"github.com/gdsload/gdsload/internal/fileops"
@@ -65,9 +64,6 @@ func AllocHost(n int) ([]byte, error) { return alignedSlice(n, 4096), nil }
 
 // FreeHost releases memory from AllocHost (garbage-collected here).
 func FreeHost([]byte) error { return nil }
-
-// ProcessCPUTime is not measured outside Linux.
-func ProcessCPUTime() (user, sys time.Duration) { return 0, 0 }
 
 // OpenFileInRoot is OpenFile for a name resolved beneath root.
 func OpenFileInRoot(root *os.Root, name string, mode DirectMode) (*File, error) {

@@ -27,6 +27,21 @@ type GPUDestination interface {
 	Close() error
 }
 
+// GPUAllocator gives each call its own device allocation of size bytes
+// (at least one) on cfg.Device, landed on route (NewGPUDestination; gds
+// needs drv); cfg.Size is set per call. The caller closes each. It is the
+// one way device memory is allocated per file: Landing.Allocator makes
+// these from a resolved target (and frees what is left at Close), and a
+// caller whose allocations outlive the Landing that chose the route (the
+// Python library's tensors) calls it directly.
+func GPUAllocator(route Route, cfg GPUConfig, drv *cufile.Driver) func(size int64) (GPUDestination, error) {
+	return func(size int64) (GPUDestination, error) {
+		c := cfg
+		c.Size = max(size, 1)
+		return NewGPUDestination(route, c, drv)
+	}
+}
+
 // NewGPUDestination allocates cfg's device memory for a load on route:
 // gds reads with cuFile through drv (NewGPUDirectDestination); bounce, and
 // rdma (whose sources that cannot write device memory themselves fall

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gdsload/gdsload/internal/humanize"
+	"github.com/gdsload/gdsload/internal/stats"
 )
 
 // DefaultChunkSize is the chunk size of a load unless Options say otherwise.
@@ -394,7 +394,7 @@ func joinReasons(pathReason string, fellBack []string, files int) string {
 		counts[r]++
 	}
 	var parts []string
-	for _, p := range []string{pathReason, CountedReasons(counts, files)} {
+	for _, p := range []string{pathReason, humanize.CountedReasons(counts, files)} {
 		if p != "" {
 			parts = append(parts, p)
 		}
@@ -402,23 +402,8 @@ func joinReasons(pathReason string, fellBack []string, files int) string {
 	return strings.Join(parts, "; ")
 }
 
-// CountedReasons states each distinct reason once, in sorted order, with
-// how many of files it concerns: "O_DIRECT refused by ramfs (3 of 5 files)".
-func CountedReasons(counts map[string]int, files int) string {
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s (%d of %s)", k, counts[k], humanize.Count(files, "file"))
-	}
-	return strings.Join(parts, "; ")
-}
-
 // cpuTime is the process's user plus system CPU time so far.
 func cpuTime() time.Duration {
-	u, s := ProcessCPUTime()
+	u, s := stats.ProcessCPUTime()
 	return u + s
 }

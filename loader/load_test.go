@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gdsload/gdsload/internal/uring"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/gdsload/gdsload/internal/uring"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction(uring.Reaper)) }
@@ -295,28 +296,6 @@ func TestLoadProgressAndStats(t *testing.T) {
 	require.Greater(t, res.GiBPerS, 0.0)
 	require.GreaterOrEqual(t, res.P99Ms, res.P50Ms)
 	require.Equal(t, RouteHost, res.Route)
-}
-
-func TestPercentiles(t *testing.T) {
-	for _, tc := range []struct {
-		in       []time.Duration
-		p50, p99 time.Duration
-	}{
-		{nil, 0, 0},
-		{[]time.Duration{5}, 5, 5},
-		{[]time.Duration{4, 1, 3, 2}, 2, 4},
-		{func() []time.Duration {
-			var d []time.Duration
-			for i := 100; i >= 1; i-- {
-				d = append(d, time.Duration(i))
-			}
-			return d
-		}(), 50, 99},
-	} {
-		p50, p99 := Percentiles(tc.in)
-		require.Equal(t, tc.p50, p50)
-		require.Equal(t, tc.p99, p99)
-	}
 }
 
 // cancellingSource cancels the load's context after serving its first chunk:

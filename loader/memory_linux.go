@@ -48,7 +48,8 @@ func FreeHost(b []byte) error {
 }
 
 // prefault touches one byte per page so the first load does not pay the
-// page faults (2 GiB of fresh memory took 9 s on a development VM).
+// page faults, which on a VM can take seconds for a few GiB
+// (docs/PERFORMANCE-NOTES.md, loader).
 func prefault(b []byte) {
 	for i := 0; i < len(b); i += 4096 {
 		b[i] = 0

@@ -34,8 +34,8 @@ type RangeRead struct {
 // internal/uring); elsewhere it reads them one at a time with ReadAt.
 // It suits many small reads, such as samples at random offsets: one
 // goroutine drives them all, so a completion wakes no goroutine of its
-// own (4 KiB random reads, 32 in flight, took half the CPU they take as
-// 32 goroutines calling ReadAt, measured by hand; docs/PERFORMANCE-NOTES.md).
+// own (4 KiB random reads took far less CPU than as 32 goroutines calling
+// ReadAt; docs/PERFORMANCE-NOTES.md, loader).
 //
 // It holds one buffer per read in flight, each as long as the longest
 // range (the part inside the file, rounded to the direct-I/O alignment),

@@ -2,10 +2,10 @@ package loader
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/internal/stats"
 )
 
 // Result describes a finished load. Its JSON form is what
@@ -86,23 +86,9 @@ func (r *Result) finish(lat []time.Duration) {
 	if r.Bytes > 0 {
 		r.CPUSecondsPerGiB = r.CPUSeconds / (float64(r.Bytes) / gib)
 	}
-	p50, p99 := Percentiles(lat)
+	p50, p99 := stats.Percentiles(lat)
 	r.Latencies = lat
 	r.P50Ms, r.P99Ms = ms(p50), ms(p99)
-}
-
-// Percentiles returns the 50th and 99th percentile of lat (nearest rank);
-// it sorts lat in place.
-func Percentiles(lat []time.Duration) (p50, p99 time.Duration) {
-	if len(lat) == 0 {
-		return 0, 0
-	}
-	slices.Sort(lat)
-	rank := func(q float64) time.Duration {
-		i := int(q*float64(len(lat))+0.999999) - 1
-		return lat[max(0, min(i, len(lat)-1))]
-	}
-	return rank(0.50), rank(0.99)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -15,10 +15,10 @@ import (
 //
 // A buffer is touched (its first-touch page faults taken) only when a load
 // first needs it: a load that never holds more than k buffers at once
-// touches k of them. Fresh memory is dear: on the development VM, touching
-// all 64 MiB of the default ring in the background took a fifth of the CPU
-// of a 2 GiB rdmafs load (perf: clear_page_erms), and a load with 8 workers
-// needs 8 of its 16 buffers at a time.
+// touches k of them. Fresh memory is dear on a VM: touching all 64 MiB of
+// the default ring in the background took a large share of the CPU of an
+// rdmafs load (perf: clear_page_erms; docs/PERFORMANCE-NOTES.md, loader),
+// and a load with 8 workers needs 8 of its 16 buffers at a time.
 type Ring struct {
 	size  int64
 	mem   []byte
@@ -76,7 +76,7 @@ func (r *Ring) Kind() string { return "ring" }
 // likeliest to be still in the CPU's cache, and the buffers a load does
 // not need at once stay out of the cache altogether (handing them out in
 // turn made a streaming load write to 64 MiB instead of the 32 its eight
-// workers hold, and cost 3% of rdmafs throughput). Only when no touched
+// workers hold, and cost rdmafs throughput). Only when no touched
 // buffer is free does it touch a fresh one. The destination offset
 // is ignored: a ring keeps no bytes once they are committed.
 func (r *Ring) Span(ctx context.Context, off, n int64) (Span, error) {

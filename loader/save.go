@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/cufile"
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/internal/fileops"
 )
 
@@ -131,7 +132,7 @@ func SaveFile(ctx context.Context, path string, src SaveSource, opts SaveOptions
 	if opts.fs == nil {
 		opts.fs = fileops.Default()
 	}
-	out, err := CreateAtomicFS(opts.fs, path, src.Size(), opts.Direct)
+	out, err := durable.CreateAtomicFS(opts.fs, path, src.Size(), durable.DirectMode(opts.Direct))
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func SaveFile(ctx context.Context, path string, src SaveSource, opts SaveOptions
 // saver cuts the region into chunks that a pool of writers writes at the
 // same offsets into the file.
 type saver struct {
-	out   *AtomicFile
+	out   *durable.AtomicFile
 	src   SaveSource
 	opts  SaveOptions
 	h     hash.Hash // nil: no digest, or the gds path digests the file

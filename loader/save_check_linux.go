@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gdsload/gdsload/internal/durable"
 )
 
 // CheckSavePath reports whether SaveFile could write path, without
@@ -16,7 +18,7 @@ import (
 // it. The file's name must leave room for the temporary file's. Nothing
 // is left behind: the directory is tried with an unnamed
 // O_TMPFILE file, or, where the file system has none, with a temporary
-// file (a name IsTempName recognises) removed at once. A missing directory
+// file (a name durable.IsTempName recognises) removed at once. A missing directory
 // matches fs.ErrNotExist, a refused one fs.ErrPermission.
 func CheckSavePath(path string) error {
 	dir := filepath.Dir(path)
@@ -30,7 +32,7 @@ func CheckSavePath(path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("saving to %s: it is a directory; name a file in it", path)
 	}
-	tmp, err := tempName(path)
+	tmp, err := durable.TempName(path)
 	if err != nil {
 		return err
 	}

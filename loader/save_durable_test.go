@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/internal/fileops/errorfs"
 )
@@ -60,7 +61,7 @@ func TestSaveFileNoSpaceMidFile(t *testing.T) {
 				}
 				seen := 0
 				fsys := errorfs.Wrap(fileops.Default(), func(op *errorfs.Op) error {
-					if op.Kind == tc.at && IsTempName(filepath.Base(op.Path)) {
+					if op.Kind == tc.at && durable.IsTempName(filepath.Base(op.Path)) {
 						if seen++; seen == tc.n {
 							return syscall.ENOSPC
 						}

@@ -10,14 +10,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/gdsload/gdsload/internal/fileops"
-	"github.com/gdsload/gdsload/internal/fileops/errorfs"
+	"github.com/gdsload/gdsload/internal/durable"
 )
 
 func randomBytes(n int, seed uint64) []byte {
@@ -68,7 +66,7 @@ func noTemps(t *testing.T, dir string) {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range ents {
-		require.False(t, IsTempName(e.Name()), "temporary file %s left behind", e.Name())
+		require.False(t, durable.IsTempName(e.Name()), "temporary file %s left behind", e.Name())
 	}
 }
 
@@ -177,83 +175,78 @@ func TestSaveFileNoSpace(t *testing.T) {
 	noTemps(t, dir)
 }
 
-func TestIsTempName(t *testing.T) {
-	for name, want := range map[string]bool{
-		".a.bin.gdsload-abc123":  true,
-		".x.gdsload-000000":      true,
-		"a.bin.gdsload-abc123":   false, // no leading dot
-		".a.bin.gdsload-abc12":   false,
-		".a.bin.gdsload-ABC123":  false,
-		".gdsload-abc123":        false, // no final name
-		".a.bin.gdsload-abc1234": false,
-		".bashrc":                false,
+// SaveFile replaces a file as open(2) with O_TRUNC would: the file keeps
+// its permission bits, a symbolic link (or a chain of them) stays a link
+// and its target gets the bytes, and a link to nothing is refused,
+// naming it, with nothing created.
+func TestSaveFileReplacesLikeOpenTrunc(t *testing.T) {
+	want := randomBytes(10000, 9)
+	for _, tc := range []struct {
+		name   string
+		setup  func(t *testing.T, dir string) (path, target string)
+		mode   os.FileMode
+		refuse string
+	}{
+		{name: "a 0600 file", mode: 0o600, setup: func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.WriteFile(p, []byte("old"), 0o600))
+			require.NoError(t, os.Chmod(p, 0o600))
+			return p, p
+		}},
+		{name: "a 0640 file", mode: 0o640, setup: func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.WriteFile(p, []byte("old"), 0o600))
+			require.NoError(t, os.Chmod(p, 0o640))
+			return p, p
+		}},
+		{name: "a link to a file in another directory", mode: 0o600, setup: func(t *testing.T, dir string) (string, string) {
+			target := filepath.Join(dir, "store", "blob")
+			require.NoError(t, os.Mkdir(filepath.Dir(target), 0o755))
+			require.NoError(t, os.WriteFile(target, []byte("old"), 0o600))
+			require.NoError(t, os.Chmod(target, 0o600))
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.Symlink("store/blob", p))
+			return p, target
+		}},
+		{name: "a chain of links", mode: 0o644, setup: func(t *testing.T, dir string) (string, string) {
+			target := filepath.Join(dir, "real.bin")
+			require.NoError(t, os.WriteFile(target, []byte("old"), 0o644))
+			require.NoError(t, os.Chmod(target, 0o644))
+			require.NoError(t, os.Symlink("real.bin", filepath.Join(dir, "mid")))
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.Symlink("mid", p))
+			return p, target
+		}},
+		{name: "a dangling link", refuse: "symbolic link", setup: func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "w.bin")
+			require.NoError(t, os.Symlink("missing/blob", p))
+			return p, filepath.Join(dir, "missing", "blob")
+		}},
 	} {
-		require.Equal(t, want, IsTempName(name), name)
-	}
-	final := filepath.Join(t.TempDir(), "model.safetensors")
-	tmp, err := tempName(final)
-	require.NoError(t, err)
-	require.True(t, IsTempName(filepath.Base(tmp)), tmp)
-	require.Equal(t, filepath.Dir(final), filepath.Dir(tmp))
-}
-
-// A direct write the file system refuses although it is aligned (EINVAL)
-// switches the file to buffered writes, says why, and loses no byte; an
-// EINVAL for a write that breaks the alignment rules is an error. EINTR
-// and short writes are retried.
-func TestAtomicFileDirectWriteRefused(t *testing.T) {
-	dir := t.TempDir()
-	var hook errorfs.Hook = func(*errorfs.Op) error { return nil }
-	fsys := errorfs.Wrap(fileops.Default(), func(op *errorfs.Op) error { return hook(op) })
-	a, err := CreateAtomicFS(fsys, filepath.Join(dir, "out.bin"), 3*4096, DirectAuto)
-	require.NoError(t, err)
-	if !a.Direct() {
-		a.Abort()
-		t.Skipf("O_DIRECT writes not available in %s: %s", dir, a.DirectReason())
-	}
-	data := AlignedBuffer(3 * 4096)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	calls := 0
-	hook = func(op *errorfs.Op) error {
-		if op.Kind != errorfs.OpPwrite {
-			return nil
-		}
-		calls++
-		switch calls {
-		case 1:
-			return syscall.EINTR
-		case 2:
-			return syscall.EINVAL // refused while aligned: fall back
-		case 3:
-			op.P = op.P[:100] // short: retried
-		}
-		return nil
-	}
-	require.NoError(t, a.WriteAt(data[:8192], 0))
-	require.False(t, a.Direct())
-	require.Contains(t, a.DirectReason(), "O_DIRECT write refused")
-	require.NoError(t, a.WriteAt(data[8192:], 8192))
-	require.NoError(t, a.Sync())
-	require.NoError(t, a.Publish())
-	got, err := os.ReadFile(filepath.Join(dir, "out.bin"))
-	require.NoError(t, err)
-	require.True(t, bytes.Equal(data, got))
-
-	// Misaligned memory on a direct file: EINVAL is the caller's error.
-	b, err := CreateAtomicFS(fsys, filepath.Join(dir, "bad.bin"), 8192, DirectAuto)
-	require.NoError(t, err)
-	defer b.Abort()
-	if b.Direct() {
-		hook = func(op *errorfs.Op) error {
-			if op.Kind == errorfs.OpPwrite {
-				return syscall.EINVAL
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, target := tc.setup(t, dir)
+			_, err := SaveFile(context.Background(), path, HostMemory(want), SaveOptions{Direct: DirectOff})
+			if tc.refuse != "" {
+				require.ErrorContains(t, err, tc.refuse)
+				require.ErrorContains(t, err, path)
+				_, err := os.Stat(target)
+				require.ErrorIs(t, err, os.ErrNotExist)
+				return
 			}
-			return nil
-		}
-		err := b.WriteAt(data[1:4097], 0)
-		require.ErrorContains(t, err, "writing 4096 bytes at offset 0")
-		require.True(t, b.Direct(), "a misaligned write is not the file system's refusal")
+			require.NoError(t, err)
+			if path != target {
+				fi, err := os.Lstat(path)
+				require.NoError(t, err)
+				require.NotZero(t, fi.Mode()&os.ModeSymlink, "the link stays a link")
+			}
+			got, err := os.ReadFile(target)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(want, got))
+			fi, err := os.Stat(target)
+			require.NoError(t, err)
+			require.Equal(t, tc.mode, fi.Mode().Perm())
+			noTemps(t, filepath.Dir(target))
+		})
 	}
 }

@@ -378,7 +378,7 @@ func (l *Landing) newGPU(route Route, size int64, buffers int, chunk int64) (GPU
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := NewGPUDestination(route, GPUConfig{Device: l.dev, Size: max(size, 1), ChunkSize: chunk, Buffers: max(buffers, 2)}, drv)
+	d, err := GPUAllocator(route, GPUConfig{Device: l.dev, ChunkSize: chunk, Buffers: max(buffers, 2)}, drv)(size)
 	if err != nil {
 		return nil, nil, err
 	}

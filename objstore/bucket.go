@@ -142,14 +142,20 @@ func (b *Bucket) Open(ctx context.Context, name string) (*Object, error) {
 	return b.c.Open(ctx, b.name, name)
 }
 
-// OpenInfo opens the object a Stat, List or WalkFiles of this bucket just
-// described, without a request.
-func (b *Bucket) OpenInfo(fi fs.FileInfo) (*Object, error) {
-	info, ok := fi.Sys().(ObjectInfo)
-	if !ok || info.Bucket != b.name {
-		return nil, &Error{Op: "open", URL: URL(b.name, fi.Name()), Offset: -1, Msg: fmt.Sprintf("not an object of bucket %s (a %T)", b.name, fi.Sys()), Err: ErrInvalid}
+// OpenInfo opens the object name (its key) that a Stat, List or WalkFiles
+// of this bucket just described as fi, pinned to the ETag fi carries,
+// without a request: for objects just listed it saves one HEAD each.
+// Reads of an object replaced since fail with ErrChanged. It has the shape
+// of vfs.InfoOpener's and rdmafs.Client's OpenInfo.
+func (b *Bucket) OpenInfo(ctx context.Context, name string, fi fs.FileInfo) (*Object, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return b.c.OpenInfo(info), nil
+	info, ok := fi.Sys().(ObjectInfo)
+	if !ok || info.Bucket != b.name || info.Key != name {
+		return nil, &Error{Op: "open", URL: URL(b.name, name), Offset: -1, Msg: fmt.Sprintf("not described by a listing of this object in bucket %s (a %T)", b.name, fi.Sys()), Err: ErrInvalid}
+	}
+	return b.c.openInfo(info), nil
 }
 
 // headBucket checks that a bucket exists and the credentials may use it.

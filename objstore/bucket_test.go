@@ -120,7 +120,7 @@ func TestBucketAsFileSystem(t *testing.T) {
 	}
 	heads := px.heads.Load()
 	for _, fi := range fis {
-		o, err := bk.OpenInfo(fi)
+		o, err := bk.OpenInfo(ctx, "ckpt/sub/"+fi.Name(), fi)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func TestBucketAsFileSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bk.OpenInfo(dir); !errors.Is(err, objstore.ErrInvalid) {
+	if _, err := bk.OpenInfo(ctx, "ckpt", dir); !errors.Is(err, objstore.ErrInvalid) {
 		t.Fatalf("OpenInfo of a directory: %v, want ErrInvalid", err)
 	}
 

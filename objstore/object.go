@@ -31,14 +31,13 @@ func (c *Client) Open(ctx context.Context, bucket, key string) (*Object, error) 
 	if err != nil {
 		return nil, err
 	}
-	return c.OpenInfo(info), nil
+	return c.openInfo(info), nil
 }
 
-// OpenInfo returns the object info describes, pinned to info.ETag, without
-// a request: for objects just found by List (whose entries carry the same
-// ETag as a HEAD), it saves one request per object. Reads of an object
-// replaced since the listing fail with ErrChanged.
-func (c *Client) OpenInfo(info ObjectInfo) *Object {
+// openInfo returns the object info describes, pinned to info.ETag, without
+// a request (Open after its HEAD, Bucket.OpenInfo after a listing). Reads
+// of an object replaced since fail with ErrChanged.
+func (c *Client) openInfo(info ObjectInfo) *Object {
 	return &Object{c: c, info: info, url: URL(info.Bucket, info.Key)}
 }
 
@@ -47,9 +46,10 @@ func (o *Object) Name() string { return o.url }
 
 // PreferredChunkSize is the client's range size (DefaultRangeSize unless
 // WithRangeSize): a load that leaves the chunk size to its sources
-// (loader.ChunkSizer) then makes one ranged GET per chunk of that size. At
-// 4 MiB, MinIO on the development VM spent a quarter more CPU on the
-// requests of a 2 GiB load, which shared its two cores with the client.
+// (loader.ChunkSizer) then makes one ranged GET per chunk of that size.
+// Each ranged GET costs the server a request's setup: with smaller ranges
+// MinIO spent more CPU on the requests of a load that shared its cores
+// with the client (docs/PERFORMANCE-NOTES.md, objstore; docs/S3.md).
 func (o *Object) PreferredChunkSize() int64 { return o.c.opts.rangeSize }
 
 // Size is the object's size at Open.

@@ -275,12 +275,21 @@ func (cl *Client) Open(ctx context.Context, name string) (*File, error) {
 	return &File{cl: cl, name: name, info: fi}, nil
 }
 
-// OpenInfo returns a handle for name described by fi, as List or Stat
-// reported it, without another round trip: opening the files of a listed
-// directory costs no request per file. fi must describe a regular file.
-func (cl *Client) OpenInfo(name string, fi FileInfo) (*File, error) {
-	if !fi.Mode().IsRegular() {
+// OpenInfo returns a handle for name described by fi, as this client's
+// List or Stat reported it (a FileInfo), without another round trip:
+// opening the files of a listed directory costs no request per file. fi
+// must describe a regular file. It has the shape of vfs.InfoOpener's and
+// objstore.Bucket's OpenInfo.
+func (cl *Client) OpenInfo(ctx context.Context, name string, fi fs.FileInfo) (*File, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	info, ok := fi.(FileInfo)
+	if !ok {
+		return nil, &Error{Op: "open", Name: name, Msg: fmt.Sprintf("not described by an rdmafs listing (a %T)", fi), Err: ErrInvalid}
+	}
+	if !info.Mode().IsRegular() {
 		return nil, &Error{Op: "open", Name: name, Msg: "not a regular file", Err: ErrInvalid}
 	}
-	return &File{cl: cl, name: name, info: fi}, nil
+	return &File{cl: cl, name: name, info: info}, nil
 }

@@ -184,9 +184,10 @@ func (cc *clientConn) readData(id uint32, p []byte) error {
 
 // crcSegment is how many bytes the reader receives before it adds them to
 // a read's CRC32C: small enough to still be in the L2 cache, large enough
-// that each raw read(2) drains what the socket holds. 512 KiB against
-// 128 KiB: 5-7% faster 2 GiB loads over loopback and 10% less client CPU
-// (docs/PROTOCOL.md, Throughput over TCP).
+// that each raw read(2) drains what the socket holds. 512 KiB made loads
+// over loopback faster than 128 KiB, with less client CPU
+// (docs/PERFORMANCE-NOTES.md, rdmafs; docs/PROTOCOL.md, Throughput over
+// TCP).
 const crcSegment = 512 << 10
 
 // roundTrip sends one request and waits for its reply. If ctx ends first the

@@ -28,7 +28,7 @@ func TestOpenInfoFromList(t *testing.T) {
 	}
 	var opened, refused int
 	for _, e := range ents {
-		f, err := cl.OpenInfo(e.Name(), e)
+		f, err := cl.OpenInfo(ctx, e.Name(), e)
 		if e.IsDir() {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("OpenInfo(%s, a directory): %v, want ErrInvalid", e.Name(), err)

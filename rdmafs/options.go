@@ -144,13 +144,14 @@ func WithRetryDeadline(d time.Duration) Option {
 
 // WithChunkSize sets the size of the pieces large reads are split into and
 // pipelined over the connections (default DefaultChunkSize, MinChunkSize
-// to MaxChunkSize; the server's maximum read caps it further).
-func WithChunkSize(n int) Option {
+// to MaxChunkSize; the server's maximum read caps it further). Chunk sizes
+// are int64 bytes, as loader's are.
+func WithChunkSize(n int64) Option {
 	return func(c *clientConfig) error {
 		if n < MinChunkSize || n > MaxChunkSize {
 			return fmt.Errorf("rdmafs: chunk size %d: want %d to %d bytes", n, MinChunkSize, MaxChunkSize)
 		}
-		c.chunk = n
+		c.chunk = int(n) // at most MaxChunkSize: an int on every platform
 		return nil
 	}
 }

@@ -85,7 +85,8 @@ func sendFileData(c *net.TCPConn, hdr []byte, sf *sendFile, off, n int64) (int64
 	in := sf.fd
 	// Once for the piece, not again for each part sent after EAGAIN. A
 	// cachestat walks the piece's pages (256 for the default 1 MiB
-	// BufferSize): about 4% of the server's CPU on 2 GiB loads.
+	// BufferSize), a small share of the server's CPU
+	// (docs/PERFORMANCE-NOTES.md, rdmafs).
 	raw := residentRange(in, off, n)
 	var sent int64
 	var serr error

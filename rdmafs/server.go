@@ -102,8 +102,8 @@ func (c *ServerConfig) setDefaults() {
 // TCP connections unless ServerConfig says otherwise: cubic, which sends
 // from the writer's and the ACKs' context, where bbr (a common system
 // default) without the fq queueing discipline paces every connection with
-// a timer and sends from softirq context (half the throughput on fast
-// links; docs/PROTOCOL.md).
+// a timer and sends from softirq context, which costs throughput on fast
+// links (docs/PROTOCOL.md, Throughput over TCP, has the figures).
 const DefaultTCPCongestion = "cubic"
 
 // SystemTCPCongestion as ServerConfig.TCPCongestion keeps the kernel's

@@ -18,11 +18,11 @@ import (
 // millisecond, handing the processor of any call that lasts longer than
 // that to another thread. A server sending with sendfile goes idle
 // whenever its sockets are full, that is, many times a second, and each
-// READ opened, stat'ed and closed its file. On 2 GiB loads over loopback
-// perf put the monitor's polling at 8-9% of the server's CPU samples, and
-// with every per-READ call raw the server spent 160 ms of CPU per load
-// instead of 190 (docs/PERFORMANCE-NOTES.md). Raw calls, which the runtime
-// does not see, are right only for calls that do not wait, so:
+// READ opened, stat'ed and closed its file. On loads over loopback perf
+// showed the monitor's polling as a visible share of the server's CPU, and
+// with every per-READ call raw the server spent less CPU per load (the
+// figures: docs/PERFORMANCE-NOTES.md, rdmafs). Raw calls, which the
+// runtime does not see, are right only for calls that do not wait, so:
 //
 //   - the open is openat2(2) with RESOLVE_CACHED, which fails rather than
 //     wait when a component of the name is not in the kernel's caches,

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gdsload/gdsload/rdmafs/internal/ibv"
 )
 
-// RDMAReport says what the verbs transport would find on this machine:
-// rdma-core, the devices and their ports, and the locked-memory limit that
-// bounds how much memory can be registered.
+// RDMAReport says whether the verbs transport would start on this
+// machine: rdma-core and the devices it opens. Which RDMA devices and ports
+// the machine has is package devices' (RDMADevices, from sysfs), and the
+// locked-memory limit that bounds registration is loader.MemlockLimit.
 type RDMAReport struct {
 	// Library is the libibverbs file loaded ("" when it did not load),
 	// Version rdma-core's release as its file name records it, ABI the
@@ -22,43 +21,18 @@ type RDMAReport struct {
 	ABI     string `json:"verbs_abi,omitempty"`
 	// DmaBuf reports ibv_reg_dmabuf_mr (rdma-core 34+), the preferred way
 	// to register GPU memory.
-	DmaBuf  bool         `json:"dma_buf"`
-	Devices []RDMADevice `json:"devices"`
-	Memlock MemlockLimit `json:"memlock"`
+	DmaBuf bool `json:"dma_buf"`
 	// Usable reports whether the verbs transport would start; Reason says
-	// why not, or what it would use.
+	// why not, or what it would use (devices and active ports, and each
+	// device libibverbs lists but cannot open).
 	Usable bool   `json:"usable"`
 	Reason string `json:"reason"`
-}
-
-// RDMADevice is one RDMA device as libibverbs sees it.
-type RDMADevice struct {
-	Name     string     `json:"name"`
-	Firmware string     `json:"firmware,omitempty"`
-	Ports    []RDMAPort `json:"ports"`
-	Error    string     `json:"error,omitempty"`
-}
-
-// RDMAPort is one port and its link.
-type RDMAPort struct {
-	Port      int    `json:"port"`
-	State     string `json:"state"`
-	LinkLayer string `json:"link_layer,omitempty"`
-	ActiveMTU int    `json:"active_mtu,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
-// MemlockLimit is RLIMIT_MEMLOCK: every registered buffer counts against it.
-type MemlockLimit struct {
-	Soft      string `json:"soft"` // bytes, or "unlimited"
-	Hard      string `json:"hard"`
-	SoftBytes uint64 `json:"soft_bytes"`
 }
 
 // ProbeRDMA loads rdma-core as the verbs transport does and reports what it
 // finds. It never fails: what is missing is in the report.
 func ProbeRDMA() RDMAReport {
-	r := RDMAReport{Devices: []RDMADevice{}, Memlock: memlockLimit()}
+	var r RDMAReport
 	l, err := ibv.Load()
 	if err != nil {
 		r.Reason = err.Error()
@@ -69,13 +43,6 @@ func ProbeRDMA() RDMAReport {
 		r.ABI = fmt.Sprintf("IBVERBS_1.%d", l.ABI)
 	}
 	devs, err := l.Devices()
-	for _, d := range devs {
-		rd := RDMADevice{Name: d.Name, Firmware: d.Firmware, Error: d.Error, Ports: []RDMAPort{}}
-		for _, p := range d.Ports {
-			rd.Ports = append(rd.Ports, RDMAPort{Port: p.Port, State: p.State, LinkLayer: p.LinkLayer, ActiveMTU: p.ActiveMTU, Error: p.Error})
-		}
-		r.Devices = append(r.Devices, rd)
-	}
 	switch {
 	case errors.Is(err, ibv.ErrNoDevices):
 		r.Reason = err.Error()
@@ -85,7 +52,11 @@ func ProbeRDMA() RDMAReport {
 		r.Reason = "no RDMA device (for a test without a NIC: rdma link add rxe0 type rxe netdev IFACE)"
 	default:
 		active := 0
-		for _, d := range r.Devices {
+		var unopened []string
+		for _, d := range devs {
+			if d.Error != "" {
+				unopened = append(unopened, d.Name+": "+d.Error)
+			}
 			for _, p := range d.Ports {
 				if p.State == "ACTIVE" {
 					active++
@@ -93,7 +64,10 @@ func ProbeRDMA() RDMAReport {
 			}
 		}
 		r.Usable = true
-		r.Reason = fmt.Sprintf("%d device(s), %d active port(s)", len(r.Devices), active)
+		r.Reason = fmt.Sprintf("%d device(s), %d active port(s)", len(devs), active)
+		if len(unopened) > 0 {
+			r.Reason += " (" + strings.Join(unopened, "; ") + ")"
+		}
 		if active == 0 {
 			r.Reason += ": no link is up, connections will fail"
 		}
@@ -101,21 +75,8 @@ func ProbeRDMA() RDMAReport {
 	return r
 }
 
-func memlockLimit() MemlockLimit {
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_MEMLOCK, &rl); err != nil {
-		return MemlockLimit{Soft: "unknown: " + err.Error(), Hard: "unknown"}
-	}
-	f := func(v uint64) string {
-		if v == unix.RLIM_INFINITY {
-			return "unlimited"
-		}
-		return fmt.Sprintf("%d", v)
-	}
-	return MemlockLimit{Soft: f(rl.Cur), Hard: f(rl.Max), SoftBytes: rl.Cur}
-}
-
-// Lines renders the report for people, one fact a line.
+// Lines renders the report for people, one fact a line: rdma-core, then
+// the verdict.
 func (r RDMAReport) Lines() []string {
 	var out []string
 	if r.Library == "" {
@@ -127,26 +88,6 @@ func (r RDMAReport) Lines() []string {
 		}
 		out = append(out, fmt.Sprintf("rdma-core %s (%s, %s); dma-buf registration: %s", orUnknown(r.Version), r.Library, r.ABI, dmaBuf))
 	}
-	for _, d := range r.Devices {
-		if d.Error != "" {
-			out = append(out, fmt.Sprintf("%s: %s", d.Name, d.Error))
-			continue
-		}
-		var ports []string
-		for _, p := range d.Ports {
-			if p.Error != "" {
-				ports = append(ports, fmt.Sprintf("port %d: %s", p.Port, p.Error))
-				continue
-			}
-			s := fmt.Sprintf("port %d %s %s", p.Port, p.LinkLayer, p.State)
-			if p.ActiveMTU > 0 {
-				s += fmt.Sprintf(" MTU %d", p.ActiveMTU)
-			}
-			ports = append(ports, s)
-		}
-		out = append(out, fmt.Sprintf("%s (firmware %s): %s", d.Name, d.Firmware, strings.Join(ports, "; ")))
-	}
-	out = append(out, fmt.Sprintf("locked memory: soft %s, hard %s (registered buffers count against it)", r.Memlock.Soft, r.Memlock.Hard))
 	verdict := "verbs transport: not usable: "
 	if r.Usable {
 		verdict = "verbs transport: usable: "

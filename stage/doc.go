@@ -12,10 +12,11 @@
 //   - how bytes move: one loader.Load per batch of files reads chunks in
 //     parallel (O_DIRECT where possible) into a reused ring of aligned
 //     buffers, and each committed chunk is written with pwrite at the same
-//     offset into a loader.AtomicFile (O_DIRECT where possible);
+//     offset into a temporary file (O_DIRECT where possible);
 //   - atomicity: each file is written under a temporary dot-name in its
-//     final directory, synced, verified, recorded, renamed and its
-//     directory synced, so a crash never leaves a partial file under a
+//     final directory, synced, verified, given its source's modification
+//     time (and a local source's mode, as cp -p does), recorded, renamed
+//     and its directory synced, so a crash never leaves a partial file under a
 //     final name; temporaries of earlier runs are removed at start;
 //   - verification: the digest of the bytes read (sha256, or crc32c) is
 //     compared with the manifest; the bytes written are checked against the
@@ -26,6 +27,11 @@
 //     lock that keeps two stages out of one destination.
 //
 // Staging into GPU memory instead of a directory is ToGPU.
+//
+// The manifest checks it applies are exported for any load through a
+// vfs.Mux: Manifests finds the index.json beside files, Checks compares
+// their sizes before a load and their SHA-256 digests after it, and
+// ReadManifest and VerifyShards check a dataset in place.
 //
 // It knows nothing of the command line: sources are local paths or URLs
 // opened through the vfs.Mux in Options.FS.

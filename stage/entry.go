@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/gdsload/gdsload/vfs"
@@ -24,8 +24,13 @@ type Entry struct {
 	// Size is the source's size when listed; -1 when only opening tells.
 	Size int64
 	// ModTime is the source's modification time when listed; zero when
-	// unknown, and then the file is never trusted as already staged.
+	// unknown, and then the file is never trusted as already staged. The
+	// staged file gets it, as `cp -p` and rclone give theirs.
 	ModTime time.Time
+	// Mode is a local source's permission bits, which the staged file
+	// keeps; 0 for a remote one (an object store has no file modes), whose
+	// copy is created 0644 less the umask.
+	Mode fs.FileMode
 	// Expect is the sha256 a shards manifest promises for the file ("" if
 	// none), and Manifest the manifest's path.
 	Expect, Manifest string
@@ -58,7 +63,7 @@ func Expand(ctx context.Context, m *vfs.Mux, sources []string) (_ []Entry, err e
 		}
 		defer m.Close()
 	}
-	x := expander{ctx: ctx, m: m, manifests: webdataset.NewManifests(m), byRel: map[string]string{}}
+	x := expander{ctx: ctx, m: m, manifests: NewManifests(m), byRel: map[string]string{}}
 	for _, s := range sources {
 		names := []string{s}
 		if strings.Contains(s, "{") {
@@ -81,7 +86,7 @@ func Expand(ctx context.Context, m *vfs.Mux, sources []string) (_ []Entry, err e
 type expander struct {
 	ctx       context.Context
 	m         *vfs.Mux
-	manifests *webdataset.Manifests
+	manifests *Manifests
 	out       []Entry
 	byRel     map[string]string // Rel → Source, for collisions
 }
@@ -108,7 +113,7 @@ func (x *expander) addDir(root string) error {
 		return sourceError(root, err)
 	}
 	for _, e := range entries {
-		if inSidecar(e.Rel) || loader.IsTempName(path.Base(e.Rel)) {
+		if inSidecar(e.Rel) || durable.IsTempName(path.Base(e.Rel)) {
 			continue
 		}
 		if err := x.addFile(e.URL, e.Rel, e.Info, root, e.Rel); err != nil {
@@ -160,6 +165,9 @@ func (x *expander) addIndex(name string, st fs.FileInfo) error {
 // listing it would be and under which name.
 func (x *expander) addFile(p, rel string, st fs.FileInfo, manifestDir, manifestName string) error {
 	e := Entry{Source: p, Rel: rel, Size: st.Size(), ModTime: st.ModTime()}
+	if !vfs.IsURL(p) {
+		e.Mode = st.Mode().Perm()
+	}
 	ix, err := x.manifests.In(x.ctx, manifestDir)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 // serve exports dir over rdmafs on a free loopback port, as `gdsload
@@ -47,7 +48,7 @@ func Example_stageRemoteFolder() {
 	defer os.RemoveAll(dest)
 
 	ctx := context.Background()
-	m, err := vfs.New(vfs.WithRDMAFS(rdmafs.WithToken(token)))
+	m, err := vfs.New(rdmafsfs.With(rdmafs.WithToken(token)))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/internal/uring"
-	"github.com/gdsload/gdsload/loader"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -91,7 +91,7 @@ func identify(t *testing.T, p string) identity {
 func requireClean(t *testing.T, dir string) {
 	t.Helper()
 	require.NoError(t, filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && loader.IsTempName(fi.Name()) {
+		if err == nil && durable.IsTempName(fi.Name()) {
 			t.Errorf("temporary file %s left behind", p)
 		}
 		return err

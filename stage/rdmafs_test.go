@@ -13,11 +13,12 @@ import (
 	"github.com/gdsload/gdsload/internal/rdmafstest"
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 func remoteFS(t *testing.T, opts ...rdmafs.Option) *vfs.Mux {
 	t.Helper()
-	m, err := vfs.New(vfs.WithRDMAFS(append(rdmafstest.Options(), opts...)...))
+	m, err := vfs.New(rdmafsfs.With(append(rdmafstest.Options(), opts...)...))
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	return m

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/durable"
+	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -63,7 +65,7 @@ func (s *Stager) Run(ctx context.Context, p *Plan) (*Result, error) {
 	if res.Seconds > 0 {
 		res.GiBPerS = float64(res.CopiedBytes) / (1 << 30) / res.Seconds
 	}
-	res.Reason = loader.CountedReasons(r.reasons, res.Copied) // the goroutines are done
+	res.Reason = humanize.CountedReasons(r.reasons, res.Copied) // the goroutines are done
 	if len(failed) > 0 {
 		return res, &PartialError{Failed: failed, Files: res.Files}
 	}
@@ -114,7 +116,7 @@ func (r *run) addReason(why string) {
 type batch struct {
 	idx  []int // plan items
 	srcs []loader.Source
-	outs []*loader.AtomicFile
+	outs []*durable.AtomicFile
 	sink []*sink
 	sum  loader.Checksum
 }
@@ -317,7 +319,7 @@ func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
 			b.abort()
 			return nil, err
 		}
-		out, err := loader.CreateAtomicFS(r.s.opts.fs, it.final, it.Size, r.s.opts.WriteDirect)
+		out, err := durable.CreateAtomicFS(r.s.opts.fs, it.final, it.Size, durable.DirectMode(r.s.opts.WriteDirect))
 		if err != nil {
 			b.abort()
 			return nil, r.destFileError(it.final, err)
@@ -464,6 +466,9 @@ func (r *run) publish(b *batch, ks []int) error {
 	recs := make([]record, len(ks))
 	for n, k := range ks {
 		it, out, fr := r.p.items[b.idx[k]], b.outs[k], &r.files[b.idx[k]]
+		if err := out.SetModeTime(it.Mode, it.ModTime); err != nil {
+			return r.destFileError(it.final, err)
+		}
 		st, err := out.Stat()
 		if err != nil {
 			return err
@@ -509,7 +514,7 @@ func (r *run) publish(b *batch, ks []int) error {
 }
 
 // readBack re-reads the synced temporary file and compares its digest.
-func (r *run) readBack(ctx context.Context, it item, out *loader.AtomicFile, want string, sum loader.Checksum, buf []byte) error {
+func (r *run) readBack(ctx context.Context, it item, out *durable.AtomicFile, want string, sum loader.Checksum, buf []byte) error {
 	f, err := loader.OpenFile(out.TempPath(), loader.DirectAuto)
 	if err != nil {
 		return fmt.Errorf("%s: reading back %s: %w", it.Rel, out.TempPath(), err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/gdsload/gdsload/internal/crc32c"
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -29,7 +30,7 @@ import (
 // in between fails the file; the chunks' CRCs combined in order are the
 // file's written digest.
 type sink struct {
-	out     *loader.AtomicFile
+	out     *durable.AtomicFile
 	ring    *loader.Ring
 	w       *writers
 	align   int64
@@ -43,7 +44,7 @@ type sink struct {
 	err     error  // the first failed write
 }
 
-func newSink(out *loader.AtomicFile, ring *loader.Ring, w *writers) *sink {
+func newSink(out *durable.AtomicFile, ring *loader.Ring, w *writers) *sink {
 	return &sink{out: out, ring: ring, w: w, align: out.Alignment()}
 }
 

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/internal/fileops"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/vfs"
@@ -212,7 +213,7 @@ func removeStaleTemps(dest string) (int, error) {
 		if err != nil {
 			return err
 		}
-		if d.Type().IsRegular() && loader.IsTempName(d.Name()) {
+		if d.Type().IsRegular() && durable.IsTempName(d.Name()) {
 			if err := os.Remove(p); err != nil {
 				return err
 			}
@@ -408,7 +409,7 @@ func (s *Stager) Plan(ctx context.Context, entries []Entry) (*Plan, error) {
 	if spaceDir == "" {
 		spaceDir = s.dest
 	}
-	if free := loader.FreeSpace(spaceDir); !s.opts.skipSpaceCheck && free >= 0 && p.CopyBytes-replaced > free {
+	if free := durable.FreeSpace(spaceDir); !s.opts.skipSpaceCheck && free >= 0 && p.CopyBytes-replaced > free {
 		return nil, &loader.NoSpaceError{Dir: s.dest, Needed: p.CopyBytes, Free: free, Err: syscall.ENOSPC}
 	}
 	return p, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 // serveExport starts an rdmafs server exporting dir on a free loopback
@@ -45,7 +46,7 @@ func Example_loadRemoteFile() {
 	defer stop()
 
 	ctx := context.Background()
-	m, err := vfs.New(vfs.WithRDMAFS(rdmafs.WithToken(token)))
+	m, err := vfs.New(rdmafsfs.With(rdmafs.WithToken(token)))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -15,8 +16,6 @@ import (
 
 	"github.com/gdsload/gdsload/internal/regular"
 	"github.com/gdsload/gdsload/loader"
-	"github.com/gdsload/gdsload/objstore"
-	"github.com/gdsload/gdsload/rdmafs"
 )
 
 // ErrClosed reports a Mux used after Close.
@@ -45,20 +44,6 @@ type fsEntry struct {
 // the first refusal.
 type Option func(*Mux) error
 
-// WithRDMAFS sets the client options of every rdmafs server the Mux dials
-// (token, connections, CRC, transport: rdmafs.WithToken and the rest),
-// checked now. Without it, clients present the token in the GDSLOAD_TOKEN
-// environment variable, if set, with rdmafs's defaults otherwise.
-func WithRDMAFS(opts ...rdmafs.Option) Option {
-	return func(m *Mux) error {
-		if err := rdmafs.CheckOptions(opts...); err != nil {
-			return err
-		}
-		m.schemes["rdmafs"] = rdmafsScheme{opts: slices.Clone(opts)}
-		return nil
-	}
-}
-
 var schemeName = regexp.MustCompile(`^[a-z][a-z0-9+.-]*$`)
 
 // WithScheme serves URLs name://authority/path through s (an object
@@ -75,16 +60,27 @@ func WithScheme(name string, s Scheme) Option {
 	}
 }
 
-// New returns a Mux serving local paths, file://, rdmafs:// and s3://, and the
-// schemes opts add. Close it to hang up the clients it dials.
+// New returns a Mux serving local paths, file://, the schemes registered
+// with Register (s3:// where the program imports package vfs/s3fs,
+// rdmafs:// where it imports vfs/rdmafsfs), and the schemes opts add.
+// Close it to hang up the clients it dials.
 func New(opts ...Option) (*Mux, error) {
-	m := &Mux{schemes: map[string]Scheme{"rdmafs": rdmafsScheme{fromEnv: true}, objstore.Scheme: &s3Scheme{}}, fss: map[string]*fsEntry{}}
+	m := &Mux{schemes: registeredSchemes(), fss: map[string]*fsEntry{}}
 	for _, o := range opts {
 		if err := o(m); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// schemeNames lists the URL schemes m serves besides file://.
+func (m *Mux) schemeNames() string {
+	names := slices.Sorted(maps.Keys(m.schemes))
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // Close closes every FS the Mux made (hanging up rdmafs clients). Files
@@ -119,7 +115,7 @@ func (m *Mux) resolve(ctx context.Context, raw string, o openOptions) (FS, Locat
 	}
 	s, ok := m.schemes[loc.Scheme]
 	if !ok {
-		return nil, loc, fmt.Errorf("%s: %w %q: local paths, file://, rdmafs:// and s3:// are served, and the schemes registered with WithScheme", raw, ErrUnknownScheme, loc.Scheme)
+		return nil, loc, fmt.Errorf("%s: %w %q: local paths and file:// are served, and the schemes a program registers (%s): import github.com/gdsload/gdsload/vfs/s3fs for s3:// and vfs/rdmafsfs for rdmafs://, or pass WithScheme", raw, ErrUnknownScheme, loc.Scheme, m.schemeNames())
 	}
 	key := loc.Scheme + "://" + loc.Authority
 	m.mu.Lock()

@@ -6,8 +6,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-
-	"github.com/gdsload/gdsload/rdmafs"
 )
 
 // Location is a parsed URL or local path.
@@ -16,7 +14,8 @@ type Location struct {
 	// URL's scheme, lower case.
 	Scheme string
 	// Authority is what the scheme resolves to an FS: host:port for
-	// rdmafs (the port defaulted), a bucket for s3; "" for a local path.
+	// rdmafs (the port defaulted where vfs/rdmafsfs is registered), a
+	// bucket for s3; "" for a local path.
 	Authority string
 	// Path is the local path as given, or the name within the FS:
 	// unescaped, slash-separated, without a leading slash ("" for the
@@ -29,8 +28,9 @@ type Location struct {
 func IsURL(s string) bool { return strings.Contains(s, "://") }
 
 // Parse reads a local path, a file:// URL (file:///abs/path, or with the
-// authority localhost) or scheme://authority/path. rdmafs URLs are checked
-// as rdmafs.ParseURL checks them (a host, a valid port, no user, query or
+// authority localhost) or scheme://authority/path. URLs of a registered
+// scheme whose Backend has a Parse are checked by it (rdmafs:// as
+// rdmafs.ParseURL checks them: a host, a valid port, no user, query or
 // fragment); percent-escapes in paths are decoded.
 func Parse(raw string) (Location, error) {
 	if !IsURL(raw) {
@@ -40,15 +40,15 @@ func Parse(raw string) (Location, error) {
 		return Location{Path: raw}, nil
 	}
 	scheme := strings.ToLower(raw[:strings.Index(raw, "://")])
-	switch scheme {
-	case "rdmafs":
-		u, err := rdmafs.ParseURL(raw)
+	if scheme == "" {
+		return Location{}, fmt.Errorf("vfs: %q has no scheme before ://", raw)
+	}
+	if b, ok := backend(scheme); ok && b.Parse != nil {
+		authority, p, err := b.Parse(raw)
 		if err != nil {
 			return Location{}, err
 		}
-		return Location{Scheme: scheme, Authority: u.Addr, Path: strings.Trim(u.Path, "/")}, nil
-	case "":
-		return Location{}, fmt.Errorf("vfs: %q has no scheme before ://", raw)
+		return Location{Scheme: scheme, Authority: authority, Path: strings.Trim(p, "/")}, nil
 	}
 	if !schemeName.MatchString(scheme) {
 		return Location{}, fmt.Errorf("vfs: %q: %q is not a URL scheme", raw, scheme)

@@ -1,4 +1,4 @@
-package vfs
+package vfs_test
 
 import (
 	"bytes"
@@ -22,6 +22,8 @@ import (
 	"github.com/gdsload/gdsload/internal/rdmafstest"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/rdmafs"
+	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 func writeFile(t testing.TB, root, name string, n int) []byte {
@@ -51,9 +53,9 @@ func tree(t *testing.T) (string, map[string][]byte) {
 	return root, want
 }
 
-func newMux(t *testing.T, opts ...Option) *Mux {
+func newMux(t *testing.T, opts ...vfs.Option) *vfs.Mux {
 	t.Helper()
-	m, err := New(append([]Option{WithRDMAFS(rdmafstest.Options()...)}, opts...)...)
+	m, err := vfs.New(append([]vfs.Option{rdmafsfs.With(rdmafstest.Options()...)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 	return m
@@ -97,17 +99,17 @@ func TestWalkOpenAcrossSchemes(t *testing.T) {
 			}
 			require.Equal(t, wantRels, rels)
 
-			one, err := m.Walk(ctx, Join(base, "a/b.bin"))
+			one, err := m.Walk(ctx, vfs.Join(base, "a/b.bin"))
 			require.NoError(t, err)
 			require.Len(t, one, 1)
 			require.Equal(t, "b.bin", one[0].Rel)
 
-			list, err := m.List(ctx, Join(base, "a"))
+			list, err := m.List(ctx, vfs.Join(base, "a"))
 			require.NoError(t, err)
 			require.Equal(t, []string{"b.bin", "c"}, []string{list[0].Rel, list[1].Rel})
 			require.True(t, list[1].Info.IsDir())
 
-			fi, err := m.Stat(ctx, Join(base, "a"))
+			fi, err := m.Stat(ctx, vfs.Join(base, "a"))
 			require.NoError(t, err)
 			require.True(t, fi.IsDir())
 
@@ -117,31 +119,31 @@ func TestWalkOpenAcrossSchemes(t *testing.T) {
 				func(u string) error { _, err := m.Walk(ctx, u); return err },
 				func(u string) error { _, err := m.OpenAll(ctx, []string{u}); return err },
 			} {
-				err := op(Join(base, "missing.bin"))
+				err := op(vfs.Join(base, "missing.bin"))
 				require.ErrorIs(t, err, fs.ErrNotExist)
 				require.Contains(t, err.Error(), "missing.bin")
 			}
 
-			b, err := m.ReadFile(ctx, Join(base, "a/b.bin"), 1<<20)
+			b, err := m.ReadFile(ctx, vfs.Join(base, "a/b.bin"), 1<<20)
 			require.NoError(t, err)
 			require.Equal(t, want["a/b.bin"], b)
-			_, err = m.ReadFile(ctx, Join(base, "z.bin"), 100)
+			_, err = m.ReadFile(ctx, vfs.Join(base, "z.bin"), 100)
 			require.ErrorContains(t, err, "over the 100-byte limit")
 
-			files, err := m.OpenAll(ctx, []string{Join(base, "a"), Join(base, "z.bin")}, WithSmallFilesBuffered())
+			files, err := m.OpenAll(ctx, []string{vfs.Join(base, "a"), vfs.Join(base, "z.bin")}, vfs.WithSmallFilesBuffered())
 			require.NoError(t, err)
 			require.Len(t, files, 3)
 			require.EqualValues(t, 4097+1<<20, files.Size())
-			require.Equal(t, []string{Join(base, "a/b.bin"), Join(base, "a/c/d.bin"), Join(base, "z.bin")}, files.Names())
+			require.Equal(t, []string{vfs.Join(base, "a/b.bin"), vfs.Join(base, "a/c/d.bin"), vfs.Join(base, "z.bin")}, files.Names())
 			res, err := loader.Load(ctx, []loader.Job{loader.WholeFile(files[2], loader.NewHostBuffer(make([]byte, 1<<20)))}, loader.Options{Checksum: loader.ChecksumSHA256})
 			require.NoError(t, err)
 			require.Equal(t, files[2].Name(), res.Files[0].Name)
-			require.Equal(t, Join(base, "z.bin"), res.Files[0].Name)
+			require.Equal(t, vfs.Join(base, "z.bin"), res.Files[0].Name)
 			require.NoError(t, files.Close())
 
-			r, err := m.Open(ctx, Join(base, "z.bin"))
+			r, err := m.Open(ctx, vfs.Join(base, "z.bin"))
 			require.NoError(t, err)
-			all, err := io.ReadAll(NewReader(ctx, r))
+			all, err := io.ReadAll(vfs.NewReader(ctx, r))
 			require.NoError(t, err)
 			require.Equal(t, want["z.bin"], all)
 		})
@@ -166,7 +168,7 @@ func TestWalkErrors(t *testing.T) {
 	_, err := m.OpenAll(context.Background(), []string{empty})
 	require.ErrorContains(t, err, "no files to load")
 	_, err = m.Walk(context.Background(), "unknown://h/x")
-	require.ErrorIs(t, err, ErrUnknownScheme)
+	require.ErrorIs(t, err, vfs.ErrUnknownScheme)
 }
 
 // A path the server refuses (a link out of its export) matches
@@ -194,7 +196,7 @@ type memFS struct {
 
 type memScheme struct{ fs *memFS }
 
-func (s memScheme) FS(_ context.Context, authority string) (FS, error) {
+func (s memScheme) FS(_ context.Context, authority string) (vfs.FS, error) {
 	if authority == "down" {
 		return nil, errors.New("bucket down unreachable")
 	}
@@ -207,11 +209,11 @@ func (m *memFS) Stat(_ context.Context, name string) (fs.FileInfo, error) {
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrPermission}
 	}
 	if b, ok := m.files[name]; ok {
-		return NewFileInfo(path.Base(name), int64(len(b)), 0o444, time.Unix(1, 0)), nil
+		return vfs.NewFileInfo(path.Base(name), int64(len(b)), 0o444, time.Unix(1, 0)), nil
 	}
 	for k := range m.files {
 		if name == "" || strings.HasPrefix(k, name+"/") {
-			return NewFileInfo(path.Base(name), 0, fs.ModeDir|0o555, time.Time{}), nil
+			return vfs.NewFileInfo(path.Base(name), 0, fs.ModeDir|0o555, time.Time{}), nil
 		}
 	}
 	return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
@@ -228,7 +230,7 @@ func (m *memFS) WalkFiles(_ context.Context, name string, fn func(string, fs.Fil
 			if name == "" {
 				rel = k
 			}
-			if err := fn(rel, NewFileInfo(path.Base(k), int64(len(b)), 0o444, time.Unix(1, 0))); err != nil {
+			if err := fn(rel, vfs.NewFileInfo(path.Base(k), int64(len(b)), 0o444, time.Unix(1, 0))); err != nil {
 				return err
 			}
 		}
@@ -246,7 +248,7 @@ func (f memFile) ModTime() time.Time { return time.Unix(1, 0) }
 func (f memFile) Identity() string   { return "etag-" + f.name }
 func (f memFile) Close() error       { return nil }
 
-func (m *memFS) Open(_ context.Context, name string) (File, error) {
+func (m *memFS) Open(_ context.Context, name string) (vfs.File, error) {
 	b, ok := m.files[name]
 	if !ok {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
@@ -254,7 +256,7 @@ func (m *memFS) Open(_ context.Context, name string) (File, error) {
 	return memFile{bytes.NewReader(b), "mem://bucket/" + name}, nil
 }
 
-func (m *memFS) OpenInfo(ctx context.Context, name string, _ fs.FileInfo) (File, error) {
+func (m *memFS) OpenInfo(ctx context.Context, name string, _ fs.FileInfo) (vfs.File, error) {
 	return m.Open(ctx, name)
 }
 
@@ -266,7 +268,7 @@ func (m *memFS) Close() error { m.closed.Add(1); return nil }
 func TestWithScheme(t *testing.T) {
 	mem := &memFS{files: map[string][]byte{"d/b.bin": []byte("bb"), "d/a.bin": []byte("a"), "d/e/c.bin": []byte("ccc"), "top": nil},
 		made: new(atomic.Int64), closed: new(atomic.Int64), walks: new(atomic.Int64)}
-	m, err := New(WithScheme("mem", memScheme{mem}))
+	m, err := vfs.New(vfs.WithScheme("mem", memScheme{mem}))
 	require.NoError(t, err)
 	ctx := context.Background()
 	entries, err := m.Walk(ctx, "mem://bucket/d")
@@ -294,13 +296,13 @@ func TestWithScheme(t *testing.T) {
 	require.NoError(t, m.Close())
 	require.EqualValues(t, 2, mem.closed.Load(), "Close closes every FS made")
 	_, err = m.Open(ctx, "mem://bucket/d/a.bin")
-	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, err, vfs.ErrClosed)
 
 	for _, bad := range []string{"", "File", "file", "9p"} {
-		_, err := New(WithScheme(bad, memScheme{mem}))
+		_, err := vfs.New(vfs.WithScheme(bad, memScheme{mem}))
 		require.Error(t, err, bad)
 	}
-	_, err = New(WithScheme("s3", nil))
+	_, err = vfs.New(vfs.WithScheme("s3", nil))
 	require.Error(t, err)
 }
 
@@ -311,7 +313,7 @@ func TestRDMAFSClientPool(t *testing.T) {
 	remote := rdmafstest.Serve(t, root)
 	var dials atomic.Int64
 	counting := rdmafs.WithTransport(countingTransport{rdmafs.TCP(), &dials})
-	m := newMux(t, WithRDMAFS(append(rdmafstest.Options(), counting, rdmafs.WithConnections(2))...))
+	m := newMux(t, rdmafsfs.With(append(rdmafstest.Options(), counting, rdmafs.WithConnections(2))...))
 	ctx := context.Background()
 	for range 3 {
 		f, err := m.Open(ctx, remote+"/a.bin")
@@ -322,18 +324,18 @@ func TestRDMAFSClientPool(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, dials.Load(), "one client of 2 connections for the server")
 
-	_, err = New(WithRDMAFS(rdmafs.WithToken([]byte("short"))))
+	_, err = vfs.New(rdmafsfs.With(rdmafs.WithToken([]byte("short"))))
 	require.ErrorContains(t, err, "at least 16")
 
 	// Without options the token comes from GDSLOAD_TOKEN.
 	t.Setenv(rdmafs.TokenEnv, string(rdmafstest.Token))
-	plain, err := New()
+	plain, err := vfs.New()
 	require.NoError(t, err)
 	defer plain.Close()
 	_, err = plain.Stat(ctx, remote+"/a.bin")
 	require.NoError(t, err)
 	t.Setenv(rdmafs.TokenEnv, "wrong-token-0123456789abcdef")
-	other, err := New()
+	other, err := vfs.New()
 	require.NoError(t, err)
 	defer other.Close()
 	_, err = other.Stat(ctx, remote+"/a.bin")
@@ -353,18 +355,18 @@ func (c countingTransport) Dial(ctx context.Context, addr string) (net.Conn, err
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
-		want Location
+		want vfs.Location
 		bad  string
 	}{
-		{in: "data/x.bin", want: Location{Path: "data/x.bin"}},
-		{in: "/abs", want: Location{Path: "/abs"}},
-		{in: "file:///abs/x", want: Location{Path: "/abs/x"}},
-		{in: "file://localhost/abs/x", want: Location{Path: "/abs/x"}},
-		{in: "rdmafs://h/p/q", want: Location{Scheme: "rdmafs", Authority: "h:7420", Path: "p/q"}},
-		{in: "rdmafs://h:1/", want: Location{Scheme: "rdmafs", Authority: "h:1"}},
-		{in: "RDMAFS://h:1/a%20b", want: Location{Scheme: "rdmafs", Authority: "h:1", Path: "a b"}},
-		{in: "s3://bucket/key/x", want: Location{Scheme: "s3", Authority: "bucket", Path: "key/x"}},
-		{in: "s3://bucket/dir/", want: Location{Scheme: "s3", Authority: "bucket", Path: "dir"}},
+		{in: "data/x.bin", want: vfs.Location{Path: "data/x.bin"}},
+		{in: "/abs", want: vfs.Location{Path: "/abs"}},
+		{in: "file:///abs/x", want: vfs.Location{Path: "/abs/x"}},
+		{in: "file://localhost/abs/x", want: vfs.Location{Path: "/abs/x"}},
+		{in: "rdmafs://h/p/q", want: vfs.Location{Scheme: "rdmafs", Authority: "h:7420", Path: "p/q"}},
+		{in: "rdmafs://h:1/", want: vfs.Location{Scheme: "rdmafs", Authority: "h:1"}},
+		{in: "RDMAFS://h:1/a%20b", want: vfs.Location{Scheme: "rdmafs", Authority: "h:1", Path: "a b"}},
+		{in: "s3://bucket/key/x", want: vfs.Location{Scheme: "s3", Authority: "bucket", Path: "key/x"}},
+		{in: "s3://bucket/dir/", want: vfs.Location{Scheme: "s3", Authority: "bucket", Path: "dir"}},
 		{in: "", bad: "empty"},
 		{in: "://x", bad: "no scheme"},
 		{in: "file://host/x", bad: "local files"},
@@ -372,7 +374,7 @@ func TestParse(t *testing.T) {
 		{in: "s3://b/k?x=1", bad: "query"},
 		{in: "rdmafs://h:99999/x", bad: "bad port"},
 	} {
-		got, err := Parse(tc.in)
+		got, err := vfs.Parse(tc.in)
 		if tc.bad != "" {
 			require.ErrorContains(t, err, tc.bad, tc.in)
 			continue
@@ -380,11 +382,11 @@ func TestParse(t *testing.T) {
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, got, tc.in)
 	}
-	require.Equal(t, "rdmafs://h:1/a/b%25c", Join("rdmafs://h:1/a", "b%c"))
-	require.Equal(t, "rdmafs://h:1/", Dir("rdmafs://h:1/a"))
-	require.Equal(t, "s3://b/k", Dir("s3://b/k/x.tar"))
-	require.Equal(t, filepath.Join("d", "e", "f"), Join("d", "e/f"))
-	require.Equal(t, "x.tar", Base("s3://b/k/x.tar"))
+	require.Equal(t, "rdmafs://h:1/a/b%25c", vfs.Join("rdmafs://h:1/a", "b%c"))
+	require.Equal(t, "rdmafs://h:1/", vfs.Dir("rdmafs://h:1/a"))
+	require.Equal(t, "s3://b/k", vfs.Dir("s3://b/k/x.tar"))
+	require.Equal(t, filepath.Join("d", "e", "f"), vfs.Join("d", "e/f"))
+	require.Equal(t, "x.tar", vfs.Base("s3://b/k/x.tar"))
 }
 
 // FuzzParse: a URL that parses writes back (String) as one that parses to
@@ -394,14 +396,14 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		l, err := Parse(raw)
+		l, err := vfs.Parse(raw)
 		if err != nil {
 			return
 		}
 		if l.IsLocal() {
 			return // a path stands for itself
 		}
-		again, err := Parse(l.String())
+		again, err := vfs.Parse(l.String())
 		if err != nil {
 			t.Fatalf("%q parses to %+v, whose String %q does not parse: %v", raw, l, l.String(), err)
 		}
@@ -410,7 +412,7 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, rel := range []string{"x", "a b%", "c/d"} {
 			j := l.Join(rel)
-			if back, err := Parse(j.String()); err != nil || back != j {
+			if back, err := vfs.Parse(j.String()); err != nil || back != j {
 				t.Fatalf("%+v joined with %q: %q parses to %+v, %v", l, rel, j.String(), back, err)
 			}
 		}
@@ -421,20 +423,20 @@ func TestOpenOptions(t *testing.T) {
 	m := newMux(t)
 	root := t.TempDir()
 	writeFile(t, root, "small.bin", 100)
-	f, err := m.Open(context.Background(), filepath.Join(root, "small.bin"), WithSmallFilesBuffered())
+	f, err := m.Open(context.Background(), filepath.Join(root, "small.bin"), vfs.WithSmallFilesBuffered())
 	require.NoError(t, err)
 	require.Contains(t, f.(loader.DirectInfo).DirectReason(), "smaller than 1 MiB")
 	require.NoError(t, f.Close())
-	f, err = m.Open(context.Background(), filepath.Join(root, "small.bin"), WithDirect(loader.DirectOff))
+	f, err = m.Open(context.Background(), filepath.Join(root, "small.bin"), vfs.WithDirect(loader.DirectOff))
 	require.NoError(t, err)
 	require.False(t, f.(loader.DirectInfo).Direct())
 	require.NoError(t, f.Close())
-	_, err = m.Open(context.Background(), filepath.Join(root, "small.bin"), WithDirect(9))
+	_, err = m.Open(context.Background(), filepath.Join(root, "small.bin"), vfs.WithDirect(9))
 	require.Error(t, err)
 	_, err = m.Open(context.Background(), root)
 	require.Error(t, err, "a directory does not open as a file")
-	require.True(t, IsURL("s3://x/y"))
-	require.False(t, IsURL("/x"))
+	require.True(t, vfs.IsURL("s3://x/y"))
+	require.False(t, vfs.IsURL("/x"))
 }
 
 // WithoutDirs leaves out the files inside directories of the names given,
@@ -447,7 +449,7 @@ func TestOpenAllWithoutDirs(t *testing.T) {
 		writeFile(t, root, name, 3)
 	}
 	ctx := context.Background()
-	rels := func(files Files, base string) []string {
+	rels := func(files vfs.Files, base string) []string {
 		var out []string
 		for _, f := range files {
 			rel, err := filepath.Rel(base, f.Name())
@@ -457,7 +459,7 @@ func TestOpenAllWithoutDirs(t *testing.T) {
 		require.NoError(t, files.Close())
 		return out
 	}
-	files, err := m.OpenAll(ctx, []string{root}, WithoutDirs(".side"))
+	files, err := m.OpenAll(ctx, []string{root}, vfs.WithoutDirs(".side"))
 	require.NoError(t, err)
 	require.Equal(t, []string{".sidecar/d.bin", "a.bin", "side/c.bin", "sub/b.bin"}, rels(files, root))
 
@@ -465,7 +467,63 @@ func TestOpenAllWithoutDirs(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rels(files, root), 7, "nothing is left out by default")
 
-	files, err = m.OpenAll(ctx, []string{filepath.Join(root, "sub", ".side")}, WithoutDirs(".side"))
+	files, err = m.OpenAll(ctx, []string{filepath.Join(root, "sub", ".side")}, vfs.WithoutDirs(".side"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"lock", "x/y"}, rels(files, filepath.Join(root, "sub", ".side")), "a directory given opens whatever its name")
+}
+
+// A registered Backend is served by every Mux New makes, each with a
+// Scheme of its own, and its Parse decides the authority; WithScheme
+// still replaces it in one Mux. Registering a name twice, or "file",
+// panics; a scheme nobody registered is refused, naming the backend
+// packages to import.
+func TestRegister(t *testing.T) {
+	var made atomic.Int64
+	mem := &memFS{files: map[string][]byte{"d/a.bin": []byte("a")}, made: new(atomic.Int64), closed: new(atomic.Int64), walks: new(atomic.Int64)}
+	vfs.Register("regmem", vfs.Backend{
+		Scheme: func() vfs.Scheme { made.Add(1); return memScheme{mem} },
+		Parse: func(raw string) (string, string, error) {
+			rest := strings.TrimPrefix(raw, "regmem://")
+			host, p, _ := strings.Cut(rest, "/")
+			if host == "" {
+				return "", "", errors.New("regmem: no bucket")
+			}
+			return strings.ToUpper(host), p, nil
+		},
+	})
+	require.Contains(t, vfs.Registered(), "regmem")
+	require.Contains(t, vfs.Registered(), "rdmafs", "imported by this test")
+
+	loc, err := vfs.Parse("regmem://b/d/a.bin")
+	require.NoError(t, err)
+	require.Equal(t, vfs.Location{Scheme: "regmem", Authority: "B", Path: "d/a.bin"}, loc)
+	_, err = vfs.Parse("regmem:///x")
+	require.ErrorContains(t, err, "regmem: no bucket")
+
+	for range 2 {
+		m, err := vfs.New()
+		require.NoError(t, err)
+		b, err := m.ReadFile(context.Background(), "regmem://b/d/a.bin", 10)
+		require.NoError(t, err)
+		require.Equal(t, "a", string(b))
+		require.NoError(t, m.Close())
+	}
+	require.EqualValues(t, 2, made.Load(), "a Scheme per Mux")
+
+	other := &memFS{files: map[string][]byte{"d/a.bin": []byte("other")}, made: new(atomic.Int64), closed: new(atomic.Int64), walks: new(atomic.Int64)}
+	m := newMux(t, vfs.WithScheme("regmem", memScheme{other}))
+	b, err := m.ReadFile(context.Background(), "regmem://b/d/a.bin", 10)
+	require.NoError(t, err)
+	require.Equal(t, "other", string(b))
+
+	backend := vfs.Backend{Scheme: func() vfs.Scheme { return memScheme{mem} }}
+	require.Panics(t, func() { vfs.Register("regmem", backend) }, "twice")
+	require.Panics(t, func() { vfs.Register("file", backend) })
+	require.Panics(t, func() { vfs.Register("Up", backend) })
+	require.Panics(t, func() { vfs.Register("nobackend", vfs.Backend{}) })
+
+	_, err = m.Open(context.Background(), "gs://bucket/x")
+	require.ErrorIs(t, err, vfs.ErrUnknownScheme)
+	require.ErrorContains(t, err, "vfs/s3fs")
+	require.ErrorContains(t, err, "rdmafs, regmem")
 }

@@ -29,6 +29,7 @@ func TestDevicesFromSysfs(t *testing.T) {
 	writeSys(t, root, "class/nvme/nvme1/model", "fabric drive")
 	writeSys(t, root, "class/nvme/nvme1/transport", "rdma")
 	writeSys(t, root, "class/infiniband/mlx5_0/device/numa_node", "0")
+	writeSys(t, root, "class/infiniband/mlx5_0/fw_ver", "28.39.1002")
 	writeSys(t, root, "class/infiniband/mlx5_0/device/net/ib0/ifindex", "3")
 	writeSys(t, root, "class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE")
 	writeSys(t, root, "class/infiniband/mlx5_0/ports/1/link_layer", "InfiniBand")
@@ -39,7 +40,7 @@ func TestDevicesFromSysfs(t *testing.T) {
 		{Name: "nvme0", Model: "Samsung SSD 990 PRO 2TB", Transport: "pcie", Address: "0000:41:00.0", NUMANode: 1},
 		{Name: "nvme1", Model: "fabric drive", Transport: "rdma", NUMANode: -1},
 	}, r.NVMe)
-	require.Equal(t, []devices.RDMA{{Name: "mlx5_0", NUMANode: 0, NetDevs: []string{"ib0"},
+	require.Equal(t, []devices.RDMA{{Name: "mlx5_0", Firmware: "28.39.1002", NUMANode: 0, NetDevs: []string{"ib0"},
 		Ports: []devices.RDMAPort{{Port: 1, State: "4: ACTIVE", LinkLayer: "InfiniBand", Rate: "400 Gb/sec (4X NDR)"}}}}, r.RDMA)
 
 	var out bytes.Buffer

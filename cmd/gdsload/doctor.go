@@ -146,7 +146,11 @@ func printDoctor(w io.Writer, r doctorReport) error {
 		for _, p := range d.Ports {
 			states = append(states, fmt.Sprintf("port %d %s %s", p.Port, p.LinkLayer, p.State))
 		}
-		fmt.Fprintf(tw, "  %s\tNUMA %s\t%s\n", d.Name, numaString(d.NUMANode), strings.Join(states, "; "))
+		fw := ""
+		if d.Firmware != "" {
+			fw = ", firmware " + d.Firmware
+		}
+		fmt.Fprintf(tw, "  %s\tNUMA %s%s\t%s\n", d.Name, numaString(d.NUMANode), fw, strings.Join(states, "; "))
 	}
 	fmt.Fprintln(tw, "RDMA (rdma-core, as the verbs transport loads it)")
 	for _, l := range r.RDMA.Lines() {

@@ -18,7 +18,7 @@ import (
 	"github.com/gdsload/gdsload/stage"
 )
 
-// Exit codes, as documented in the README.
+// Exit codes, as documented in docs/CLI.md.
 const (
 	exitOK          = 0
 	exitError       = 1

@@ -29,6 +29,7 @@ import (
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 // gdsload builds the real binary once; a failed build fails the test with
@@ -91,7 +92,7 @@ func TestLibraryAgainstServeProcess(t *testing.T) {
 
 	server := serveProcess(t, root, token)
 	ctx := context.Background()
-	m, err := vfs.New(vfs.WithRDMAFS(rdmafs.WithToken(token), rdmafs.WithConnections(3)))
+	m, err := vfs.New(rdmafsfs.With(rdmafs.WithToken(token), rdmafs.WithConnections(3)))
 	require.NoError(t, err)
 	defer m.Close()
 

@@ -13,7 +13,6 @@ import (
 	"github.com/gdsload/gdsload/internal/progress"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/checkpoint"
-	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
 )
@@ -151,9 +150,9 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 		return err
 	}
 	defer files.Close()
-	var checks webdataset.Checks
+	var checks stage.Checks
 	if o.verify {
-		if checks, err = webdataset.NewManifests(m).Checks(ctx, files.Names()); err != nil {
+		if checks, err = stage.NewManifests(m).Checks(ctx, files.Names()); err != nil {
 			return err
 		}
 		if len(checks) > 0 && sum == loader.ChecksumNone {
@@ -244,7 +243,7 @@ func printLoad(w io.Writer, r *loader.Result, sum loader.Checksum) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	return loader.WriteSums(w, r.Files, sum)
+	return writeSums(w, r.Files, sum)
 }
 
 // logFiles says, with -v, how each file landed and why.

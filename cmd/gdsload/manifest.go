@@ -9,6 +9,7 @@ import (
 	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/internal/progress"
 	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
 	"github.com/spf13/cobra"
 )
@@ -49,11 +50,11 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 			return err
 		}
 		defer mux.Close()
-		if m, err = webdataset.ReadManifestAt(ctx, mux, dir); err != nil {
+		if m, err = stage.ReadManifest(ctx, mux, dir); err != nil {
 			return err
 		}
 		bar := progress.Start(infoOut(cmd), "verify", m.Bytes())
-		err = webdataset.VerifyShardsAt(ctx, mux, dir, m, bar.Add)
+		err = stage.VerifyShards(ctx, mux, dir, m, bar.Add)
 		bar.Stop()
 		if err != nil {
 			return err

@@ -8,6 +8,8 @@ import (
 
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
+	_ "github.com/gdsload/gdsload/vfs/s3fs" // s3:// URLs, in every Mux vfs.New makes
 )
 
 // remoteFlags are the flags of commands that read rdmafs:// URLs.
@@ -50,5 +52,5 @@ func (r *remoteFlags) mux(log *slog.Logger, paths ...string) (*vfs.Mux, error) {
 	if token != nil {
 		opts = append(opts, rdmafs.WithToken(token))
 	}
-	return vfs.New(vfs.WithRDMAFS(opts...))
+	return vfs.New(rdmafsfs.With(opts...))
 }

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/stage"
 	"github.com/stretchr/testify/require"
 )
@@ -131,7 +131,7 @@ func TestStageSurvivesKill(t *testing.T) {
 		ents, err := os.ReadDir(dst)
 		require.NoError(t, err)
 		for _, e := range ents {
-			if e.IsDir() || loader.IsTempName(e.Name()) {
+			if e.IsDir() || durable.IsTempName(e.Name()) {
 				continue
 			}
 			_, sum := fileSum(t, filepath.Join(dst, e.Name()))
@@ -145,7 +145,7 @@ func TestStageSurvivesKill(t *testing.T) {
 		n := 0
 		ents, _ := os.ReadDir(dst)
 		for _, e := range ents {
-			if !e.IsDir() && !loader.IsTempName(e.Name()) {
+			if !e.IsDir() && !durable.IsTempName(e.Name()) {
 				n++
 			}
 		}
@@ -205,7 +205,7 @@ func TestStageSurvivesKill(t *testing.T) {
 	}
 	require.Len(t, checkFinal(), 42)
 	require.NoError(t, filepath.Walk(dst, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && loader.IsTempName(fi.Name()) {
+		if err == nil && durable.IsTempName(fi.Name()) {
 			t.Errorf("temporary file %s left after the final run", p)
 		}
 		return err
@@ -326,7 +326,7 @@ func TestStagePermissionDenied(t *testing.T) {
 	require.Equal(t, "readable", string(got))
 	noneLeft := func(dst string) {
 		filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && (d.Name() == "secret.bin" || loader.IsTempName(d.Name())) {
+			if err == nil && !d.IsDir() && (d.Name() == "secret.bin" || durable.IsTempName(d.Name())) {
 				t.Errorf("%s left behind", p)
 			}
 			return nil

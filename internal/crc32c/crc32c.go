@@ -18,18 +18,15 @@ var table = crc32.MakeTable(crc32.Castagnoli)
 func Table() *crc32.Table { return table }
 
 // Update extends crc with p: on amd64 with VPCLMULQDQ by folding (fold.go);
-// elsewhere, and for short inputs, with hash/crc32. With AVX-512 (the
-// Intel Xeon development VM) folding is 4 to 5 times as fast as hash/crc32
-// in cache. With 256-bit registers only (AMD Zen 3) folding alone is
-// about as fast as hash/crc32 in cache, so inputs of 16 KiB or more are
-// summed as five parts at once, half folded and half in four CRC32
-// instruction streams (updateHybrid): in cache 27-31 GB/s at 128 KiB and
-// 1 MiB, against 17-20 folding alone and 16-18 for hash/crc32
-// (BenchmarkUpdate), and on bytes from memory five streams overlap their
-// misses and page walks: through a mapping of the page cache 14.2-14.5
-// GB/s against 8.2-8.4 folding alone and 6.1-6.3 for hash/crc32
-// (BenchmarkUpdateMapped), which is where gdsload sums (shards, and
-// rdmafs segments as they arrive).
+// elsewhere, and for short inputs, with hash/crc32. With AVX-512 folding
+// is several times as fast as hash/crc32 in cache. With 256-bit registers
+// only (AMD Zen 3) folding alone is about as fast as hash/crc32 in cache,
+// so inputs of 16 KiB or more are summed as five parts at once, half
+// folded and half in four CRC32 instruction streams (updateHybrid): faster
+// in cache (BenchmarkUpdate), and on bytes from memory the five streams
+// overlap their misses and page walks (BenchmarkUpdateMapped), which is
+// where gdsload sums (shards, and rdmafs segments as they arrive). The
+// figures are in docs/PERFORMANCE-NOTES.md, internal/crc32c.
 func Update(crc uint32, p []byte) uint32 {
 	crc, p = updateFast(crc, p)
 	return crc32.Update(crc, table, p)

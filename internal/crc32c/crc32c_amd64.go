@@ -71,13 +71,12 @@ var routineNames = [...]string{noFold: "", fold512: "AVX-512 VPCLMULQDQ", fold25
 func (r routine) String() string { return routineNames[r] }
 
 // hybridMin is the shortest input updateHybrid sums. In cache it is
-// faster than folding alone from 4 KiB on (BenchmarkUpdate: 21-23 against
-// 15.5-19 GB/s at 4 KiB, 26-31 against 17 at 16 KiB), but only while the
-// length's shift key is cached: a new length's key (xPow) took 330 to
-// 780 ns for inputs of 4 KiB to 512 KiB, eight times what the hybrid
-// saves on 4 KiB (about 55 ns) and about what it saves on 16 KiB (400
-// ns). gdsload sums runs of one length (rdmafs segments, shard pieces),
-// where the key stays cached.
+// faster than folding alone from 4 KiB on (BenchmarkUpdate), but only
+// while the length's shift key is cached: a new length's key (xPow) costs
+// many times what the hybrid saves on 4 KiB and about what it saves on
+// 16 KiB (docs/PERFORMANCE-NOTES.md, internal/crc32c). gdsload sums runs
+// of one length (rdmafs segments, shard pieces), where the key stays
+// cached.
 const hybridMin = 16 << 10
 
 // pick is the routine Update runs for n bytes on this CPU.
@@ -124,8 +123,8 @@ func folding() string {
 
 // lastShift caches hybridShift's key for the last stream length, as
 // length<<32 | key (0: none yet): a load sums pieces of a few sizes, and
-// xPow took 330 to 780 ns on the AMD VM, about what summing 16 KiB in
-// cache takes.
+// xPow costs about what summing 16 KiB in cache takes
+// (docs/PERFORMANCE-NOTES.md, internal/crc32c).
 var lastShift atomic.Uint64
 
 // hybridShift is the key that moves a CRC n bytes along in updateHybrid:

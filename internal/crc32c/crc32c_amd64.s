@@ -138,8 +138,8 @@ TEXT ·updateVPCLMUL(SB), NOSPLIT, $0-44
 	// line 12 KiB ahead. A mapping of the page cache comes in 4 KiB
 	// pages, and the hardware prefetchers stop at a page's end, so that
 	// otherwise every page begins with a page walk and a miss that nothing
-	// overlaps (BenchmarkUpdateMapped: 11% faster). Nothing is asked for
-	// past the end of p.
+	// overlaps (BenchmarkUpdateMapped; docs/PERFORMANCE-NOTES.md,
+	// internal/crc32c). Nothing is asked for past the end of p.
 loop256:
 	CMPQ       CX, $256
 	JB         fold512

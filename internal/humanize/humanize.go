@@ -5,6 +5,7 @@ package humanize
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -62,4 +63,19 @@ func Count[T ~int | ~int64](n T, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// CountedReasons states each distinct reason once, in sorted order, with
+// how many of files it concerns: "O_DIRECT refused by ramfs (3 of 5 files)".
+func CountedReasons(counts map[string]int, files int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s (%d of %s)", k, counts[k], Count(files, "file"))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -3,6 +3,8 @@ package humanize
 import (
 	"strconv"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseBytes(t *testing.T) {
@@ -53,4 +55,18 @@ func FuzzParseBytes(f *testing.F) {
 			t.Fatalf("ParseBytes(%d) = %d, %v", n, back, err)
 		}
 	})
+}
+
+func TestCountedReasons(t *testing.T) {
+	for _, tc := range []struct {
+		counts map[string]int
+		files  int
+		want   string
+	}{
+		{nil, 3, ""},
+		{map[string]int{"b refused": 1}, 1, "b refused (1 of 1 file)"},
+		{map[string]int{"z": 2, "a": 3}, 5, "a (3 of 5 files); z (2 of 5 files)"},
+	} {
+		require.Equal(t, tc.want, CountedReasons(tc.counts, tc.files), tc.counts)
+	}
 }

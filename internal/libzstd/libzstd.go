@@ -3,10 +3,10 @@
 // dlopen as gdsload loads CUDA: no build dependency, and a machine without
 // it still runs (callers fall back to github.com/klauspost/compress/zstd).
 //
-// Why: on text-like data that compresses 3x, the pure-Go decoder takes
-// about twice the CPU time libzstd does for the same frames (measured on
-// scripts/bench-iterate.sh's shards), and decoding is most of what reading
-// a .tar.zst shard costs.
+// Why: on text-like data the pure-Go decoder takes more CPU time than
+// libzstd does for the same frames (measured on scripts/bench-iterate.sh's
+// shards; docs/PERFORMANCE-NOTES.md, shards/iterator), and decoding is
+// most of what reading a .tar.zst shard costs.
 //
 // Only stable libzstd entry points are called, plus two experimental
 // decoder parameters that have kept their numbers since 1.4.x

@@ -65,8 +65,9 @@ func Binary() (string, error) {
 
 // TempDir makes a folder for MinIO drives, in /dev/shm when it is a
 // writable tmpfs (a drive there costs no disk I/O: MinIO syncs every
-// object, and 10,000 objects took 20 s to delete from a busy ext4 disk),
-// else in the system's temporary folder. The caller removes it.
+// object, which makes deleting many of them from a busy disk slow;
+// docs/PERFORMANCE-NOTES.md, test fixtures), else in the system's
+// temporary folder. The caller removes it.
 func TempDir(pattern string) (string, error) {
 	var st syscall.Statfs_t
 	if syscall.Statfs("/dev/shm", &st) == nil && st.Type == tmpfsMagic {

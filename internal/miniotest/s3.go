@@ -76,9 +76,9 @@ func (c *Cluster) PutWithChecksum(ctx context.Context, bucket, key string, data 
 const putAttempts = 3
 
 // PutMany writes many small objects in one request: MinIO's snowball
-// upload extracts a tar into one object per member (key = member name).
-// 10,000 single PUTs take about 20 s on a two-core machine; this takes
-// well under one.
+// upload extracts a tar into one object per member (key = member name):
+// one request instead of one per object, which is what makes many small
+// objects slow to write (docs/PERFORMANCE-NOTES.md, test fixtures).
 func (c *Cluster) PutMany(ctx context.Context, bucket string, keys []string, data func(i int) []byte) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)

@@ -3,10 +3,11 @@
 // an O_DIRECT file, 32 at a time).
 //
 // Each pread(2) of an O_DIRECT file blocks its thread until the device
-// answers: on the development VM, the thread switches and wake-ups of 32
-// blocked readers, and the Go runtime handing their processors around,
-// took most of the CPU of a random-read benchmark, and fio, which submits
-// the same reads through io_uring, did four times the reads per second.
+// answers: on a VM, the thread switches and wake-ups of 32 blocked
+// readers, and the Go runtime handing their processors around, took most
+// of the CPU of a random-read benchmark, and fio, which submits the same
+// reads through io_uring, did several times the reads per second
+// (docs/PERFORMANCE-NOTES.md, loader).
 // Through the ring, a read is queued and submitted without blocking, and
 // no thread waits per read: one goroutine waits for completions on an
 // eventfd the kernel signals, in the Go runtime's poller, and wakes the

@@ -267,8 +267,9 @@ func enter(fd int) (uint32, error) {
 // Why: with Read, each completion wakes the goroutine that waits for it,
 // and the Go runtime wakes a thread to run it; a caller that keeps many
 // small reads in flight from one goroutine is woken once per batch of
-// completions instead, which halved the CPU of 4 KiB random reads on the
-// development VM. Without the ring, the reads are preads, one at a time.
+// completions instead, which took much of the CPU of 4 KiB random reads
+// away (docs/PERFORMANCE-NOTES.md, loader). Without the ring, the reads
+// are preads, one at a time.
 func ReadBatch(fd, depth int, next func() (Req, bool), done func(r Req, n int, err error)) {
 	r := get()
 	if r == nil || depth <= 1 {

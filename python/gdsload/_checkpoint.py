@@ -1,10 +1,43 @@
-"""Checkpoints: load_file, save_file and safe_open, drop-ins for
-safetensors.torch's, and the statistics of the last load."""
+"""Checkpoints: load_file, save_file, safe_open, load and save, drop-ins
+for safetensors.torch's (the same results and exception classes), and the
+statistics of the last load."""
 
 import os
+import tempfile
 import threading
 
 from . import _dlpack, _native
+from ._native import InvalidFile, SafetensorError
+
+
+class MissingTensor(SafetensorError, KeyError):
+    """A tensor name the checkpoint does not hold."""
+
+    def __str__(self):  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class BadSlice(SafetensorError, IndexError):
+    """A get_slice index outside the tensor (framework "np", as
+    safetensors raises it; "pt" gets torch's IndexError, as there)."""
+
+
+class NotATensor(ValueError, TypeError):
+    """save_file given something other than a tensor or array, or tensors
+    that are not a dict (safetensors: ValueError)."""
+
+
+class BadMetadata(TypeError, ValueError):
+    """Metadata that is not a dict of str to str (safetensors: TypeError)."""
+
+
+class CannotSave(NotImplementedError, ValueError):
+    """A tensor whose memory cannot be read: a meta tensor, or one on a
+    device other than the CPU and CUDA (safetensors: torch's
+    NotImplementedError, a RuntimeError)."""
+
+
+_CLOSED = "File is closed"
 
 
 class LoadStats:
@@ -129,7 +162,8 @@ def _load(filename, device, options):
     if options:
         raise TypeError(f"gdsload: unexpected options {sorted(options)}")
     L = _native.lib()
-    loaded = _native.run_job(L.gdsload_load, req, finish=_Loaded, on_abandoned=_free_result, filename=path)
+    loaded = _native.run_job(L.gdsload_load, req, finish=_Loaded, on_abandoned=_free_result, filename=path,
+                             invalid=InvalidFile)
     _last.stats = loaded.stats
     return loaded
 
@@ -151,8 +185,9 @@ def load_file(filename, device="cpu", *, stats=None, **options):
     workers, chunk_size (bytes), token (rdmafs secret; default
     $GDSLOAD_TOKEN).
 
-    Raises FileNotFoundError, PermissionError, ValueError for a corrupt or
-    unsupported file (the message the gdsload CLI prints), RuntimeError when
+    Raises FileNotFoundError, PermissionError, SafetensorError (also a
+    ValueError) for a corrupt or unsupported file (the message the gdsload
+    CLI prints), RuntimeError when
     the device asked for is not usable, and KeyboardInterrupt on Ctrl-C,
     which cancels the load.
     """
@@ -174,13 +209,19 @@ class _Slice:
         self._f, self._name = f, name
 
     def get_shape(self):
-        return list(self._f._loaded.views[self._name].shape)
+        return list(self._f._open().views[self._name].shape)
 
     def get_dtype(self):
-        return self._f._loaded.dtypes[self._name]
+        return self._f._open().dtypes[self._name]
 
     def __getitem__(self, index):
-        return self._f.get_tensor(self._name)[index]
+        t = self._f.get_tensor(self._name)
+        if self._f._framework == "pt":
+            return t[index]
+        try:
+            return t[index]
+        except IndexError as e:
+            raise BadSlice(f"Error during slicing {index!r} with shape {list(t.shape)}: {e}") from e
 
 
 class safe_open:
@@ -189,47 +230,61 @@ class safe_open:
     context manager. framework "pt" gives torch tensors, "np" numpy arrays
     (device "cpu" only). The whole checkpoint is loaded when it opens (one
     allocation per file); get_tensor returns views of it, valid after the
-    file closes."""
+    file closes. The file is opened by what it holds, whatever its name.
+    As safetensors, a handle used after close() (or its with block) raises
+    SafetensorError, as does a name the file does not hold (MissingTensor,
+    also a KeyError)."""
 
     def __init__(self, filename, framework="pt", device="cpu", **options):
         fw = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}.get(str(framework))
         if fw is None:
             raise ValueError(f"gdsload: framework {framework!r}: want \"pt\" or \"np\"")
         if fw == "np" and _device(device) not in ("cpu", "host"):
-            raise ValueError("gdsload: numpy arrays live in host memory; open with device=\"cpu\"")
+            raise InvalidFile(f"gdsload: numpy arrays live in host memory; open with device=\"cpu\", not {device!r}")
         self._framework = fw
+        self._loaded = None
         self._loaded = _load(filename, device, dict(options))
+
+    def _open(self):
+        if self._loaded is None:
+            raise SafetensorError(_CLOSED)
+        return self._loaded
 
     def keys(self):
         """Tensor names, sorted."""
-        return sorted(self._loaded.order)
+        return sorted(self._open().order)
 
     def offset_keys(self):
         """Tensor names in file order."""
-        return list(self._loaded.order)
+        return list(self._open().order)
 
     def metadata(self):
-        """The file's "__metadata__" (None when it has none, or for a
-        sharded checkpoint)."""
-        m = self._loaded.metadata
+        """The file's "__metadata__", or for a sharded checkpoint its
+        index's "metadata" with values that are not strings in their JSON
+        form ({"total_size": "1234"}); None when there is none (always
+        for .npy)."""
+        m = self._open().metadata
         return dict(m) if m is not None else None
 
     def get_tensor(self, name):
-        if name not in self._loaded.dtypes:
-            raise KeyError(f"gdsload: the checkpoint holds no tensor {name!r}")
-        return self._loaded.tensor(name, self._framework)
+        loaded = self._open()
+        if name not in loaded.dtypes:
+            raise MissingTensor(f"File does not contain tensor {name}")
+        return loaded.tensor(name, self._framework)
 
     def get_slice(self, name):
-        if name not in self._loaded.dtypes:
-            raise KeyError(f"gdsload: the checkpoint holds no tensor {name!r}")
+        if name not in self._open().dtypes:
+            raise MissingTensor(f"File does not contain tensor {name}")
         return _Slice(self, name)
 
     @property
     def stats(self):
-        return self._loaded.stats
+        return self._open().stats
 
     def close(self):
-        self._loaded.release()
+        loaded, self._loaded = self._loaded, None
+        if loaded is not None:
+            loaded.release()
 
     def __enter__(self):
         return self
@@ -248,6 +303,13 @@ def _describe(name, t):
     """(entry for the save request, object to keep alive) for one tensor."""
     if not isinstance(name, str):
         raise TypeError(f"gdsload: tensor names are strings, not {type(name).__name__}")
+    if type(t).__module__ == "numpy" and type(t).__name__ == "ndarray":
+        import numpy as np
+
+        if not t.flags.c_contiguous:  # safetensors' numpy face saves a C-ordered copy
+            t = np.ascontiguousarray(t)
+        if t.dtype.byteorder == ">" or (t.dtype.byteorder == "=" and np.little_endian is False):
+            t = t.astype(t.dtype.newbyteorder("<"))  # files are little-endian; safetensors converts too
     try:
         import torch
     except ImportError:
@@ -255,6 +317,9 @@ def _describe(name, t):
     if torch is not None and isinstance(t, torch.Tensor):
         if t.layout != torch.strided:
             raise ValueError(f"gdsload: tensor {name!r} is {t.layout}; save dense tensors")
+        if t.device.type not in ("cpu", "cuda"):
+            raise CannotSave(f"gdsload: tensor {name!r} is on {t.device}, whose memory cannot be read; "
+                             "save CPU or CUDA tensors")
         if not t.is_contiguous():
             raise ValueError(f"gdsload: tensor {name!r} is not contiguous; call .contiguous() first "
                              "(as safetensors asks)")
@@ -265,8 +330,6 @@ def _describe(name, t):
             dev = (_dlpack.KDL_CUDA, t.device.index if t.device.index is not None else torch.cuda.current_device())
         elif t.device.type == "cpu":
             dev = (_dlpack.KDL_CPU, 0)
-        else:
-            raise ValueError(f"gdsload: tensor {name!r} is on {t.device}; save CPU or CUDA tensors")
         nbytes = t.numel() * t.element_size()
         return {"name": name, "dtype": dtype, "shape": list(t.shape), "ptr": t.data_ptr() if nbytes else 0,
                 "bytes": nbytes, "device_type": dev[0], "device_id": dev[1]}, t
@@ -278,18 +341,19 @@ def _describe(name, t):
         if not t.flags.c_contiguous:
             raise ValueError(f"gdsload: array {name!r} is not C-contiguous; use np.ascontiguousarray first")
         dtype = _SAFETENSORS_OF_NUMPY.get(t.dtype.name)
-        if dtype is None or t.dtype.byteorder == ">":
-            raise ValueError(f"gdsload: array {name!r} has dtype {t.dtype}, which safetensors cannot store")
+        if dtype is None:
+            raise InvalidFile(f"gdsload: array {name!r} has dtype {t.dtype}, which safetensors cannot store")
         return {"name": name, "dtype": dtype, "shape": list(t.shape), "ptr": t.ctypes.data if t.nbytes else 0,
-                "bytes": int(t.nbytes), "device_type": _dlpack.KDL_CPU, "device_id": 0}, t
-    raise TypeError(f"gdsload: tensor {name!r} is a {type(t).__name__}; save torch tensors or numpy arrays")
+                "bytes": int(t.nbytes), "device_type": _dlpack.KDL_CPU, "device_id": 0, "numpy": True}, t
+    raise NotATensor(f"gdsload: tensor {name!r} is a {type(t).__name__}; save torch tensors or numpy arrays")
 
 
 def _check_shared(entries):
-    """Refuses tensors whose memory overlaps, as safetensors does: the file
-    would hold the bytes twice and loading would not share them again."""
+    """Refuses torch tensors whose memory overlaps, as safetensors.torch
+    does: the file would hold the bytes twice and loading would not share
+    them again. numpy arrays may overlap, as safetensors.numpy lets them."""
     spans = sorted((e["device_type"], e["device_id"], e["ptr"], e["ptr"] + e["bytes"], e["name"])
-                   for e in entries if e["bytes"])
+                   for e in entries if e["bytes"] and not e.get("numpy"))
     for a, b in zip(spans, spans[1:]):
         if a[:2] == b[:2] and b[2] < a[3]:
             raise RuntimeError(f"gdsload: tensors {a[4]!r} and {b[4]!r} share memory; save a clone of one "
@@ -306,9 +370,9 @@ def save_file(tensors, filename, metadata=None, *, stats=None):
     path = _path(filename)
     if metadata is not None:
         if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
-            raise ValueError("gdsload: metadata must be a dict of str to str")
+            raise BadMetadata("gdsload: metadata must be a dict of str to str")
     if not isinstance(tensors, dict):
-        raise TypeError(f"gdsload: tensors is a dict of name to tensor, not {type(tensors).__name__}")
+        raise NotATensor(f"gdsload: tensors is a dict of name to tensor, not {type(tensors).__name__}")
     entries, keep = [], []
     for name, t in tensors.items():
         e, obj = _describe(name, t)
@@ -321,9 +385,35 @@ def save_file(tensors, filename, metadata=None, *, stats=None):
 
         for d in cuda:  # kernels still writing the tensors must finish first
             torch.cuda.synchronize(d)
+    for e in entries:
+        e.pop("numpy", None)  # not part of the request
     L = _native.lib()
-    doc = _native.run_job(L.gdsload_save, {"path": path, "metadata": metadata, "tensors": entries}, filename=path)
+    doc = _native.run_job(L.gdsload_save, {"path": path, "metadata": metadata, "tensors": entries}, filename=path,
+                          invalid=InvalidFile)
     del keep
     if stats is not None:
         stats.update(doc)
     return doc
+
+
+def save(tensors, metadata=None):
+    """The bytes of a safetensors file holding tensors, like
+    safetensors.torch.save: save_file to a temporary file, read back."""
+    with tempfile.TemporaryDirectory(prefix="gdsload-save-") as d:
+        p = os.path.join(d, "tensors.safetensors")
+        save_file(tensors, p, metadata)
+        with open(p, "rb") as f:
+            return f.read()
+
+
+def load(data, device="cpu"):
+    """The tensors of a safetensors file's bytes, like
+    safetensors.torch.load: written to a temporary file and loaded with
+    load_file (the tensors do not share the bytes given)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"gdsload: load takes the bytes of a safetensors file, not {type(data).__name__}")
+    with tempfile.TemporaryDirectory(prefix="gdsload-load-") as d:
+        p = os.path.join(d, "tensors.safetensors")
+        with open(p, "wb") as f:
+            f.write(data)
+        return load_file(p, device)

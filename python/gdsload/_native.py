@@ -37,6 +37,19 @@ class ForkError(RuntimeError):
     parent: the Go runtime does not survive fork()."""
 
 
+class SafetensorError(Exception):
+    """safetensors' SafetensorError: a file that is not a valid
+    checkpoint, a tensor the file does not hold, a handle used after it
+    closed. Subclasses also derive from the built-in exception gdsload
+    raised before (ValueError, KeyError, IndexError), so code catching
+    either catches them."""
+
+
+class InvalidFile(SafetensorError, ValueError):
+    """A corrupt or unsupported checkpoint, or a request the library
+    refuses (an unknown device)."""
+
+
 class _State:
     lock = threading.Lock()
     cdll = None
@@ -138,18 +151,23 @@ def take_string(ptr):
         lib(go=False).gdsload_free(ptr)
 
 
-def error_for(status, message, filename=None):
-    """The Python exception for a gdsload_status."""
+def error_for(status, message, filename=None, invalid=ValueError, errnum=0):
+    """The Python exception for a gdsload_status; invalid is the class for
+    a corrupt file or a refused request. errnum, the system error number
+    the library reported, picks the OSError subclass of an I/O error
+    (IsADirectoryError, NotADirectoryError, ENOSPC's OSError, ...)."""
     if status == NOT_FOUND:
         return FileNotFoundError(errno.ENOENT, message, filename) if filename else FileNotFoundError(errno.ENOENT, message)
     if status == PERMISSION:
         return PermissionError(errno.EACCES, message, filename) if filename else PermissionError(errno.EACCES, message)
     if status == INVALID:
-        return ValueError(message)
+        return invalid(message)
     if status == UNAVAILABLE:
         return RuntimeError(message)
     if status == CANCELED:
         return InterruptedError(errno.ECANCELED, message)
+    if errnum:
+        return OSError(errnum, message, filename) if filename else OSError(errnum, message)
     return OSError(errno.EIO, message)
 
 
@@ -195,7 +213,7 @@ def _drain(L, job, res, err):
             continue
 
 
-def run_job(start, request, finish=None, on_abandoned=None, filename=None):
+def run_job(start, request, finish=None, on_abandoned=None, filename=None, invalid=ValueError):
     """Starts a job with start (a gdsload_* starter) and request (a dict),
     polls it, and returns finish(result document) (the document itself
     without finish). Ctrl-C cancels the job and waits for it to stop before
@@ -212,13 +230,13 @@ def run_job(start, request, finish=None, on_abandoned=None, filename=None):
             started = start(body, ctypes.byref(job), ctypes.byref(err))
             if started != OK:
                 job.value = 0
-                raise error_for(started, take_string(err.value), filename)
+                raise error_for(started, take_string(err.value), filename, invalid)
             while st == PENDING:
                 if intr.got:
                     raise KeyboardInterrupt
                 st = L.gdsload_wait(job.value, _POLL_MS, ctypes.byref(res), ctypes.byref(err))
             if st != OK:
-                raise error_for(st, take_string(err.value), filename)
+                raise error_for(st, take_string(err.value), filename, invalid, _errno_of(res))
             doc = json.loads(take_string(res.value))
             res.value = None
             return finish(doc) if finish is not None else doc
@@ -230,9 +248,23 @@ def run_job(start, request, finish=None, on_abandoned=None, filename=None):
                 st = _drain(L, job.value, res, err)
                 if st != OK:
                     take_string(err.value)
+                    _errno_of(res)
             if st == OK and res.value and on_abandoned is not None:
                 on_abandoned(json.loads(take_string(res.value)))
             raise
+
+
+def _errno_of(res):
+    """The errno of a failed job's {"errno": N} document, freed (0 when
+    there is none)."""
+    if not res.value:
+        return 0
+    doc = take_string(res.value)
+    res.value = None
+    try:
+        return int(json.loads(doc).get("errno", 0))
+    except (ValueError, AttributeError, TypeError):
+        return 0
 
 
 def live_allocations():

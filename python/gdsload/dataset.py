@@ -13,8 +13,10 @@ an error that says to use multiprocessing_context="spawn" or "forkserver".
 
 import ctypes
 import io
+import json
 import os
 import struct
+import warnings
 
 from . import _native
 
@@ -64,7 +66,8 @@ def placement(rank=None, world_size=None):
 
 def _decode_field(ext, data):
     """WebDataset's decoding for the extensions gdsload knows: .npy to a
-    torch tensor (a numpy array without torch), .cls to an int."""
+    torch tensor (a numpy array without torch), .cls to an int, .json to
+    what json.loads makes of it."""
     last = ext.rsplit(".", 1)[-1]
     if last == "npy":
         import numpy as np
@@ -73,7 +76,49 @@ def _decode_field(ext, data):
         return torch.from_numpy(a) if torch is not None else a
     if last == "cls":
         return int(data.decode("utf-8").strip())
+    if last == "json":
+        return json.loads(data)
     return data
+
+
+class DecodeError(ValueError):
+    """A sample field that decoding could not read: names the shard, the
+    key and the field."""
+
+
+def reraise_exception(exn):
+    """A handler (WebDataset's name): raise the error, stopping the pass."""
+    raise exn
+
+
+def warn_and_continue(exn):
+    """A handler (WebDataset's name): warn and go on without the sample
+    (and, in the library, without shards that cannot be read)."""
+    warnings.warn(str(exn), RuntimeWarning, stacklevel=2)
+    return True
+
+
+def ignore_and_continue(exn):
+    """A handler (WebDataset's name): go on without the sample, silently
+    (shards that cannot be read are still reported on stderr)."""
+    return True
+
+
+def _manifest_samples(source):
+    """The sample count a local manifest gives for source (a folder holding
+    index.json, or a manifest file), else None."""
+    if "://" in source or any(c in source for c in "{*?["):
+        return None
+    path = os.path.join(source, "index.json") if os.path.isdir(source) else source
+    if not path.endswith(".json") or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            doc = json.load(f)
+        shards = doc["shards"]
+        return sum(int(e["samples"]) for e in shards)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _parse_sample(buf):
@@ -133,17 +178,30 @@ class ShardDataset(IterableDataset):
     a function (extension, bytes) -> value.
 
     The order is gdsload's iterator's: a function of the dataset, seed,
-    epoch and partitions only. shuffle_buffer (bytes, or "256MiB") shuffles
-    samples within windows of that many bytes, and shards are permuted, when
-    shuffle is true (the default when a buffer is given). Ranks split every
+    epoch and partitions only, the same as `gdsload iterate` gives for the
+    same arguments. Shards are permuted by seed and epoch unless
+    shuffle=False, and shuffle_buffer (bytes, or "256MiB") shuffles samples
+    within windows of that many bytes. Ranks split every
     epoch evenly (rank and world size from torch.distributed when it is
     initialised, else RANK and WORLD_SIZE), padding the last positions by
     wrapping around unless drop_remainder. Within a rank, the DataLoader's
     workers split the rank's samples between them: each sample exactly once
     per epoch.
 
-    epochs: epochs per pass (iter); set_epoch(e) makes the next pass start
-    at epoch e, for training loops that iterate once per epoch.
+    Each sample also has "__url__", the shard it came from, and
+    "__padding__", true for the samples that wrap around to give every rank
+    the same count (see drop_remainder). len() is the samples of a pass on
+    this rank, where a manifest (index.json) gives the dataset's count.
+
+    A field that cannot be decoded raises DecodeError (a ValueError) naming
+    the shard, key and field; handler, as WebDataset's, takes the exception
+    and returns true to go on without the sample: warn_and_continue,
+    ignore_and_continue or reraise_exception (the default). With a handler,
+    shards that cannot be read are left out with a warning on stderr, as
+    `gdsload iterate --skip-bad-shards` does.
+
+    epochs: epochs per pass (iter); each pass starts at the epoch after the
+    last pass's, and set_epoch(e) makes the next pass start at epoch e.
 
     state_dict() / load_state_dict(): the position after the samples this
     process yielded (num_workers=0, or inside a worker, as torchdata's
@@ -154,12 +212,14 @@ class ShardDataset(IterableDataset):
 
     def __init__(self, url, *, seed=0, shuffle=None, shuffle_buffer=0, epochs=1, decode=True,
                  partitions=None, drop_remainder=False, rank=None, world_size=None,
-                 workers=2, prefetch=None, verify=True, token=None, direct="auto"):
+                 workers=2, prefetch=None, verify=True, token=None, direct="auto", handler=None):
         super().__init__()
         self.url = os.fspath(url)
         self.seed = int(seed)
         self.shuffle_bytes = parse_size(shuffle_buffer)
-        self.shuffle = bool(self.shuffle_bytes) if shuffle is None else bool(shuffle)
+        # Shards are permuted unless shuffle=False, as `gdsload iterate`
+        # does: the same seed gives the same order there and here.
+        self.shuffle = True if shuffle is None else bool(shuffle)
         self.epochs = int(epochs)
         if self.epochs < 1:
             raise ValueError(f"gdsload: epochs {epochs}: want at least 1")
@@ -177,6 +237,10 @@ class ShardDataset(IterableDataset):
         self.verify = bool(verify)
         self.token = token
         self.direct = direct
+        if handler is not None and not callable(handler):
+            raise TypeError(f"gdsload: handler {handler!r}: want a function of the exception, such as "
+                            "gdsload.warn_and_continue")
+        self.handler = handler
         self._first_epoch = 0
         self._resume = None  # a state to start from (load_state_dict)
         self._counts = None  # samples yielded per consumer in this pass
@@ -199,6 +263,7 @@ class ShardDataset(IterableDataset):
             "epochs": self.epochs, "drop_remainder": self.drop_remainder,
             "workers": self.workers, "verify": self.verify, "direct": self.direct,
             "state": state["base"] if state else None, "skip": skip,
+            "skip_bad_shards": self.handler is not None and self.handler is not reraise_exception,
         }
         if self.partitions is not None:
             req["partitions"] = int(self.partitions)
@@ -235,9 +300,14 @@ class ShardDataset(IterableDataset):
         handle = _native.run_job(L.gdsload_dataset_open, req, finish=_Iterator,
                                  on_abandoned=lambda d: L.gdsload_iterator_close(d["iterator"]), filename=self.url)
         doc, it = handle.doc, handle.id
+        root = doc.get("root") or self.url
         self._consumer = consumer
         base = state["base"] if state else doc["state"]
         first = req["first_epoch"]
+        # The resume is used up: the next pass is the next epoch, with its
+        # own order (as torchdata's StatefulDataLoader goes on).
+        self._resume = None
+        self._first_epoch = first + self.epochs
         counts = [None] * consumers
         counts[consumer] = skip
         self._counts = counts
@@ -256,21 +326,58 @@ class ShardDataset(IterableDataset):
                     raise _native.error_for(st, _native.take_string(err.value), self.url)
                 try:
                     buf = (ctypes.c_char * size.value).from_address(sample.value)
-                    key, fields, _ = _parse_sample(memoryview(buf).cast("B"))
+                    key, fields, meta = _parse_sample(memoryview(buf).cast("B"))
                 finally:
                     L.gdsload_free(sample.value)
-                out = {"__key__": key}
-                for ext, data in fields:
-                    if self.decode is True:
-                        out[ext] = _decode_field(ext, data)
-                    elif callable(self.decode):
-                        out[ext] = self.decode(ext, data)
-                    else:
-                        out[ext] = data
-                counts[consumer] += 1
+                counts[consumer] += 1  # a skipped sample is consumed too
+                out = {"__key__": key, "__url__": self._shard_url(root, meta["shard"]),
+                       "__padding__": meta["padding"]}
+                try:
+                    for ext, data in fields:
+                        out[ext] = self._decode(ext, data, out)
+                except DecodeError as e:
+                    if self.handler is None:
+                        raise
+                    if not self.handler(e):  # the handler ends the pass
+                        return
+                    continue
                 yield out
         finally:
             handle.close()
+
+    def _decode(self, ext, data, sample):
+        if self.decode is True:
+            f = _decode_field
+        elif callable(self.decode):
+            f = self.decode
+        else:
+            return data
+        try:
+            return f(ext, data)
+        except Exception as e:
+            raise DecodeError(
+                f"gdsload: sample {sample['__key__']!r} of shard {sample['__url__']}: field .{ext} "
+                f"({len(data)} bytes, {bytes(data[:16])!r}): {type(e).__name__}: {e}; pass decode=False for the "
+                "bytes, or handler=gdsload.warn_and_continue to go on without such samples") from e
+
+    @staticmethod
+    def _shard_url(root, name):
+        if "://" in root:
+            return root.rstrip("/") + "/" + name
+        return os.path.join(root, name)
+
+    def __len__(self):
+        """Samples of a pass on this rank: the manifest's count split
+        between the ranks (rounded up, the padding included, or down with
+        drop_remainder), times epochs. A dataset without a local manifest
+        has no len(): TypeError."""
+        n = _manifest_samples(self.url)
+        if n is None:
+            raise TypeError(f"gdsload: {self.url} has no local manifest (index.json) giving its sample count, "
+                            "so the ShardDataset has no len(); write one with `gdsload manifest`")
+        _, world = placement(self.rank, self.world_size)
+        per = n // world if self.drop_remainder else -(-n // world)
+        return per * self.epochs
 
     def state_dict(self, counts=None):
         """The position after the samples yielded so far in this process (or,
@@ -278,21 +385,48 @@ class ShardDataset(IterableDataset):
         this pass): a small dict of plain values, for torch.save."""
         p = getattr(self, "_pass", None)
         if p is None:
-            rank, world = placement(self.rank, self.world_size)
             if self._resume is not None:
                 return dict(self._resume)
+            if get_worker_info() is None:
+                warnings.warn(
+                    "gdsload: ShardDataset.state_dict() in a process that has not iterated it: this is the "
+                    "start of its next pass. A DataLoader with workers iterates copies of the dataset in the "
+                    "workers, so the parent's dataset does not know how far they got; use "
+                    "gdsload.ShardLoader and its state_dict()", RuntimeWarning, stacklevel=2)
+            rank, world = placement(self.rank, self.world_size)
             return {"version": STATE_VERSION, "base": None, "first_epoch": self._first_epoch, "counts": [0],
-                    "next_consumer": 0, "rank": rank, "world_size": world}
+                    "next_consumer": 0, "rank": rank, "world_size": world, "seed": self.seed}
         counts = list(self._counts if counts is None else counts)
         return {"version": STATE_VERSION, "base": p["base"], "first_epoch": p["first_epoch"], "counts": counts,
-                "next_consumer": 0, "rank": p["rank"], "world_size": p["world_size"]}
+                "next_consumer": 0, "rank": p["rank"], "world_size": p["world_size"], "seed": self.seed}
+
+    # The order settings a state was saved with, as the library's state
+    # names them, and this dataset's: a state resumes only the same order.
+    def _order(self):
+        o = {"seed": self.seed, "shuffle": self.shuffle, "shuffle_bytes": self.shuffle_bytes,
+             "drop_remainder": self.drop_remainder}
+        if self.partitions is not None:
+            o["partitions"] = int(self.partitions)
+        return o
 
     def load_state_dict(self, state):
-        """Makes the next pass resume from state (from state_dict)."""
+        """Makes the next pass resume from state (from state_dict). A state
+        saved with another seed, shuffle, shuffle_buffer, partitions or
+        drop_remainder is refused (ValueError); one saved on another
+        dataset is refused when the pass opens it."""
         if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
             raise ValueError(f"gdsload: not a ShardDataset state of version {STATE_VERSION}: {state!r}")
+        saved = dict(state["base"] or {})
+        if "seed" in state:
+            saved.setdefault("seed", state["seed"])
+        for k, mine in self._order().items():
+            if k in saved and saved[k] != mine:
+                raise ValueError(f"gdsload: the state was saved with {k}={saved[k]!r}, this dataset has {k}={mine!r}; "
+                                 f"resume with the same {k} (the order depends on it)")
         self._resume = {k: state[k] for k in ("version", "base", "first_epoch", "counts", "rank", "world_size")}
         self._resume["next_consumer"] = int(state.get("next_consumer", 0))
+        if "seed" in state:
+            self._resume["seed"] = state["seed"]
         if self._resume["base"] is None:
             # A state saved before the first pass: start where it says.
             self._first_epoch = int(self._resume["first_epoch"])
@@ -310,7 +444,10 @@ class _Tagged:
         info = get_worker_info()
         consumer = getattr(info.dataset, "_consumer", info.id) if info is not None else 0
         n = len(data) if self.batched else 1
-        return (consumer, n, self.collate(data))
+        # The pass's starting state (dataset, seed and order included),
+        # which only the workers, having opened the dataset, know.
+        p = getattr(info.dataset, "_pass", None) if info is not None else None
+        return (consumer, n, p["base"] if p else None, self.collate(data))
 
 
 if torch is not None:
@@ -332,28 +469,49 @@ if torch is not None:
             self._counts = None
 
         def __iter__(self):
+            ds = self.dataset
             consumers = max(1, self.num_workers)
-            state = self.dataset._resume
+            state = ds._resume
             counts = list(state["counts"]) if state is not None else [0] * consumers
             if len(counts) != consumers:
                 raise ValueError(f"gdsload: the state was saved with {len(counts)} workers; resume with "
                                  f"num_workers={len(counts) if len(counts) > 1 else 0}")
             self._counts = counts
             self._next = int(state.get("next_consumer", 0)) if state is not None else 0
-            for consumer, n, batch in super().__iter__():
+            self._base = state["base"] if state is not None else None
+            self._first = state["first_epoch"] if state is not None else ds._first_epoch
+            it = super().__iter__()
+            if self.num_workers:
+                # The workers have their copies of the dataset, resume
+                # included: the parent's goes on to the next pass's epoch,
+                # as each worker's copy does (without workers, the dataset
+                # itself does so).
+                ds._resume = None
+                ds._first_epoch = self._first + ds.epochs
+            for consumer, n, base, batch in it:
                 counts[consumer] += n
                 self._next = (consumer + 1) % consumers
+                if self._base is None:
+                    p = getattr(ds, "_pass", None) if not self.num_workers else None
+                    self._base = base if base is not None else (p["base"] if p else None)
                 yield batch
 
         def state_dict(self):
-            """The position after the batches this loader yielded."""
+            """The position after the batches this loader yielded: the
+            dataset's starting state (which records the dataset and the
+            seed), the epoch, and how many samples each worker yielded."""
             ds = self.dataset
             rank, world = placement(ds.rank, ds.world_size)
-            r = ds._resume
-            return {"version": STATE_VERSION, "base": r["base"] if r else None,
-                    "first_epoch": r["first_epoch"] if r else ds._first_epoch,
-                    "counts": list(self._counts or [0] * max(1, self.num_workers)),
-                    "next_consumer": getattr(self, "_next", 0), "rank": rank, "world_size": world}
+            if getattr(self, "_counts", None) is None:  # not iterated yet
+                r = ds._resume
+                return {"version": STATE_VERSION, "base": r["base"] if r else None,
+                        "first_epoch": r["first_epoch"] if r else ds._first_epoch,
+                        "counts": list(r["counts"]) if r else [0] * max(1, self.num_workers),
+                        "next_consumer": r["next_consumer"] if r else 0, "rank": rank, "world_size": world,
+                        "seed": ds.seed}
+            return {"version": STATE_VERSION, "base": self._base, "first_epoch": self._first,
+                    "counts": list(self._counts), "next_consumer": self._next, "rank": rank, "world_size": world,
+                    "seed": ds.seed}
 
         def load_state_dict(self, state):
             self.dataset.load_state_dict(state)

@@ -106,10 +106,62 @@ def started(root, path):
     return res
 
 
+def passes(root, subset):
+    """Resumed loaders and datasets, then iterated twice more: each pass
+    after the resumed one is the next epoch. And states refused by a loader
+    over another dataset (subset holds some of root's shards) or seed."""
+    errors, res = [], {}
+
+    def loader(workers, seed=7, source=root, epoch=None):
+        ds = gdsload.ShardDataset(source, seed=seed, shuffle_buffer="2KiB")
+        if epoch is not None:
+            ds.set_epoch(epoch)
+        return gdsload.ShardLoader(ds, batch_size=3, num_workers=workers,
+                                   multiprocessing_context="fork" if workers else None)
+
+    for workers in (2, 0):  # forking workers before gdsload starts here
+        w = f"w{workers}"
+        res[w + "-epoch0"] = keys_of(loader(workers), errors)
+        res[w + "-epoch1"] = keys_of(loader(workers, epoch=1), errors)
+        res[w + "-epoch2"] = keys_of(loader(workers, epoch=2), errors)
+        first = loader(workers)
+        part = []
+        for i, b in enumerate(first):
+            part.extend(b["__key__"])
+            if i + 1 == 2:
+                break
+        state = json.loads(json.dumps(first.state_dict()))
+        res[w + "-state"] = state
+        res[w + "-part"] = part
+        second = loader(workers)
+        second.load_state_dict(state)
+        res[w + "-passes"] = [keys_of(second, errors) for _ in range(3)]
+        for name, make in (("subset", lambda: loader(workers, source=subset)), ("seed8", lambda: loader(workers, seed=8))):
+            try:
+                other = make()
+                other.load_state_dict(state)
+                res[f"{w}-{name}"] = len(keys_of(other, errors))
+            except ValueError as e:
+                res[f"{w}-{name}"] = "ValueError: " + str(e)
+    # The dataset alone, resumed and iterated again.
+    ds = gdsload.ShardDataset(root, seed=7, shuffle_buffer="2KiB")
+    it = iter(ds)
+    res["alone-part"] = [next(it)["__key__"] for _ in range(5)]
+    st = ds.state_dict()
+    del it
+    ds2 = gdsload.ShardDataset(root, seed=7, shuffle_buffer="2KiB")
+    ds2.load_state_dict(st)
+    res["alone-passes"] = [[s["__key__"] for s in ds2] for _ in range(3)]
+    res["errors"] = errors
+    return res
+
+
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "split":
         out = split(*args)
+    elif mode == "passes":
+        out = passes(*args)
     elif mode == "resume":  # root, then workers,batch,stop triples
         out = [resume(args[0], *map(int, case.split(","))) for case in args[1:]]
     else:

@@ -157,6 +157,10 @@ class CheckpointTest(unittest.TestCase):
         self.assertTrue(same(got["a"], a) and same(got["b"], b) and same(got["c"], c))
         self.assertEqual(len(stats.allocations), 2, "one allocation per file")
         self.assertEqual(gdsload.live_allocations(), 2)
+        with gdsload.safe_open(self.path("m.safetensors.index.json")) as f:
+            self.assertEqual(f.metadata(), {"total_size": "1"}, "the index's metadata, values as strings")
+        with gdsload.safe_open(self.path("m-2.safetensors")) as f:
+            self.assertIsNone(f.metadata(), "a file without __metadata__")
         del got
         gc.collect()
         self.assertEqual(gdsload.live_allocations(), 0)

@@ -5,6 +5,7 @@ Each check runs in a fresh interpreter (loader_check.py): a DataLoader
 forks, and gdsload's runtime must not have started in the parent."""
 
 import os
+import shutil
 import tempfile
 import unittest
 from collections import Counter
@@ -64,6 +65,45 @@ class DatasetTest(unittest.TestCase):
                 self.assertEqual(sum(out["state"]["counts"]), batch * stop)
                 if workers == 0:
                     self.assertEqual(out["alone"], out["whole"], "a ShardDataset resumed from its state_dict")
+
+    def test_passes_after_a_resume_are_the_next_epochs(self):
+        subset = os.path.join(self.root, "subset")
+        os.mkdir(subset)
+        try:
+            for name in sorted(os.listdir(self.root))[:2]:
+                if name.endswith(".tar"):
+                    os.link(os.path.join(self.root, name), os.path.join(subset, name))
+            out = helpers.run_python("loader_check.py", "passes", os.path.join(self.root, "shard-{0000..0003}.tar"), subset)
+        finally:
+            shutil.rmtree(subset)
+        self.assertEqual(out["errors"], [])
+        for w in ("w2", "w0"):
+            with self.subTest(workers=w):
+                e0, e1, e2 = out[w + "-epoch0"], out[w + "-epoch1"], out[w + "-epoch2"]
+                self.assertEqual(Counter(e0), Counter(self.keys))
+                self.assertNotEqual(e0, e1, "epochs have their own orders")
+                resumed, nxt, after = out[w + "-passes"]
+                self.assertEqual(out[w + "-part"] + resumed, e0, "the resumed pass ends where epoch 0 ends")
+                self.assertEqual(nxt, e1, "the pass after the resumed one is epoch 1")
+                self.assertEqual(after, e2, "and the one after that epoch 2")
+                state = out[w + "-state"]
+                self.assertIsNotNone(state["base"], "the state records the dataset and the order")
+                self.assertEqual(state["seed"], 7)
+                self.assertIn("ValueError", str(out[w + "-subset"]), "a state of another dataset is refused")
+                self.assertIn("fingerprint", str(out[w + "-subset"]))
+                self.assertIn("ValueError", str(out[w + "-seed8"]), "a state of another seed is refused")
+                self.assertIn("seed=7", str(out[w + "-seed8"]))
+        resumed, nxt, after = out["alone-passes"]
+        self.assertEqual(out["alone-part"] + resumed, out["w0-epoch0"])
+        self.assertEqual(nxt, out["w0-epoch1"])
+        self.assertEqual(after, out["w0-epoch2"])
+
+    def test_state_of_a_dataset_iterated_elsewhere_warns(self):
+        # As in the parent of a DataLoader with workers: never iterated here.
+        ds = gdsload.ShardDataset(self.root, seed=7)
+        with self.assertWarnsRegex(RuntimeWarning, "ShardLoader"):
+            st = ds.state_dict()
+        self.assertEqual((st["base"], st["counts"], st["seed"]), (None, [0], 7))
 
     def test_started_parent(self):
         p = os.path.join(self.root, "..", os.path.basename(self.root) + "-ck.safetensors")

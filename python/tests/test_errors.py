@@ -2,6 +2,7 @@
 a missing file, a corrupt file (with the CLI's message), a wrong rdmafs
 token, and a forked child of a process whose gdsload runtime started."""
 
+import errno
 import gc
 import os
 import struct
@@ -64,6 +65,42 @@ class ErrorsTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             gdsload.load_file(self.path("huge-header.safetensors"), device="tpu:0")
         self.assertEqual(gdsload.live_allocations(), 0)
+
+    def test_save_to_a_url_is_refused(self):
+        # Run from the temporary folder: a URL taken for a local path would
+        # make "s3:" there. One that exists already is not written into.
+        old = os.getcwd()
+        os.chdir(self.dir)
+        try:
+            for url in ("s3://models/x.safetensors", "rdmafs://127.0.0.1:7420/x.safetensors", "s3://models/x.safetensors"):
+                with self.assertRaises(ValueError, msg=url) as cm:
+                    gdsload.save_file({"a": torch.zeros(2)}, url)
+                self.assertIn(url, str(cm.exception))
+                self.assertIn("only local paths", str(cm.exception))
+                self.assertEqual(sorted(os.listdir(self.dir)), ["s3:"] if os.path.exists("s3:") else [])
+                os.makedirs(os.path.join("s3:", "models"), exist_ok=True)
+            self.assertEqual(os.listdir(os.path.join("s3:", "models")), [])
+        finally:
+            os.chdir(old)
+
+    def test_system_errors_keep_their_errno(self):
+        t = {"a": torch.zeros(2)}
+        os.mkdir(self.path("ckpt"))
+        with self.assertRaises(IsADirectoryError) as cm:
+            gdsload.save_file(t, self.path("ckpt"))
+        self.assertEqual(cm.exception.errno, errno.EISDIR)
+        self.assertIn(self.path("ckpt"), str(cm.exception))
+        self.assertNotIn("renaming  to", str(cm.exception))
+        with open(self.path("plain"), "w") as f:
+            f.write("x")
+        with self.assertRaises(NotADirectoryError) as cm:
+            gdsload.save_file(t, self.path("plain/x.safetensors"))
+        self.assertEqual(cm.exception.errno, errno.ENOTDIR)
+        self.assertIn("plain", str(cm.exception))
+        with self.assertRaises(NotADirectoryError):
+            gdsload.load_file(self.path("plain/x.safetensors"))
+        self.assertEqual(sorted(os.listdir(self.dir)), ["ckpt", "plain"])
+        self.assertEqual(os.listdir(self.path("ckpt")), [])
 
     def test_gpu_that_is_not_there(self):
         p = self.path("g.safetensors")

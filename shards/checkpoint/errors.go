@@ -21,4 +21,7 @@ var (
 	// tensor: big-endian, Fortran order, or a dtype without a safetensors
 	// name (float128, complex128, complex256).
 	ErrNotViewable = errors.New(".npy array cannot be viewed as a tensor")
+	// ErrURLDestination reports a save whose destination is a URL: only
+	// local paths are written, never a folder named after the scheme.
+	ErrURLDestination = errors.New("destination is a URL; only local paths are written")
 )

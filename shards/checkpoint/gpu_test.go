@@ -49,7 +49,14 @@ func gpuAllocator(dev *cufile.Device, drv *cufile.Driver, chunk int64) Allocator
 	if drv != nil {
 		path = loader.RouteGDS
 	}
-	return GPUAllocator(path, loader.GPUConfig{Device: dev, ChunkSize: chunk, Buffers: 4}, drv)
+	alloc := loader.GPUAllocator(path, loader.GPUConfig{Device: dev, ChunkSize: chunk, Buffers: 4}, drv)
+	return func(size int64) (loader.Destination, func() error, error) {
+		d, err := alloc(size)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Close, nil
+	}
 }
 
 // A sharded checkpoint loads into GPU memory through the bounce and the gds

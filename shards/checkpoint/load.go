@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/loader"
 )
 
@@ -108,21 +107,4 @@ func (c *Checkpoint) Load(ctx context.Context, alloc Allocator, lopts loader.Opt
 	}
 	l.Result = res
 	return l, nil
-}
-
-// GPUAllocator gives each file of a checkpoint its own device allocation
-// on cfg.Device, landed on route (loader.NewGPUDestination; gds needs
-// drv). cfg.Size is set per file. Free the Loaded before closing the
-// Checkpoint: a gds destination holds cuFile handles on the checkpoint's
-// files. loader.Landing.Allocator makes the same from a resolved target.
-func GPUAllocator(route loader.Route, cfg loader.GPUConfig, drv *cufile.Driver) Allocator {
-	return func(size int64) (loader.Destination, func() error, error) {
-		c := cfg
-		c.Size = max(size, 1)
-		d, err := loader.NewGPUDestination(route, c, drv)
-		if err != nil {
-			return nil, nil, err
-		}
-		return d, d.Close, nil
-	}
 }

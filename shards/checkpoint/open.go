@@ -1,13 +1,17 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 
 	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/npy"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/vfs"
 )
@@ -74,7 +78,14 @@ func Open(ctx context.Context, path string, opts Options) (_ *Checkpoint, err er
 		return nil, err
 	}
 	path = c.path
-	switch format(path) {
+	kind := format(path)
+	if kind != ".safetensors" && kind != ".npy" && kind != ".json" {
+		// A temporary file or a content-addressed blob: read by content.
+		if kind, err = sniff(ctx, opts.FS, path); err != nil {
+			return nil, err
+		}
+	}
+	switch kind {
 	case ".safetensors":
 		s, err := openSafetensors(ctx, path, opts)
 		if err != nil {
@@ -113,6 +124,33 @@ func format(path string) string {
 		return strings.ToLower(base[i:])
 	}
 	return ""
+}
+
+// sniff tells a file whose name does not say what it holds by its first
+// bytes: ".npy" after the .npy magic, ".safetensors" where a header
+// length that fits the file is followed by '{', else "" (not a
+// checkpoint).
+func sniff(ctx context.Context, m *vfs.Mux, path string) (string, error) {
+	f, err := m.Open(ctx, path)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	var head [9]byte
+	n, err := f.ReadAt(head[:], 0)
+	if n < len(head) {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+		return "", nil
+	}
+	switch {
+	case bytes.HasPrefix(head[:], []byte(npy.Magic)):
+		return ".npy", nil
+	case head[8] == '{' && binary.LittleEndian.Uint64(head[:8]) <= uint64(f.Size()-8):
+		return ".safetensors", nil
+	}
+	return "", nil
 }
 
 // resolve turns a directory into the one checkpoint it holds.

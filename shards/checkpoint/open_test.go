@@ -1,12 +1,14 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/npy"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/stretchr/testify/require"
@@ -129,5 +131,34 @@ func TestOpenErrors(t *testing.T) {
 				require.ErrorContains(t, err, part)
 			}
 		})
+	}
+}
+
+// TestOpenByContent: a file whose name says nothing (a temporary file, a
+// content-addressed blob) opens by what it holds, as the reference
+// library opens any file; one that holds no checkpoint stays ErrFormat.
+func TestOpenByContent(t *testing.T) {
+	dir := t.TempDir()
+	blob := filepath.Join(dir, "sha256-0123abcd")
+	_, err := SaveSafetensors(context.Background(), blob, []SaveTensor{
+		{Name: "w", Dtype: "F32", Shape: []int64{2}, Data: loader.HostMemory(make([]byte, 8))},
+	}, map[string]string{"k": "v"}, loader.SaveOptions{})
+	require.NoError(t, err)
+	var arr bytes.Buffer
+	require.NoError(t, npy.Encode(&arr, npy.Array{Descr: "<i4", Shape: []int64{3}, Data: make([]byte, 12)}))
+	tmp := filepath.Join(dir, "tmpk3j2x")
+	require.NoError(t, os.WriteFile(tmp, arr.Bytes(), 0o644))
+	for path, want := range map[string]int64{blob: 8, tmp: 12} {
+		c, err := Open(context.Background(), path, Options{})
+		require.NoError(t, err, path)
+		require.Len(t, c.Files(), 1, path)
+		require.Equal(t, want, c.Bytes(), path)
+		require.NoError(t, c.Close())
+	}
+	for name, data := range map[string][]byte{"short": []byte("{}"), "zip": []byte("PK\x03\x04 a torch .bin"), "text": []byte("hello, world\n")} {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		_, err := Open(context.Background(), p, Options{})
+		require.ErrorIs(t, err, ErrFormat, name)
 	}
 }

@@ -18,11 +18,12 @@ import (
 	"github.com/gdsload/gdsload/shards/npy"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 func remoteMux(t *testing.T) *vfs.Mux {
 	t.Helper()
-	m, err := vfs.New(vfs.WithRDMAFS(rdmafstest.Options()...))
+	m, err := vfs.New(rdmafsfs.With(rdmafstest.Options()...))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 	return m

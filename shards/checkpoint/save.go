@@ -3,9 +3,14 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/safetensors"
+	"github.com/gdsload/gdsload/vfs"
 )
 
 // SaveTensor is one tensor for SaveSafetensors: its bytes (little-endian,
@@ -25,8 +30,19 @@ type SaveTensor struct {
 // metadata first, padded to 8 bytes), so the file reads back with
 // safetensors.Open and the reference library. It fails before creating
 // anything when a tensor is invalid (unknown dtype, duplicate or reserved
-// name, size overflow) or when its data is not dtype × shape bytes long.
+// name, size overflow) or when its data is not dtype × shape bytes long,
+// and refuses a path that is a URL (ErrURLDestination) or a directory
+// (syscall.EISDIR).
 func SaveSafetensors(ctx context.Context, path string, tensors []SaveTensor, metadata map[string]string, opts loader.SaveOptions) (*loader.SaveResult, error) {
+	if vfs.IsURL(path) {
+		return nil, fmt.Errorf("save %s: %w: save to a local file and upload it with the store's own tools", path, ErrURLDestination)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		// Refused before writing anything, with the errno callers map
+		// (a rename onto the folder would fail only after the write).
+		return nil, fmt.Errorf("save %s: %w; give a file name, such as %s", path,
+			&fs.PathError{Op: "save", Path: path, Err: syscall.EISDIR}, filepath.Join(path, "model.safetensors"))
+	}
 	specs := make([]safetensors.TensorSpec, len(tensors))
 	data := make(map[string]loader.SaveSource, len(tensors))
 	for i, t := range tensors {

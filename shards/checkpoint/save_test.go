@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,6 +81,40 @@ func TestSaveSafetensorsRejectsBeforeCreating(t *testing.T) {
 		ents, _ := os.ReadDir(dir)
 		require.Empty(t, ents, name)
 	}
+}
+
+// TestSaveSafetensorsRefusesURL: a URL destination is refused before
+// anything is written, and no local folder named after its scheme
+// appears, whether or not one already exists.
+func TestSaveSafetensorsRefusesURL(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	ts := []SaveTensor{{Name: "a", Dtype: "U8", Shape: []int64{1}, Data: loader.HostMemory([]byte{1})}}
+	for _, url := range []string{"s3://models/x.safetensors", "rdmafs://127.0.0.1:7420/x.safetensors"} {
+		_, err := SaveSafetensors(context.Background(), url, ts, nil, loader.SaveOptions{})
+		require.ErrorIs(t, err, ErrURLDestination, url)
+		require.ErrorContains(t, err, url)
+		ents, _ := os.ReadDir(dir)
+		require.Empty(t, ents, url)
+	}
+	// A folder named like the scheme already there is not written into.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "s3:", "models"), 0o755))
+	_, err := SaveSafetensors(context.Background(), "s3://models/x.safetensors", ts, nil, loader.SaveOptions{})
+	require.ErrorIs(t, err, ErrURLDestination)
+	ents, _ := os.ReadDir(filepath.Join(dir, "s3:", "models"))
+	require.Empty(t, ents)
+}
+
+// TestSaveSafetensorsOntoADirectory: a directory as the destination is
+// refused before anything is written, with EISDIR.
+func TestSaveSafetensorsOntoADirectory(t *testing.T) {
+	dir := t.TempDir()
+	ts := []SaveTensor{{Name: "a", Dtype: "U8", Shape: []int64{1}, Data: loader.HostMemory([]byte{1})}}
+	_, err := SaveSafetensors(context.Background(), dir, ts, nil, loader.SaveOptions{})
+	require.ErrorIs(t, err, syscall.EISDIR)
+	require.ErrorContains(t, err, dir)
+	ents, _ := os.ReadDir(dir)
+	require.Empty(t, ents)
 }
 
 func TestSaveLoadedFromHost(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/gdsload/gdsload/shards/npy"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 // Every kind of file describes the same on an rdmafs server as on a disk,
@@ -48,7 +49,7 @@ func TestFileLocalAndRemoteAlike(t *testing.T) {
 	write("shard-0.tar", tb.Bytes())
 
 	remote := rdmafstest.Serve(t, dir)
-	m, err := vfs.New(vfs.WithRDMAFS(rdmafstest.Options()...))
+	m, err := vfs.New(rdmafsfs.With(rdmafstest.Options()...))
 	if err != nil {
 		t.Fatal(err)
 	}

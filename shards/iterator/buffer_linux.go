@@ -15,8 +15,8 @@ const hugePage = 2 << 20
 // pages are aligned to one and advised MADV_HUGEPAGE before anything
 // touches them: the first pass over a fresh 60 MiB buffer then takes 30
 // faults instead of 15,000, which on a VM cost more than decompressing
-// incompressible data (measured on the bench-iterate set: about 0.1 s of
-// system time per 250 MiB). Advice only: where THP is off nothing changes.
+// incompressible data (docs/PERFORMANCE-NOTES.md, shards/iterator).
+// Advice only: where THP is off nothing changes.
 func shardBuffer(n int) []byte {
 	if n < 4*hugePage {
 		return pageAligned(n, 4096)

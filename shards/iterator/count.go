@@ -17,8 +17,9 @@ import (
 // (webdataset.ScanShardBytes), and only its CRC-32C is taken, not its
 // SHA-256 (nothing to compare that with later, and the CRC-32C is what
 // reads are checked against): on bench-iterate's shards this costs about
-// as much as decoding them once, a third of what webdataset.ScanShard
-// (streamed, SHA-256, archive/tar) costs. An uncompressed shard is not
+// as much as decoding them once, a fraction of what webdataset.ScanShard
+// (streamed, SHA-256, archive/tar) costs (docs/PERFORMANCE-NOTES.md,
+// shards/iterator). An uncompressed shard is not
 // read at all but for its tar headers. Safe for concurrent use.
 type scanner struct {
 	opts  []webdataset.Option

@@ -14,6 +14,7 @@ import (
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/shards/iterator"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 // writeShard writes a WebDataset shard of samples key.txt.
@@ -62,7 +63,7 @@ func Example_iterateRemoteAndResume() {
 	defer stop()
 
 	ctx := context.Background()
-	m, err := vfs.New(vfs.WithRDMAFS(rdmafs.WithToken(token)))
+	m, err := vfs.New(rdmafsfs.With(rdmafs.WithToken(token)))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 // mapCache keeps the mappings of shard files between epochs, so that an
 // epoch after the first maps (and later unmaps) nothing it mapped before.
 // Mapping is not free even from the page cache: on bench-iterate's
-// incompressible shards, MAP_POPULATE and munmap of every shard took
-// about a fifth of the CPU of an epoch, a third of that (the munmap) on
-// the decoders' path.
+// incompressible shards, MAP_POPULATE and munmap of every shard took a
+// sizeable share of an epoch's CPU, the munmap on the decoders' path
+// (docs/PERFORMANCE-NOTES.md, shards/iterator).
 //
 // The cache admits a mapping only while all it keeps stays within limit
 // bytes, and evicts nothing to make room: an epoch over a dataset larger

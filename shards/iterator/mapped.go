@@ -12,9 +12,10 @@ import (
 // stored bytes read-only into memory instead of reading them into a
 // buffer. The iterator maps compressed shards this way when the opener
 // offers it and decompresses them straight from the page cache into the
-// decoded buffer: one pass over the data fewer than reading them first
-// (on bench-iterate's data that does not compress, a third of the CPU
-// time). Decoded samples never alias a mapping. unmap releases it; a file
+// decoded buffer: one pass over the data fewer than reading them first,
+// which on data that does not compress is much of the CPU time
+// (docs/PERFORMANCE-NOTES.md, shards/iterator). Decoded samples never
+// alias a mapping. unmap releases it; a file
 // truncated while mapped fails that shard with an error instead of
 // crashing the process.
 //

@@ -96,8 +96,9 @@ func mangledHint(name string, err error) string {
 // prefetching reuses memory that is already touched instead of faulting in
 // fresh pages for every shard. Fresh memory is dear: on a VM whose host
 // reclaims the guest's free pages (virtio-balloon free page reporting),
-// the first write to a fresh 36 MiB buffer took 20 to 200 ms, several
-// times what decoding a shard into a buffer already touched takes.
+// the first write to a fresh buffer took several times what decoding a
+// shard into a buffer already touched takes (docs/PERFORMANCE-NOTES.md,
+// shards/iterator).
 type bufferPool struct {
 	mu   sync.Mutex
 	free [][]byte

@@ -285,10 +285,10 @@ func (it *Iterator) unpack(raw rawShard, sh Shard, dec *webdataset.Decompressor,
 		// barely compresses, is summed as the decoder reads it
 		// (DecompressSummed), only its size checked before: decoding it
 		// is little more than a copy, and a pass of its own for the sum
-		// cost as much again (incompressible shards: 8% less CPU). A
-		// shard that compresses is summed first: libzstd decodes a whole
-		// frame in one go only with all of its input at hand, and fed a
-		// piece at a time it spent 5 to 10% more on text shards.
+		// cost as much again. A shard that compresses is summed first:
+		// libzstd decodes a whole frame in one go only with all of its
+		// input at hand, and fed a piece at a time it spent more CPU on
+		// text shards (docs/PERFORMANCE-NOTES.md, shards/iterator).
 		check := checkEntry(sh, it.opts)
 		summed := c == webdataset.Zstd && sh.Bytes > 0 && sh.SampleBytes < 2*sh.Bytes && check.CRC32C != ""
 		var verified bool

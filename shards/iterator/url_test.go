@@ -12,11 +12,12 @@ import (
 	"github.com/gdsload/gdsload/internal/rdmafstest"
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 )
 
 func urlMux(t *testing.T) *vfs.Mux {
 	t.Helper()
-	m, err := vfs.New(vfs.WithRDMAFS(rdmafstest.Options()...))
+	m, err := vfs.New(rdmafsfs.With(rdmafstest.Options()...))
 	if err != nil {
 		t.Fatal(err)
 	}

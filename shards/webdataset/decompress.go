@@ -24,7 +24,7 @@ var ErrShardTooLarge = errors.New("decompressed shard exceeds the shard size cap
 // concurrent use.
 //
 // zstd is decoded by the system's libzstd where it can be loaded (see
-// internal/libzstd: half the CPU time of the pure-Go decoder on data that
+// internal/libzstd: less CPU time than the pure-Go decoder on data that
 // compresses well), else by github.com/klauspost/compress/zstd; both
 // enforce the same caps and accept the same streams. ZstdDecoder says
 // which one this Decompressor uses.
@@ -99,8 +99,9 @@ func (d *Decompressor) Decompress(dst, src []byte, c Compression, name string) (
 // end of its compressed stream (a manifest entry with a CRC32C; see
 // ShardEntry), so its zstd frame checksums held then. It skips them, as
 // with the same bytes they can only hold again: hashing the output costs
-// about a fifth of decoding data that does not compress, more than the
-// CRC-32C of the input does. Damage is caught by the digest, not here.
+// a noticeable share of decoding data that does not compress, more than
+// the CRC-32C of the input does (docs/PERFORMANCE-NOTES.md,
+// shards/iterator). Damage is caught by the digest, not here.
 func (d *Decompressor) DecompressVerified(dst, src []byte, c Compression, name string) ([]byte, error) {
 	return d.decompress(dst, src, c, name, true, nil)
 }

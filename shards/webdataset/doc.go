@@ -9,5 +9,8 @@
 // SHA-256 checksum.
 //
 // The package knows nothing of ranks, epochs or shuffling; that is
-// shards/iterator's job.
+// shards/iterator's job. It is a format package, like shards/npy and
+// shards/safetensors: it imports neither loader nor vfs, so checking
+// files read through a vfs.Mux against their manifest (Manifests, Checks,
+// ReadManifest, VerifyShards) is package stage's.
 package webdataset

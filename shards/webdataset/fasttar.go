@@ -9,7 +9,8 @@ import (
 // The in-memory fast path: a tar held whole in memory (ResetBytes) is
 // walked header by header here instead of through archive/tar, which
 // allocates a Header per member and checks things WebDataset does not use
-// (about a quarter of the CPU of iterating a zstd shard). Only headers that
+// (a large share of the CPU of iterating a zstd shard; figures in
+// docs/PERFORMANCE-NOTES.md, shards/iterator). Only headers that
 // archive/tar reads in exactly the same simple way qualify: a valid
 // checksum, USTAR or GNU magic, plain octal numbers, a regular or
 // header-only type, and the whole member inside the buffer. At the first

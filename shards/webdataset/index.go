@@ -1,17 +1,11 @@
 package webdataset
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
-	"sync"
-
-	"github.com/gdsload/gdsload/loader"
-	"github.com/gdsload/gdsload/vfs"
 )
 
 // ErrManifest reports an index.json that is not a valid manifest: not JSON
@@ -104,97 +98,4 @@ func (e ShardEntry) CheckDigest(file, sha256 string, manifest string) error {
 	}
 	return fmt.Errorf("%s: %w: the bytes loaded hash to %s, the manifest lists %s (%s); the shard is corrupt or the manifest stale",
 		file, ErrShardChecksum, sha256, e.SHA256, manifest)
-}
-
-// Manifests finds the manifest (index.json) of directories through a
-// vfs.Mux, reading each directory's once. It is safe for concurrent use.
-type Manifests struct {
-	m     *vfs.Mux
-	mu    sync.Mutex
-	byDir map[string]*ManifestIndex
-}
-
-// NewManifests looks manifests up through m.
-func NewManifests(m *vfs.Mux) *Manifests {
-	return &Manifests{m: m, byDir: map[string]*ManifestIndex{}}
-}
-
-// In returns the manifest of directory dir (a path or URL): nil, nil when
-// it has none or its index.json is JSON of another kind; an error
-// wrapping ErrManifest when index.json is not a valid manifest.
-func (s *Manifests) In(ctx context.Context, dir string) (*ManifestIndex, error) {
-	s.mu.Lock()
-	ix, seen := s.byDir[dir]
-	s.mu.Unlock()
-	if seen {
-		return ix, nil
-	}
-	where := vfs.Join(dir, ManifestName)
-	b, err := s.m.ReadFile(ctx, where, MaxManifestBytes)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		ix = nil
-	case err != nil:
-		return nil, fmt.Errorf("manifest %s: %w", where, err)
-	default:
-		if ix, err = ParseManifestIndex(b, where); err != nil {
-			return nil, err
-		}
-	}
-	s.mu.Lock()
-	s.byDir[dir] = ix
-	s.mu.Unlock()
-	return ix, nil
-}
-
-// Check is a file's entry in a manifest.
-type Check struct {
-	Entry    ShardEntry
-	Manifest string // where the manifest was read
-}
-
-// Checks are the manifest entries of a load's files, by the files' names
-// (paths or URLs, as vfs names the opened files).
-type Checks map[string]Check
-
-// Checks finds the entry of each file in the manifest beside it. Files no
-// manifest lists are left out; an invalid manifest is an error.
-func (s *Manifests) Checks(ctx context.Context, files []string) (Checks, error) {
-	out := Checks{}
-	for _, f := range files {
-		ix, err := s.In(ctx, vfs.Dir(f))
-		if err != nil {
-			return nil, err
-		}
-		if e, ok := ix.Lookup(vfs.Base(f)); ok {
-			out[f] = Check{Entry: e, Manifest: ix.Path}
-		}
-	}
-	return out, nil
-}
-
-// CheckSizes refuses, before anything is read, a source whose size is not
-// the one its manifest lists.
-func (c Checks) CheckSizes(srcs []loader.Source) error {
-	for _, s := range srcs {
-		if k, ok := c[s.Name()]; ok {
-			if err := k.Entry.CheckSize(s.Name(), s.Size(), k.Manifest); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// CheckDigests compares each loaded file's SHA-256 with its manifest
-// entry; the load must have computed SHA-256 digests.
-func (c Checks) CheckDigests(files []loader.FileResult) error {
-	for _, f := range files {
-		if k, ok := c[f.Name]; ok {
-			if err := k.Entry.CheckDigest(f.Name, f.SHA256, k.Manifest); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -19,8 +19,8 @@ import (
 
 	"github.com/gdsload/gdsload/internal/crc32c"
 
+	"github.com/gdsload/gdsload/internal/durable"
 	"github.com/gdsload/gdsload/internal/regular"
-	"github.com/gdsload/gdsload/loader"
 )
 
 // ManifestName is the file name of a manifest, kept beside the shards.
@@ -172,10 +172,9 @@ func DecodeManifest(b []byte, where string) (*Manifest, error) {
 	return &m, nil
 }
 
-// WriteManifest writes m as dir/index.json atomically (loader.SaveFile: a
-// temporary file in dir is written, synced and renamed over the old
-// manifest, then dir is synced), so readers see the old or the new
-// manifest, never a torn one.
+// WriteManifest writes m as dir/index.json atomically (a temporary file
+// in dir is written, synced and renamed over the old manifest, then dir is
+// synced), so readers see the old or the new manifest, never a torn one.
 func WriteManifest(ctx context.Context, dir string, m *Manifest) error {
 	if err := m.Validate(); err != nil {
 		return err
@@ -185,8 +184,7 @@ func WriteManifest(ctx context.Context, dir string, m *Manifest) error {
 		return fmt.Errorf("webdataset: encoding manifest: %w", err)
 	}
 	b = append(b, '\n')
-	_, err = loader.SaveFile(ctx, filepath.Join(dir, ManifestName), loader.HostMemory(b), loader.SaveOptions{Direct: loader.DirectOff})
-	if err != nil {
+	if err := durable.WriteFile(filepath.Join(dir, ManifestName), b); err != nil {
 		return fmt.Errorf("webdataset: writing manifest in %s: %w", dir, err)
 	}
 	return nil
@@ -406,9 +404,10 @@ func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Opti
 // file, say), for callers that scan many: dec decompresses it (checking
 // its trailers and frame checksums) into buf[:0], which is returned,
 // possibly grown, for the next call; the tar is then walked in memory
-// (Reader.ResetBytes). Its counts equal ScanShard's. It costs about a
-// third of ScanShard's CPU time, most of it decompression (measured on
-// bench-iterate's shards), and needs memory for the decompressed shard.
+// (Reader.ResetBytes). Its counts equal ScanShard's. It costs a fraction
+// of ScanShard's CPU time, most of it decompression
+// (docs/PERFORMANCE-NOTES.md, shards/iterator), and needs memory for the
+// decompressed shard.
 // WithCRC32C(false) and WithSHA256(false) leave the digests out.
 func ScanShardBytes(ctx context.Context, data []byte, name string, dec *Decompressor, buf []byte, opts ...Option) (ShardEntry, []byte, error) {
 	o, err := resolveOptions(opts)
@@ -532,6 +531,11 @@ func checkSum(e ShardEntry, sum []byte) error {
 // with e's: nil when they match or e has none, else an error naming the
 // shard that wraps ErrShardChecksum, as VerifyShardBytesQuick's.
 func CheckShardCRC32C(e ShardEntry, sum uint32) error { return checkCRC(e, sum) }
+
+// CheckShardSHA256 compares sum, the SHA-256 of a shard's stored bytes,
+// with e's: nil when they match, else an error naming the shard that wraps
+// ErrShardChecksum, as VerifyShardBytes's.
+func CheckShardSHA256(e ShardEntry, sum []byte) error { return checkSum(e, sum) }
 
 func checkCRC(e ShardEntry, sum uint32) error {
 	if got := crcHex(sum); e.CRC32C != "" && got != e.CRC32C {

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/internal/durable"
 )
 
 func TestManifestRoundTrip(t *testing.T) {
@@ -66,7 +66,7 @@ func TestManifestRoundTrip(t *testing.T) {
 	}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".tmp") || loader.IsTempName(e.Name()) {
+		if strings.HasSuffix(e.Name(), ".tmp") || durable.IsTempName(e.Name()) {
 			t.Errorf("temporary file %s left behind", e.Name())
 		}
 	}

@@ -45,7 +45,7 @@ func run(rawURL, tokenFile string, conns, perConn, chunk, window int, crc bool) 
 	}
 	ctx := context.Background()
 	cl, err := rdmafs.Dial(ctx, u.Addr, rdmafs.WithToken(tok), rdmafs.WithConnections(conns),
-		rdmafs.WithRequestsPerConn(perConn), rdmafs.WithChunkSize(chunk), rdmafs.WithCRC(crc))
+		rdmafs.WithRequestsPerConn(perConn), rdmafs.WithChunkSize(int64(chunk)), rdmafs.WithCRC(crc))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,6 @@
-package loader
+// Package stats holds the measurements loader's results and bench's
+// reports share: latency percentiles and the process's CPU time.
+package stats
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package loader
+package main
 
 import (
 	"bytes"
@@ -9,30 +9,32 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gdsload/gdsload/loader"
 )
 
 func TestWriteSums(t *testing.T) {
 	tests := []struct {
 		name string
-		f    FileResult
-		c    Checksum
+		f    loader.FileResult
+		c    loader.Checksum
 		want string
 	}{
-		{"plain", FileResult{Name: "a.bin", SHA256: "ab"}, ChecksumSHA256, "ab  a.bin\n"},
-		{"space kept", FileResult{Name: "d/a b.bin", SHA256: "ab"}, ChecksumSHA256, "ab  d/a b.bin\n"},
-		{"newline", FileResult{Name: "a\nb", SHA256: "ab"}, ChecksumSHA256, "\\ab  a\\nb\n"},
-		{"backslash and CR", FileResult{Name: `a\b` + "\r", SHA256: "ab"}, ChecksumSHA256, `\ab  a\\b\r` + "\n"},
-		{"crc32c", FileResult{Name: "a.bin", CRC32C: "0000abcd"}, ChecksumCRC32C, "0000abcd  a.bin\n"},
-		{"no digest of that kind", FileResult{Name: "a.bin", SHA256: "ab"}, ChecksumCRC32C, ""},
-		{"part of a file", FileResult{Name: "m.safetensors", Offset: 88, Bytes: 28, Partial: true, SHA256: "ab"}, ChecksumSHA256,
+		{"plain", loader.FileResult{Name: "a.bin", SHA256: "ab"}, loader.ChecksumSHA256, "ab  a.bin\n"},
+		{"space kept", loader.FileResult{Name: "d/a b.bin", SHA256: "ab"}, loader.ChecksumSHA256, "ab  d/a b.bin\n"},
+		{"newline", loader.FileResult{Name: "a\nb", SHA256: "ab"}, loader.ChecksumSHA256, "\\ab  a\\nb\n"},
+		{"backslash and CR", loader.FileResult{Name: `a\b` + "\r", SHA256: "ab"}, loader.ChecksumSHA256, `\ab  a\\b\r` + "\n"},
+		{"crc32c", loader.FileResult{Name: "a.bin", CRC32C: "0000abcd"}, loader.ChecksumCRC32C, "0000abcd  a.bin\n"},
+		{"no digest of that kind", loader.FileResult{Name: "a.bin", SHA256: "ab"}, loader.ChecksumCRC32C, ""},
+		{"part of a file", loader.FileResult{Name: "m.safetensors", Offset: 88, Bytes: 28, Partial: true, SHA256: "ab"}, loader.ChecksumSHA256,
 			"sha256 of bytes [88, 116)  ab  m.safetensors\n"},
-		{"part of a file, escaped name", FileResult{Name: "m\n.npy", Offset: 128, Bytes: 4, Partial: true, SHA256: "ab"}, ChecksumSHA256,
+		{"part of a file, escaped name", loader.FileResult{Name: "m\n.npy", Offset: 128, Bytes: 4, Partial: true, SHA256: "ab"}, loader.ChecksumSHA256,
 			"sha256 of bytes [128, 132)  ab  m\\n.npy\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WriteSums(&b, []FileResult{tc.f}, tc.c); err != nil {
+			if err := writeSums(&b, []loader.FileResult{tc.f}, tc.c); err != nil {
 				t.Fatal(err)
 			}
 			if b.String() != tc.want {
@@ -50,17 +52,17 @@ func TestWriteSumsCheckedBySha256sum(t *testing.T) {
 		t.Skipf("no GNU sha256sum here (%v): the line format is checked by TestWriteSums", err)
 	}
 	dir := t.TempDir()
-	var files []FileResult
+	var files []loader.FileResult
 	for i, name := range []string{"plain.bin", "new\nline.bin", `back\slash.bin`, "car\rriage.bin", "sp ace.bin"} {
 		data := bytes.Repeat([]byte{byte(i)}, 100+i)
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256(data)
-		files = append(files, FileResult{Name: name, Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
+		files = append(files, loader.FileResult{Name: name, Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
 	}
 	var b bytes.Buffer
-	if err := WriteSums(&b, files, ChecksumSHA256); err != nil {
+	if err := writeSums(&b, files, loader.ChecksumSHA256); err != nil {
 		t.Fatal(err)
 	}
 	check := func(sums []byte) (string, error) {
@@ -75,49 +77,12 @@ func TestWriteSumsCheckedBySha256sum(t *testing.T) {
 	b.Reset()
 	part := files[0]
 	part.Offset, part.Bytes, part.Partial = 10, 90, true
-	if err := WriteSums(&b, []FileResult{part}, ChecksumSHA256); err != nil {
+	if err := writeSums(&b, []loader.FileResult{part}, loader.ChecksumSHA256); err != nil {
 		t.Fatal(err)
 	}
 	out, err := check(b.Bytes())
 	if err == nil || strings.Contains(out, "FAILED") || !strings.Contains(out, "no properly formatted") {
 		t.Fatalf("sha256sum -c of a partial digest: %v\n%s", err, out)
-	}
-}
-
-// A load's result says which bytes of each file its digest covers.
-func TestLoadResultSaysWhatTheDigestCovers(t *testing.T) {
-	path := writeRandom(t, t.TempDir(), 10000, 3)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := OpenFile(path, DirectOff)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, tc := range []struct {
-		name            string
-		offset, length  int64
-		partial         bool
-		wantOff, wantTo int64
-	}{
-		{"whole file", 0, -1, false, 0, 10000},
-		{"head", 0, 100, true, 0, 100},
-		{"tail", 88, -1, true, 88, 10000},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			job := Job{Source: f, Offset: tc.offset, Length: tc.length, Dest: NewHostBuffer(make([]byte, 10000))}
-			res, err := Load(t.Context(), []Job{job}, Options{Checksum: ChecksumSHA256})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := res.Files[0]
-			sum := sha256.Sum256(data[tc.wantOff:tc.wantTo])
-			if got.Partial != tc.partial || got.Offset != tc.wantOff || got.Offset+got.Bytes != tc.wantTo || got.SHA256 != hex.EncodeToString(sum[:]) {
-				t.Fatalf("file result %+v, want partial %v over [%d, %d)", got, tc.partial, tc.wantOff, tc.wantTo)
-			}
-		})
 	}
 }
 
@@ -130,13 +95,13 @@ func FuzzWriteSums(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name string, partial bool) {
 		var b bytes.Buffer
-		fr := FileResult{Name: name, SHA256: "ab", Offset: 1, Bytes: 2, Partial: partial}
-		if err := WriteSums(&b, []FileResult{fr}, ChecksumSHA256); err != nil {
+		fr := loader.FileResult{Name: name, SHA256: "ab", Offset: 1, Bytes: 2, Partial: partial}
+		if err := writeSums(&b, []loader.FileResult{fr}, loader.ChecksumSHA256); err != nil {
 			t.Fatal(err)
 		}
 		line, ok := strings.CutSuffix(b.String(), "\n")
 		if !ok || strings.ContainsAny(line, "\n\r") {
-			t.Fatalf("WriteSums(%q) = %q: not one line", name, b.String())
+			t.Fatalf("writeSums(%q) = %q: not one line", name, b.String())
 		}
 		escaped := strings.HasPrefix(line, `\`)
 		if partial {
@@ -146,13 +111,13 @@ func FuzzWriteSums(f *testing.F) {
 		}
 		got, ok2 := strings.CutPrefix(line, "ab  ")
 		if !ok || !ok2 {
-			t.Fatalf("WriteSums(%q) = %q", name, b.String())
+			t.Fatalf("writeSums(%q) = %q", name, b.String())
 		}
 		if escaped || partial {
 			got = unescapeSumName(got)
 		}
 		if got != name {
-			t.Fatalf("WriteSums(%q) names %q", name, got)
+			t.Fatalf("writeSums(%q) names %q", name, got)
 		}
 	})
 }

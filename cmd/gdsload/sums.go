@@ -1,13 +1,15 @@
-package loader
+package main
 
 import (
 	"bufio"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/gdsload/gdsload/loader"
 )
 
-// WriteSums writes a line per file with its digest under c, in the order
+// writeSums writes a line per file with its digest under c, in the order
 // given; files without one are left out. The digest of a whole file is
 // written as GNU coreutils' sha256sum writes it, "DIGEST  NAME", so that
 // `sha256sum -c` checks the files it names: a name holding a backslash, a
@@ -16,7 +18,7 @@ import (
 // as a checkpoint's data region) is labelled with its byte range instead,
 // "sha256 of bytes [OFFSET, END)  DIGEST  NAME", a line sha256sum -c
 // reports as improperly formatted rather than as a file that failed.
-func WriteSums(w io.Writer, files []FileResult, c Checksum) error {
+func writeSums(w io.Writer, files []loader.FileResult, c loader.Checksum) error {
 	bw := bufio.NewWriter(w)
 	for _, f := range files {
 		d := f.Digest(c)

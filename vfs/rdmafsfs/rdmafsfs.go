@@ -1,14 +1,51 @@
-package vfs
+// Package rdmafsfs serves rdmafs://host:port/path URLs through a vfs.Mux:
+// each server's export is an FS, reached through one rdmafs.Client shared
+// by every file opened from it. Importing the package registers the
+// scheme with vfs.Register, so every Mux that vfs.New makes serves it,
+// with clients that present the token in the GDSLOAD_TOKEN environment
+// variable, if set; With sets the client options of one Mux.
+package rdmafsfs
 
 import (
 	"context"
 	"fmt"
 	"io/fs"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/rdmafs"
+	"github.com/gdsload/gdsload/vfs"
 )
+
+// Name is the URL scheme served: rdmafs://host:port/path.
+const Name = "rdmafs"
+
+func init() {
+	vfs.Register(Name, vfs.Backend{
+		Scheme: func() vfs.Scheme { return rdmafsScheme{fromEnv: true} },
+		Parse: func(raw string) (string, string, error) {
+			u, err := rdmafs.ParseURL(raw)
+			if err != nil {
+				return "", "", err
+			}
+			return u.Addr, strings.Trim(u.Path, "/"), nil
+		},
+	})
+}
+
+// With sets the client options of every rdmafs server the Mux dials
+// (token, connections, CRC, transport: rdmafs.WithToken and the rest),
+// checked when the option is applied. Without it, clients present the
+// token in the GDSLOAD_TOKEN environment variable, if set, with rdmafs's
+// defaults otherwise.
+func With(opts ...rdmafs.Option) vfs.Option {
+	if err := rdmafs.CheckOptions(opts...); err != nil {
+		return func(*vfs.Mux) error { return err }
+	}
+	return vfs.WithScheme(Name, rdmafsScheme{opts: slices.Clone(opts)})
+}
 
 // rdmafsScheme dials one client per server with opts. Without options it
 // presents the token in rdmafs.TokenEnv, if set.
@@ -17,7 +54,7 @@ type rdmafsScheme struct {
 	fromEnv bool
 }
 
-func (s rdmafsScheme) FS(ctx context.Context, addr string) (FS, error) {
+func (s rdmafsScheme) FS(ctx context.Context, addr string) (vfs.FS, error) {
 	opts := s.opts
 	if s.fromEnv {
 		tok, err := rdmafs.ClientToken("")
@@ -49,7 +86,7 @@ func (r *rdmafsFS) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		return NewFileInfo("/", 0, fs.ModeDir|0o555, time.Time{}), nil // the export root
+		return vfs.NewFileInfo("/", 0, fs.ModeDir|0o555, time.Time{}), nil // the export root
 	}
 	return r.c.Stat(ctx, name)
 }
@@ -66,7 +103,7 @@ func (r *rdmafsFS) List(ctx context.Context, name string) ([]fs.FileInfo, error)
 	return out, nil
 }
 
-func (r *rdmafsFS) Open(ctx context.Context, name string) (File, error) {
+func (r *rdmafsFS) Open(ctx context.Context, name string) (vfs.File, error) {
 	f, err := r.c.Open(ctx, name)
 	if err != nil {
 		return nil, err
@@ -74,12 +111,11 @@ func (r *rdmafsFS) Open(ctx context.Context, name string) (File, error) {
 	return &remoteFile{File: f, url: r.url(name)}, nil
 }
 
-func (r *rdmafsFS) OpenInfo(ctx context.Context, name string, fi fs.FileInfo) (File, error) {
-	info, ok := fi.(rdmafs.FileInfo)
-	if !ok {
+func (r *rdmafsFS) OpenInfo(ctx context.Context, name string, fi fs.FileInfo) (vfs.File, error) {
+	if _, ok := fi.(rdmafs.FileInfo); !ok {
 		return r.Open(ctx, name)
 	}
-	f, err := r.c.OpenInfo(name, info)
+	f, err := r.c.OpenInfo(ctx, name, fi)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +134,8 @@ type remoteFile struct {
 }
 
 var (
-	_ File                      = (*remoteFile)(nil)
+	_ vfs.File                  = (*remoteFile)(nil)
+	_ vfs.InfoOpener            = (*rdmafsFS)(nil)
 	_ loader.ContextReaderAt    = (*remoteFile)(nil)
 	_ loader.DeviceReaderSource = (*remoteFile)(nil)
 	_ loader.DeviceBinder       = (*remoteFile)(nil)

@@ -1,4 +1,4 @@
-package vfs
+package s3fs_test
 
 import (
 	"bytes"
@@ -12,13 +12,15 @@ import (
 	"github.com/gdsload/gdsload/internal/miniotest"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/objstore"
+	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/s3fs"
 )
 
 // TestS3ThroughMux: s3:// URLs through a Mux, against a real MinIO: a
 // prefix is a directory (Stat, List, Walk in one listing, OpenAll loads
 // every object byte-exact), a key with bytes a URL escapes round-trips
 // through Name, a missing key or bucket matches fs.ErrNotExist, ReadFile
-// reads a manifest, and WithS3 refuses a bad option up front.
+// reads a manifest, and With refuses a bad option up front.
 func TestS3ThroughMux(t *testing.T) {
 	mc := miniotest.StartForTest(t, 1)
 	ctx := context.Background()
@@ -31,7 +33,7 @@ func TestS3ThroughMux(t *testing.T) {
 		_, err := mc.Put(ctx, "data", k, v)
 		require.NoError(t, err)
 	}
-	m, err := New(WithS3(mc.Options()...))
+	m, err := vfs.New(s3fs.With(mc.Options()...))
 	require.NoError(t, err)
 	defer m.Close()
 
@@ -84,6 +86,6 @@ func TestS3ThroughMux(t *testing.T) {
 		require.Truef(t, errors.Is(err, fs.ErrNotExist), "Walk(%s): %v", u, err)
 	}
 
-	_, err = New(WithS3(objstore.WithConcurrency(0)))
+	_, err = vfs.New(s3fs.With(objstore.WithConcurrency(0)))
 	require.ErrorContains(t, err, "concurrency")
 }

@@ -1,13 +1,15 @@
-package loader
+package durable
 
 import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -70,7 +72,9 @@ func IsTempName(base string) bool {
 	return true
 }
 
-func tempName(final string) (string, error) {
+// TempName returns a fresh temporary name beside final, one IsTempName
+// recognises.
+func TempName(final string) (string, error) {
 	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
 	var r [6]byte
 	if _, err := rand.Read(r[:]); err != nil {
@@ -94,10 +98,13 @@ func CreateAtomic(final string, size int64, mode DirectMode) (*AtomicFile, error
 // rename and removal of the file goes through it (tests wrap it to inject
 // faults and observe the order of operations).
 func CreateAtomicFS(fsys fileops.FS, final string, size int64, mode DirectMode) (*AtomicFile, error) {
+	final, perm, err := replacing(final)
+	if err != nil {
+		return nil, err
+	}
 	a := &AtomicFile{fs: fsys, final: final, size: size, align: DefaultAlignment, memAlign: DefaultAlignment}
-	var err error
 	for range 10 { // a name collision is retried with a fresh suffix
-		if a.temp, err = tempName(final); err != nil {
+		if a.temp, err = TempName(final); err != nil {
 			return nil, err
 		}
 		if err = a.open(mode); !errors.Is(err, os.ErrExist) {
@@ -106,6 +113,12 @@ func CreateAtomicFS(fsys fileops.FS, final string, size int64, mode DirectMode) 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating a temporary file beside %s: %w", final, err)
+	}
+	if perm != 0 {
+		if err := unix.Fchmod(int(a.f.Fd()), uint32(perm)); err != nil {
+			a.Abort()
+			return nil, fmt.Errorf("giving the temporary file beside %s its mode %v: %w", final, perm, err)
+		}
 	}
 	if size > 0 {
 		if err := fallocate(a.f, size); err != nil {
@@ -119,6 +132,33 @@ func CreateAtomicFS(fsys fileops.FS, final string, size int64, mode DirectMode) 
 	return a, nil
 }
 
+// replacing resolves the path a file is published under as open(2) with
+// O_TRUNC would: a symbolic link (or a chain of them) is followed to the
+// file it names, which is then replaced, leaving the link in place; a link
+// whose target does not exist, or that loops, is refused. perm is the
+// permission bits of the file being replaced, kept by its replacement; 0
+// when there is none.
+func replacing(final string) (string, fs.FileMode, error) {
+	fi, err := os.Lstat(final)
+	if err != nil {
+		return final, 0, nil // a new file (or an error that creating it will report)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(final)
+		if err != nil {
+			return "", 0, fmt.Errorf("writing %s: it is a symbolic link whose target cannot be reached (%w); remove the link or point it at a file", final, err)
+		}
+		if fi, err = os.Stat(target); err != nil {
+			return "", 0, fmt.Errorf("writing %s (a symbolic link to %s): %w", final, target, err)
+		}
+		final = target
+	}
+	if !fi.Mode().IsRegular() {
+		return final, 0, nil // a directory or a device: the rename reports it
+	}
+	return final, fi.Mode().Perm(), nil
+}
+
 func (a *AtomicFile) open(mode DirectMode) error {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL | unix.O_CLOEXEC
 	if mode != DirectOff {
@@ -126,15 +166,15 @@ func (a *AtomicFile) open(mode DirectMode) error {
 		switch {
 		case err == nil:
 			a.f, a.direct = f, true
-			a.align, a.memAlign = dioAlign(f)
+			a.align, a.memAlign = DIOAlign(f)
 			if a.memAlign > DefaultAlignment {
 				// Page-aligned buffers are what callers have.
-				a.reason = fmt.Sprintf("O_DIRECT writes on %s need %d-byte aligned memory; using buffered writes", fsName(a.temp), a.memAlign)
+				a.reason = fmt.Sprintf("O_DIRECT writes on %s need %d-byte aligned memory; using buffered writes", FSName(a.temp), a.memAlign)
 				return a.dropDirect(mode)
 			}
 			return nil
 		case errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP):
-			a.reason = fmt.Sprintf("O_DIRECT writes refused by %s (%v); using buffered writes", fsName(filepath.Dir(a.temp)), unwrapErrno(err))
+			a.reason = fmt.Sprintf("O_DIRECT writes refused by %s (%v); using buffered writes", FSName(filepath.Dir(a.temp)), Errno(err))
 			if mode == DirectOn {
 				return fmt.Errorf("%w: %s", ErrDirectRefused, a.reason)
 			}
@@ -257,8 +297,8 @@ func (a *AtomicFile) refused(p []byte, off int64, err error) error {
 		if fl, ferr := unix.FcntlInt(a.f.Fd(), unix.F_GETFL, 0); ferr == nil && fl&unix.O_DIRECT == 0 {
 			return nil
 		}
-	case off%a.align == 0 && addrOf(p)%uintptr(a.memAlign) == 0:
-		a.reason = fmt.Sprintf("O_DIRECT write refused by %s (%v); using buffered writes", fsName(a.temp), err)
+	case off%a.align == 0 && Addr(p)%uintptr(a.memAlign) == 0:
+		a.reason = fmt.Sprintf("O_DIRECT write refused by %s (%v); using buffered writes", FSName(a.temp), err)
 		return a.dropDirect(DirectAuto)
 	}
 	return fmt.Errorf("writing %d bytes at offset %d of %s: %w", len(p), off, a.temp, err)
@@ -276,6 +316,23 @@ func (a *AtomicFile) Sync() error {
 			return newNoSpaceError(filepath.Dir(a.final), a.size, err)
 		}
 		return fmt.Errorf("fsync %s: %w", a.temp, err)
+	}
+	return nil
+}
+
+// SetModeTime gives the temporary file mode's permission bits (when mode
+// is not 0) and the modification time mtime (when it is not zero), as
+// `cp -p` does: call it after the last write and Sync, before Publish.
+func (a *AtomicFile) SetModeTime(mode fs.FileMode, mtime time.Time) error {
+	if mode != 0 {
+		if err := unix.Fchmod(int(a.f.Fd()), uint32(mode.Perm())); err != nil {
+			return fmt.Errorf("setting the mode of %s: %w", a.temp, err)
+		}
+	}
+	if !mtime.IsZero() {
+		if err := os.Chtimes(a.temp, time.Time{}, mtime); err != nil {
+			return fmt.Errorf("setting the modification time of %s: %w", a.temp, err)
+		}
 	}
 	return nil
 }
@@ -304,8 +361,9 @@ func (a *AtomicFile) Rename() error {
 	}
 	a.f = nil
 	if err := a.fs.Rename(a.temp, a.final); err != nil {
+		temp := a.temp // Abort forgets it
 		a.Abort()
-		return fmt.Errorf("renaming %s to %s: %w", a.temp, a.final, err)
+		return fmt.Errorf("renaming %s to %s: %w", temp, a.final, err)
 	}
 	a.temp = ""
 	return nil
@@ -354,4 +412,23 @@ func FreeSpace(path string) int64 {
 		return -1
 	}
 	return int64(st.Bavail) * st.Bsize
+}
+
+// WriteFile writes b to path atomically through the page cache (a small
+// file: a manifest, a state): readers see the old file or the new one,
+// never a torn one.
+func WriteFile(path string, b []byte) error {
+	a, err := CreateAtomic(path, int64(len(b)), DirectOff)
+	if err != nil {
+		return err
+	}
+	if err := a.WriteAt(b, 0); err != nil {
+		a.Abort()
+		return err
+	}
+	if err := a.Sync(); err != nil {
+		a.Abort()
+		return err
+	}
+	return a.Publish()
 }

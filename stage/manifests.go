@@ -1,0 +1,173 @@
+package stage
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sync"
+
+	"github.com/gdsload/gdsload/internal/crc32c"
+	"github.com/gdsload/gdsload/internal/humanize"
+	"github.com/gdsload/gdsload/loader"
+	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/gdsload/gdsload/vfs"
+)
+
+// The manifest (webdataset's index.json) beside files read through a
+// vfs.Mux: what load, stage and manifest --verify check files against.
+
+// ReadManifest reads and validates the manifest at p, a path or URL
+// (rdmafs://, s3://) read through m: the manifest file, or the directory
+// holding index.json.
+func ReadManifest(ctx context.Context, m *vfs.Mux, p string) (*webdataset.Manifest, error) {
+	if fi, err := m.Stat(ctx, p); err == nil && fi.IsDir() {
+		p = vfs.Join(p, webdataset.ManifestName)
+	}
+	b, err := m.ReadFile(ctx, p, webdataset.MaxManifestBytes)
+	if err != nil {
+		return nil, fmt.Errorf("webdataset: reading manifest: %w", err)
+	}
+	return webdataset.DecodeManifest(b, p)
+}
+
+// VerifyShards checks every shard man lists, beside it in dir (a local
+// path or a URL, read through m), for size, SHA-256 and, where the entry
+// has one, CRC-32C, reading each once in large sequential reads and
+// calling onProgress, if set, with each shard's bytes once checked. The
+// error names every shard that differs or cannot be read; cancelling ctx
+// stops between shards.
+func VerifyShards(ctx context.Context, m *vfs.Mux, dir string, man *webdataset.Manifest, onProgress func(int64)) error {
+	var errs []error
+	for _, e := range man.Shards {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := verifyShardAt(ctx, m, vfs.Join(dir, e.Name), e); err != nil {
+			errs = append(errs, err)
+		}
+		if onProgress != nil {
+			onProgress(e.Bytes)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%d of %s in %s differ from the manifest:\n%w", len(errs), humanize.Count(len(man.Shards), "shard"), dir, err)
+	}
+	return nil
+}
+
+func verifyShardAt(ctx context.Context, m *vfs.Mux, u string, e webdataset.ShardEntry) error {
+	f, err := m.Open(ctx, u)
+	if err != nil {
+		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
+	}
+	defer f.Close()
+	if f.Size() != e.Bytes {
+		return fmt.Errorf("webdataset: shard %s (%s): %w: %d bytes stored, %d in manifest", e.Name, u, webdataset.ErrShardSize, f.Size(), e.Bytes)
+	}
+	h, crc := sha256.New(), crc32c.New()
+	// 8 MiB reads: a remote file reads each over its connections at once.
+	if _, err := io.Copy(io.MultiWriter(h, crc), bufio.NewReaderSize(vfs.NewReader(ctx, f), 8<<20)); err != nil {
+		return fmt.Errorf("webdataset: verifying shard %s (%s): %w", e.Name, u, err)
+	}
+	if err := webdataset.CheckShardSHA256(e, h.Sum(nil)); err != nil {
+		return err
+	}
+	return webdataset.CheckShardCRC32C(e, crc.Sum32())
+}
+
+// Manifests finds the manifest (index.json) of directories through a
+// vfs.Mux, reading each directory's once. It is safe for concurrent use.
+type Manifests struct {
+	m     *vfs.Mux
+	mu    sync.Mutex
+	byDir map[string]*webdataset.ManifestIndex
+}
+
+// NewManifests looks manifests up through m.
+func NewManifests(m *vfs.Mux) *Manifests {
+	return &Manifests{m: m, byDir: map[string]*webdataset.ManifestIndex{}}
+}
+
+// In returns the manifest of directory dir (a path or URL): nil, nil when
+// it has none or its index.json is JSON of another kind; an error
+// wrapping ErrManifest when index.json is not a valid manifest.
+func (s *Manifests) In(ctx context.Context, dir string) (*webdataset.ManifestIndex, error) {
+	s.mu.Lock()
+	ix, seen := s.byDir[dir]
+	s.mu.Unlock()
+	if seen {
+		return ix, nil
+	}
+	where := vfs.Join(dir, webdataset.ManifestName)
+	b, err := s.m.ReadFile(ctx, where, webdataset.MaxManifestBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		ix = nil
+	case err != nil:
+		return nil, fmt.Errorf("manifest %s: %w", where, err)
+	default:
+		if ix, err = webdataset.ParseManifestIndex(b, where); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	s.byDir[dir] = ix
+	s.mu.Unlock()
+	return ix, nil
+}
+
+// Check is a file's entry in a manifest.
+type Check struct {
+	Entry    webdataset.ShardEntry
+	Manifest string // where the manifest was read
+}
+
+// Checks are the manifest entries of a load's files, by the files' names
+// (paths or URLs, as vfs names the opened files).
+type Checks map[string]Check
+
+// Checks finds the entry of each file in the manifest beside it. Files no
+// manifest lists are left out; an invalid manifest is an error.
+func (s *Manifests) Checks(ctx context.Context, files []string) (Checks, error) {
+	out := Checks{}
+	for _, f := range files {
+		ix, err := s.In(ctx, vfs.Dir(f))
+		if err != nil {
+			return nil, err
+		}
+		if e, ok := ix.Lookup(vfs.Base(f)); ok {
+			out[f] = Check{Entry: e, Manifest: ix.Path}
+		}
+	}
+	return out, nil
+}
+
+// CheckSizes refuses, before anything is read, a source whose size is not
+// the one its manifest lists.
+func (c Checks) CheckSizes(srcs []loader.Source) error {
+	for _, s := range srcs {
+		if k, ok := c[s.Name()]; ok {
+			if err := k.Entry.CheckSize(s.Name(), s.Size(), k.Manifest); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CheckDigests compares each loaded file's SHA-256 with its manifest
+// entry; the load must have computed SHA-256 digests.
+func (c Checks) CheckDigests(files []loader.FileResult) error {
+	for _, f := range files {
+		if k, ok := c[f.Name]; ok {
+			if err := k.Entry.CheckDigest(f.Name, f.SHA256, k.Manifest); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -21,6 +21,7 @@ import (
 type loadOptions struct {
 	ioFlags
 	to       string
+	route    string
 	checksum string
 	format   string
 	verify   bool
@@ -70,6 +71,7 @@ beside them) lists are checked against it for size and SHA-256.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "host", "destination: host, gpu[:N] or auto")
+	f.StringVar(&o.route, "path", "auto", "GPU path for --to gpu[:N]: auto (gds where cuFile runs in nvfs or p2pdma mode, else bounce), gds (also in cuFile's compat mode, its POSIX fallback), or bounce")
 	o.ioFlags.add(f, "O_DIRECT for local files: auto (where the file system takes it, for files of 1 MiB or more; smaller ones through the page cache), on, or off (all through the page cache: faster for files already cached)")
 	f.StringVar(&o.checksum, "checksum", "none", "digest of the bytes as they landed: none, sha256 or crc32c")
 	f.StringVar(&o.format, "format", "auto", "raw (files as bytes), checkpoint (safetensors data regions, .npy tensors), or auto: checkpoint for one .safetensors, .safetensors.index.json or .npy PATH")
@@ -126,7 +128,17 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 		return err
 	}
 	defer m.Close()
-	dst, err := loader.OpenTarget(target, loader.WithWorkers(o.workers), loader.WithChunkSize(chunk), loader.WithDirect(mode))
+	topts := []loader.TargetOption{loader.WithWorkers(o.workers), loader.WithChunkSize(chunk), loader.WithDirect(mode)}
+	switch route := loader.Route(o.route); {
+	case o.route == "auto":
+	case route != loader.RouteGDS && route != loader.RouteBounce:
+		return usagef("--path %q: want auto, gds or bounce", o.route)
+	case target.Kind != loader.TargetGPU:
+		return usagef("--path %s needs --to gpu[:N], got --to %s", o.route, o.to)
+	default:
+		topts = append(topts, loader.WithRoute(route))
+	}
+	dst, err := loader.OpenTarget(target, topts...)
 	if err != nil {
 		return err
 	}

@@ -53,15 +53,15 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 			return err
 		}
 		defer mux.Close()
-		if m, err = stage.ReadManifest(ctx, mux, dir); err != nil {
+		if m, err = stage.ReadManifest(ctx, dir, stage.Options{FS: mux}); err != nil {
 			return err
 		}
 		bar := progress.Start(infoOut(cmd), "verify", m.Bytes())
-		err = stage.VerifyShards(ctx, mux, dir, m, bar.Add)
+		err = stage.VerifyShards(ctx, dir, m, stage.Options{FS: mux, OnProgress: bar.Add})
 		bar.Stop()
 		// Shards in the folder that the manifest leaves out are reported
 		// with those that differ.
-		if lerr := webdataset.CheckListed(ctx, mux, dir, m); lerr != nil && ctx.Err() == nil {
+		if lerr := stage.CheckListed(ctx, dir, m, stage.Options{FS: mux}); lerr != nil && ctx.Err() == nil {
 			err = errors.Join(err, lerr)
 		}
 		if err != nil {

@@ -153,12 +153,21 @@ func sniff(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 	return "", nil
 }
 
-// Resolve returns path itself, or for a directory (local or a URL m
-// serves) the one checkpoint it holds, as Open and the Python face's
-// load_file take it: its only *.safetensors.index.json or, without an
-// index, its only .safetensors file. A directory holding none, or several,
-// is an error wrapping ErrFormat that says which.
-func Resolve(ctx context.Context, m *vfs.Mux, path string) (string, error) {
+// Resolve returns path itself, or for a directory (local or a URL
+// opts.FS serves; nil: a Mux made for the call) the one checkpoint it
+// holds, as Open and the Python face's load_file take it: its only
+// *.safetensors.index.json or, without an index, its only .safetensors
+// file. A directory holding none, or several, is an error wrapping
+// ErrFormat that says which. Of opts, only FS is used.
+func Resolve(ctx context.Context, path string, opts Options) (string, error) {
+	m := opts.FS
+	if m == nil {
+		var err error
+		if m, err = vfs.New(); err != nil {
+			return "", err
+		}
+		defer m.Close()
+	}
 	return resolve(ctx, m, path)
 }
 

@@ -45,8 +45,9 @@ type Dataset struct {
 	Root   string
 	Shards []Shard
 
-	opener ShardOpener // reads a URL dataset's shards; nil: DirOpener
-	ownFS  *vfs.Mux    // made by Open, closed by Close
+	opener ShardOpener         // reads a URL dataset's shards; nil: DirOpener
+	ownFS  *vfs.Mux            // made by Open, closed by Close
+	reader []webdataset.Option // WithReaderOptions: scanning and decoding
 }
 
 // Close releases what Open acquired for the dataset: the vfs.Mux it made
@@ -94,9 +95,11 @@ func (d *Dataset) Fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// FromManifest makes a Dataset from a manifest whose shards live in root.
-func FromManifest(root string, m *webdataset.Manifest) *Dataset {
-	d := &Dataset{Root: root}
+// FromManifest makes a Dataset from a manifest whose shards live in root;
+// opts configure the decoding of its shards (webdataset's caps), as
+// WithReaderOptions does for Open.
+func FromManifest(root string, m *webdataset.Manifest, opts ...webdataset.Option) *Dataset {
+	d := &Dataset{Root: root, reader: opts}
 	for _, e := range m.Shards {
 		d.Shards = append(d.Shards, shardOf(e, e.Name))
 	}
@@ -136,15 +139,23 @@ func Open(ctx context.Context, source string, opts ...OpenOption) (*Dataset, err
 		}
 	}
 	loc, err := vfs.Parse(source)
+	var d *Dataset
 	switch {
 	case err != nil && vfs.IsURL(source):
 		return nil, fmt.Errorf("iterator: dataset source: %w", err)
 	case err == nil && !loc.IsLocal():
-		return openURL(ctx, source, o)
+		d, err = openURL(ctx, source, o)
 	case err == nil:
 		source = loc.Path // a file:// URL names a local path
+		fallthrough
+	default:
+		d, err = openLocal(ctx, source, o)
 	}
-	return openLocal(ctx, source, o)
+	if err != nil {
+		return nil, err
+	}
+	d.reader = o.reader // its iterators decode with them
+	return d, nil
 }
 
 // openLocal resolves a local dataset source, as Open describes.

@@ -75,8 +75,6 @@ type Options struct {
 	// its mappings of compressed shards too, up to a quarter of the
 	// machine's memory, until Close: later epochs map them no more.
 	Direct loader.DirectMode
-	// ReaderOptions configure shard decoding (caps).
-	ReaderOptions []webdataset.Option
 	// OnShardError, when set, is told of each shard that cannot be read,
 	// checked or decoded (webdataset.WarnAndContinue writes a warning):
 	// returning nil skips the samples this rank wanted from it, and

@@ -210,7 +210,7 @@ func (it *Iterator) readLoop(ctx context.Context, reads <-chan *job, work chan<-
 }
 
 func (it *Iterator) decodeLoop(ctx context.Context, p *pipeline, work <-chan *job) {
-	rd, err := webdataset.NewReader(bytes.NewReader(nil), webdataset.None, it.opts.ReaderOptions...)
+	rd, err := webdataset.NewReader(bytes.NewReader(nil), webdataset.None, it.ds.reader...)
 	var dec *webdataset.Decompressor
 	if err == nil {
 		dec, err = webdataset.NewDecompressor(it.opts.MaxShardBytes, 0)

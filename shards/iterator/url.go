@@ -46,8 +46,8 @@ func WithFS(m *vfs.Mux) OpenOption {
 	}
 }
 
-// WithReaderOptions configures the reading of shards that Open scans
-// (webdataset's caps).
+// WithReaderOptions configures the reading of the dataset's shards
+// (webdataset's caps): those Open scans, and those its iterators decode.
 func WithReaderOptions(opts ...webdataset.Option) OpenOption {
 	return func(o *openOptions) error { o.reader = append(o.reader, opts...); return nil }
 }
@@ -109,7 +109,7 @@ func resolveURL(ctx context.Context, m *vfs.Mux, source string, o openOptions) (
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		names, err := webdataset.ShardFilesAt(ctx, m, source)
+		names, err := shardFilesAt(ctx, m, source)
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +127,22 @@ func resolveURL(ctx context.Context, m *vfs.Mux, source string, o openOptions) (
 		return fromManifestAt(urlOpener{m: m, root: loc.Dir()}, mf), nil
 	}
 	return scanURL(ctx, urlOpener{m: m, root: loc.Dir()}, []string{loc.Base()}, openOptions{reader: o.reader, scanWorkers: 1})
+}
+
+// shardFilesAt lists the shards below dir, a directory or prefix m serves,
+// as webdataset.ShardFiles lists a local directory's.
+func shardFilesAt(ctx context.Context, m *vfs.Mux, dir string) ([]string, error) {
+	ents, err := m.Walk(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	var rels []string
+	for _, e := range ents {
+		if e.Info.Mode().IsRegular() {
+			rels = append(rels, e.Rel) // Walk sorts by name
+		}
+	}
+	return webdataset.SelectShards(dir, rels)
 }
 
 // urlPattern expands a brace pattern whose shards are at a URL: names are

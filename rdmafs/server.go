@@ -164,7 +164,7 @@ func NewServer(root string, opts ...ServerOption) (*Server, error) {
 			continue
 		}
 		if err := o(&cfg); err != nil {
-			return nil, fmt.Errorf("rdmafs server: %w", err)
+			return nil, err
 		}
 	}
 	return newServer(cfg)
@@ -175,13 +175,13 @@ func NewServer(root string, opts ...ServerOption) (*Server, error) {
 func newServer(cfg serverConfig) (*Server, error) {
 	cfg.setDefaults()
 	if cfg.Root == "" {
-		return nil, errors.New("rdmafs server: no export root given")
+		return nil, errors.New("no export root given")
 	}
 	if len(cfg.Token) == 0 && !cfg.InsecureNoToken {
-		return nil, errors.New("rdmafs server: no token: give one (WithServerToken), or WithInsecureNoToken to let anyone who reaches the port read the export")
+		return nil, errors.New("no token: give one (WithServerToken), or WithInsecureNoToken to let anyone who reaches the port read the export")
 	}
 	if len(cfg.Token) > 0 && cfg.InsecureNoToken {
-		return nil, errors.New("rdmafs server: both a token and WithInsecureNoToken given; pick one")
+		return nil, errors.New("both a token and WithInsecureNoToken given; pick one")
 	}
 	if len(cfg.Token) > 0 {
 		if _, err := CheckToken(cfg.Token, "server token"); err != nil {
@@ -189,27 +189,27 @@ func newServer(cfg serverConfig) (*Server, error) {
 		}
 	}
 	if cfg.Credits > 1024 {
-		return nil, fmt.Errorf("rdmafs server: %d credits is over the limit of 1024", cfg.Credits)
+		return nil, fmt.Errorf("%d credits is over the limit of 1024", cfg.Credits)
 	}
 	if cfg.BufferSize < 4096 || cfg.BufferSize > 1<<30 || cfg.MaxRead > 1<<30 {
-		return nil, fmt.Errorf("rdmafs server: buffer size %d outside 4096 B to 1 GiB, or max read %d over 1 GiB", cfg.BufferSize, cfg.MaxRead)
+		return nil, fmt.Errorf("buffer size %d outside 4096 B to 1 GiB, or max read %d over 1 GiB", cfg.BufferSize, cfg.MaxRead)
 	}
 	if err := CheckTCPCongestion(cfg.TCPCongestion); err != nil {
-		return nil, fmt.Errorf("rdmafs server: %w", err)
+		return nil, err
 	}
 	if int64(cfg.PoolBuffers)*int64(cfg.BufferSize) > maxPoolBytes {
-		return nil, fmt.Errorf("rdmafs server: %d buffers of %d bytes is over the %d GiB limit on data buffers", cfg.PoolBuffers, cfg.BufferSize, maxPoolBytes>>30)
+		return nil, fmt.Errorf("%d buffers of %d bytes is over the %d GiB limit on data buffers", cfg.PoolBuffers, cfg.BufferSize, maxPoolBytes>>30)
 	}
 	fi, err := os.Stat(cfg.Root)
 	if err != nil {
-		return nil, fmt.Errorf("rdmafs server: export root: %w", err)
+		return nil, fmt.Errorf("export root: %w", err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("rdmafs server: export root %s is not a directory", cfg.Root)
+		return nil, fmt.Errorf("export root %s is not a directory", cfg.Root)
 	}
 	root, err := os.OpenRoot(cfg.Root)
 	if err != nil {
-		return nil, fmt.Errorf("rdmafs server: open export root: %w", err)
+		return nil, fmt.Errorf("open export root: %w", err)
 	}
 	s := &Server{
 		cfg:     cfg,
@@ -246,7 +246,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if br, ok := ln.(bufferRegistrar); ok {
 		if err := br.prepare(s.pool.buffers(), s.log); err != nil {
 			ln.Close()
-			return fmt.Errorf("rdmafs server: %w", err)
+			return fmt.Errorf("registering the buffer pool with the RDMA devices: %w", err)
 		}
 	}
 	s.setCongestion(ln)

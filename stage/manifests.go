@@ -46,7 +46,7 @@ func ReadManifest(ctx context.Context, p string, opts Options) (*webdataset.Mani
 	}
 	b, err := m.ReadFile(ctx, p, webdataset.MaxManifestBytes)
 	if err != nil {
-		return nil, fmt.Errorf("webdataset: reading manifest: %w", err)
+		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
 	return webdataset.DecodeManifest(b, p)
 }
@@ -122,16 +122,16 @@ func CheckListed(ctx context.Context, dir string, man *webdataset.Manifest, opts
 func verifyShardAt(ctx context.Context, m *vfs.Mux, u string, e webdataset.ShardEntry) error {
 	f, err := m.Open(ctx, u)
 	if err != nil {
-		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
+		return fmt.Errorf("verifying shard %s: %w", e.Name, err)
 	}
 	defer f.Close()
 	if f.Size() != e.Bytes {
-		return fmt.Errorf("webdataset: shard %s (%s): %w: %d bytes stored, %d in manifest", e.Name, u, webdataset.ErrShardSize, f.Size(), e.Bytes)
+		return fmt.Errorf("shard %s (%s): %w: %d bytes stored, %d in manifest", e.Name, u, webdataset.ErrShardSize, f.Size(), e.Bytes)
 	}
 	h, crc := sha256.New(), crc32c.New()
 	// 8 MiB reads: a remote file reads each over its connections at once.
 	if _, err := io.Copy(io.MultiWriter(h, crc), bufio.NewReaderSize(vfs.NewReader(ctx, f), 8<<20)); err != nil {
-		return fmt.Errorf("webdataset: verifying shard %s (%s): %w", e.Name, u, err)
+		return fmt.Errorf("verifying shard %s (%s): %w", e.Name, u, err)
 	}
 	if err := webdataset.CheckShardSHA256(e, h.Sum(nil)); err != nil {
 		return err

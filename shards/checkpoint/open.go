@@ -133,7 +133,7 @@ func format(path string) string {
 func sniff(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 	f, err := m.Open(ctx, path)
 	if err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return "", err
 	}
 	defer f.Close()
 	var head [9]byte
@@ -175,7 +175,7 @@ func Resolve(ctx context.Context, path string, opts Options) (string, error) {
 func resolve(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 	st, err := m.Stat(ctx, path)
 	if err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return "", err
 	}
 	if !st.IsDir() {
 		return path, nil

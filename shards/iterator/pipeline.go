@@ -263,7 +263,7 @@ func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webd
 			_, _, err = rd.Skip()
 		}
 		if err == io.EOF {
-			err = fmt.Errorf("iterator: shard %s ends after %d samples, the dataset lists %d (stale manifest?)", sh.Name, idx, sh.Samples)
+			err = fmt.Errorf("shard %s ends after %d samples, the dataset lists %d (stale manifest?)", sh.Name, idx, sh.Samples)
 		}
 		if err != nil {
 			tarPool.put(tarData)

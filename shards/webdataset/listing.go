@@ -74,6 +74,6 @@ func CheckListed(dir string, names []string, man *Manifest) error {
 	if len(extra) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(extra)-len(shown))
 	}
-	return fmt.Errorf("webdataset: %s holds %w (%d): %s%s; rewrite the manifest to include them, or move them out of the folder",
+	return fmt.Errorf("%s holds %w (%d): %s%s; rewrite the manifest to include them, or move them out of the folder",
 		dir, ErrUnlisted, len(extra), strings.Join(shown, ", "), more)
 }

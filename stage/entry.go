@@ -58,13 +58,11 @@ const maxBraceNames = 1_000_000
 // is used: nil is a Mux with its defaults, made and closed for the call;
 // pass the same Options to Open.
 func Expand(ctx context.Context, sources []string, opts Options) (_ []Entry, err error) {
-	m := opts.FS
-	if m == nil {
-		if m, err = vfs.New(); err != nil {
-			return nil, err
-		}
-		defer m.Close()
+	m, done, err := vfs.OrNew(opts.FS)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	x := expander{ctx: ctx, m: m, manifests: newManifests(m), byRel: map[string]string{}}
 	for _, s := range sources {
 		names := []string{s}

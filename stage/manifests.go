@@ -20,23 +20,11 @@ import (
 // The manifest (webdataset's index.json) beside files read through a
 // vfs.Mux: what load, stage and manifest --verify check files against.
 
-// fsOf returns opts.FS, or a Mux with its defaults made for one call
-// when it is nil; done closes what fsOf made.
-func fsOf(opts Options) (m *vfs.Mux, done func(), err error) {
-	if opts.FS != nil {
-		return opts.FS, func() {}, nil
-	}
-	if m, err = vfs.New(); err != nil {
-		return nil, nil, err
-	}
-	return m, func() { _ = m.Close() }, nil
-}
-
 // ReadManifest reads and validates the manifest at p, a path or URL
 // (rdmafs://, s3://) read through opts.FS (nil: a Mux made for the call):
 // the manifest file, or the directory holding index.json.
 func ReadManifest(ctx context.Context, p string, opts Options) (*webdataset.Manifest, error) {
-	m, done, err := fsOf(opts)
+	m, done, err := vfs.OrNew(opts.FS)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +46,7 @@ func ReadManifest(ctx context.Context, p string, opts Options) (*webdataset.Mani
 // shard's bytes once checked. The error names every shard that differs or
 // cannot be read; cancelling ctx stops between shards.
 func VerifyShards(ctx context.Context, dir string, man *webdataset.Manifest, opts Options) error {
-	m, done, err := fsOf(opts)
+	m, done, err := vfs.OrNew(opts.FS)
 	if err != nil {
 		return err
 	}
@@ -89,20 +77,14 @@ func VerifyShards(ctx context.Context, dir string, man *webdataset.Manifest, opt
 // webdataset.UnreadShard refuses are an error wrapping
 // webdataset.ErrUnreadShards naming each.
 func ShardFiles(ctx context.Context, dir string, opts Options) ([]string, error) {
-	m, done, err := fsOf(opts)
+	m, done, err := vfs.OrNew(opts.FS)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	ents, err := m.Walk(ctx, dir)
+	rels, err := m.WalkRels(ctx, dir)
 	if err != nil {
 		return nil, err
-	}
-	var rels []string
-	for _, e := range ents {
-		if e.Info.Mode().IsRegular() {
-			rels = append(rels, e.Rel) // Walk sorts by name
-		}
 	}
 	return webdataset.SelectShards(dir, rels)
 }
@@ -195,7 +177,7 @@ type Checks map[string]Check
 // each folder's manifest once. Files no manifest lists are left out; an
 // invalid manifest is an error wrapping webdataset.ErrManifest.
 func ManifestChecks(ctx context.Context, files []string, opts Options) (Checks, error) {
-	m, done, err := fsOf(opts)
+	m, done, err := vfs.OrNew(opts.FS)
 	if err != nil {
 		return nil, err
 	}

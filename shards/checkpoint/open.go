@@ -160,14 +160,11 @@ func sniff(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 // file. A directory holding none, or several, is an error wrapping
 // ErrFormat that says which. Of opts, only FS is used.
 func Resolve(ctx context.Context, path string, opts Options) (string, error) {
-	m := opts.FS
-	if m == nil {
-		var err error
-		if m, err = vfs.New(); err != nil {
-			return "", err
-		}
-		defer m.Close()
+	m, done, err := vfs.OrNew(opts.FS)
+	if err != nil {
+		return "", err
 	}
+	defer done()
 	return resolve(ctx, m, path)
 }
 

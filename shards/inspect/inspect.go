@@ -55,17 +55,6 @@ type Options struct {
 	FS *vfs.Mux
 }
 
-// fsOf returns opts.FS, or a Mux made for one call; done closes it.
-func fsOf(opts Options) (m *vfs.Mux, done func(), err error) {
-	if opts.FS != nil {
-		return opts.FS, func() {}, nil
-	}
-	if m, err = vfs.New(); err != nil {
-		return nil, nil, err
-	}
-	return m, func() { _ = m.Close() }, nil
-}
-
 // File validates and describes the file at url (a local path, or a URL
 // opts.FS serves), by its name's extension. Invalid files give the format
 // package's error, which names the file, the offset and the failed check;
@@ -73,7 +62,7 @@ func fsOf(opts Options) (m *vfs.Mux, done func(), err error) {
 // index, or its only .safetensors file); other directories, and a name of
 // no known kind (ErrUnknownType), are refused.
 func File(ctx context.Context, url string, opts Options) (Report, error) {
-	m, done, err := fsOf(opts)
+	m, done, err := vfs.OrNew(opts.FS)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +97,7 @@ func File(ctx context.Context, url string, opts Options) (Report, error) {
 // path, or a URL opts.FS serves) and describes it (*Safetensors or *NPY),
 // reading only the header. Other extensions give ErrUnknownType.
 func Tensors(ctx context.Context, url string, opts Options) (Report, error) {
-	m, done, err := fsOf(opts)
+	m, done, err := vfs.OrNew(opts.FS)
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,11 @@ func resolveURL(ctx context.Context, m *vfs.Mux, source string, o openOptions) (
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		names, err := shardFilesAt(ctx, m, source)
+		rels, err := m.WalkRels(ctx, source)
+		if err != nil {
+			return nil, err
+		}
+		names, err := webdataset.SelectShards(source, rels)
 		if err != nil {
 			return nil, err
 		}
@@ -127,22 +131,6 @@ func resolveURL(ctx context.Context, m *vfs.Mux, source string, o openOptions) (
 		return fromManifestAt(urlOpener{m: m, root: loc.Dir()}, mf), nil
 	}
 	return scanURL(ctx, urlOpener{m: m, root: loc.Dir()}, []string{loc.Base()}, openOptions{reader: o.reader, scanWorkers: 1})
-}
-
-// shardFilesAt lists the shards below dir, a directory or prefix m serves,
-// as webdataset.ShardFiles lists a local directory's.
-func shardFilesAt(ctx context.Context, m *vfs.Mux, dir string) ([]string, error) {
-	ents, err := m.Walk(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	var rels []string
-	for _, e := range ents {
-		if e.Info.Mode().IsRegular() {
-			rels = append(rels, e.Rel) // Walk sorts by name
-		}
-	}
-	return webdataset.SelectShards(dir, rels)
 }
 
 // urlPattern expands a brace pattern whose shards are at a URL: names are

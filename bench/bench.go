@@ -13,17 +13,8 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/internal/stats"
+	"github.com/gdsload/gdsload/vfs"
 )
-
-// Config is what every mode may use.
-type Config struct {
-	Workers   int
-	ChunkSize int64
-	// BlockSize and RandomReads shape the random mode: how large each
-	// read is and how many it makes (DefaultBlockSize, DefaultRandomReads).
-	BlockSize   int64
-	RandomReads int
-}
 
 // Sample is one run of one mode.
 type Sample struct {
@@ -41,7 +32,7 @@ type Mode struct {
 	Name string
 	// Help says what the mode does, in the words gdsio users know.
 	Help string
-	Run  func(ctx context.Context, path string, cfg Config) (Sample, error)
+	Run  func(ctx context.Context, path string, o Options) (Sample, error)
 	// OnlyByName modes run only when asked for by name: they measure
 	// something other than reading the whole file.
 	OnlyByName bool
@@ -66,8 +57,23 @@ type Result struct {
 	GDSMode string `json:"gds_mode,omitempty"`
 }
 
-// Options control a benchmark.
+// Options control a benchmark: which modes Select picks, how each run
+// reads, and how Run repeats them. The zero value means the defaults.
 type Options struct {
+	// Workers and ChunkSize shape the reads of the modes that read in
+	// chunks (default: the loader's).
+	Workers   int
+	ChunkSize int64
+	// BlockSize and RandomReads shape the random mode: how large each
+	// read is and how many it makes (DefaultBlockSize, DefaultRandomReads).
+	BlockSize   int64
+	RandomReads int
+	// Device is the GPU the GPU modes load into.
+	Device int
+	// FS reads a URL target (the loader mode). Nil: Select makes a
+	// vfs.Mux with its defaults, which the Selection's Close closes.
+	FS *vfs.Mux
+	// Runs is how many times Run runs each mode (default 3).
 	Runs int
 	// Cold drops the file's cached pages before every run.
 	Cold bool
@@ -96,7 +102,7 @@ type Report struct {
 // fails is skipped from then on, with its error as the reason, and the
 // others go on; Run fails only when no mode completes, or when the cache
 // cannot be dropped for a cold run.
-func Run(ctx context.Context, path string, modes []Mode, cfg Config, o Options) (*Report, error) {
+func Run(ctx context.Context, path string, modes []Mode, o Options) (*Report, error) {
 	if o.Runs <= 0 {
 		o.Runs = 3
 	}
@@ -121,7 +127,7 @@ func Run(ctx context.Context, path string, modes []Mode, cfg Config, o Options) 
 				}
 				rep.Cache = h
 			}
-			s, err := m.Run(ctx, path, cfg)
+			s, err := m.Run(ctx, path, o)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()

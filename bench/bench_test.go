@@ -14,13 +14,13 @@ import (
 func TestRunAlternatesModesAndSummarises(t *testing.T) {
 	var order []string
 	mk := func(name string, wall time.Duration) Mode {
-		return Mode{Name: name, Run: func(context.Context, string, Config) (Sample, error) {
+		return Mode{Name: name, Run: func(context.Context, string, Options) (Sample, error) {
 			order = append(order, name)
 			return Sample{Bytes: 1 << 30, Wall: wall, CPU: wall / 2, Lat: []time.Duration{wall / 4}}, nil
 		}}
 	}
 	drops := 0
-	rep, err := Run(context.Background(), "f", []Mode{mk("a", time.Second), mk("b", 2*time.Second)}, Config{},
+	rep, err := Run(context.Background(), "f", []Mode{mk("a", time.Second), mk("b", 2*time.Second)},
 		Options{Runs: 3, Cold: true, Dropper: func(string) (string, error) { drops++; return "cold (test)", nil }})
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b", "a", "b", "a", "b"}, order, "modes alternate within each round")
@@ -34,8 +34,8 @@ func TestRunAlternatesModesAndSummarises(t *testing.T) {
 }
 
 func TestRunReportsModeErrors(t *testing.T) {
-	bad := Mode{Name: "bad", Run: func(context.Context, string, Config) (Sample, error) { return Sample{}, errors.New("boom") }}
-	_, err := Run(context.Background(), "f", []Mode{bad}, Config{}, Options{Runs: 1})
+	bad := Mode{Name: "bad", Run: func(context.Context, string, Options) (Sample, error) { return Sample{}, errors.New("boom") }}
+	_, err := Run(context.Background(), "f", []Mode{bad}, Options{Runs: 1})
 	require.ErrorContains(t, err, "mode bad, run 1: boom")
 }
 
@@ -43,7 +43,7 @@ func TestHostModesReadTheWholeFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
 	require.NoError(t, os.WriteFile(path, make([]byte, 5<<20+3), 0o644))
 	for _, m := range HostModes() {
-		s, err := m.Run(context.Background(), path, Config{Workers: 2, ChunkSize: 1 << 20})
+		s, err := m.Run(context.Background(), path, Options{Workers: 2, ChunkSize: 1 << 20})
 		require.NoError(t, err, m.Name)
 		require.Equal(t, int64(5<<20+3), s.Bytes, m.Name)
 		require.NotEmpty(t, s.Lat, m.Name)
@@ -62,19 +62,19 @@ func TestRandomModeReadsBlocks(t *testing.T) {
 	m := RandomMode()
 	require.True(t, m.OnlyByName, "the random mode reads part of the file: it must be asked for")
 	for _, tc := range []struct {
-		cfg       Config
+		cfg       Options
 		reads     int
 		blockSize int64
 	}{
-		{Config{Workers: 4, RandomReads: 100}, 100, DefaultBlockSize},
-		{Config{Workers: 2, BlockSize: 64 << 10, RandomReads: 7}, 7, 64 << 10},
-		{Config{}, DefaultRandomReads, DefaultBlockSize},
+		{Options{Workers: 4, RandomReads: 100}, 100, DefaultBlockSize},
+		{Options{Workers: 2, BlockSize: 64 << 10, RandomReads: 7}, 7, 64 << 10},
+		{Options{}, DefaultRandomReads, DefaultBlockSize},
 	} {
 		s, err := m.Run(context.Background(), path, tc.cfg)
 		require.NoError(t, err)
 		require.Equal(t, int64(tc.reads)*tc.blockSize, s.Bytes)
 		require.Len(t, s.Lat, tc.reads, "one latency per read")
 	}
-	_, err := m.Run(context.Background(), path, Config{BlockSize: 2 << 20})
+	_, err := m.Run(context.Background(), path, Options{BlockSize: 2 << 20})
 	require.ErrorContains(t, err, "has only")
 }

@@ -36,7 +36,7 @@ func measure(fn func() (int64, []time.Duration, error)) (Sample, error) {
 
 const pieceSize = 4 << 20
 
-func runPOSIX(_ context.Context, path string, _ Config) (Sample, error) {
+func runPOSIX(_ context.Context, path string, _ Options) (Sample, error) {
 	return measure(func() (int64, []time.Duration, error) {
 		f, err := os.Open(path)
 		if err != nil {
@@ -77,7 +77,7 @@ func withPiece(fn func(buf []byte) (int64, []time.Duration, error)) (Sample, err
 	return measure(func() (int64, []time.Duration, error) { return fn(buf) })
 }
 
-func runDirect(_ context.Context, path string, _ Config) (Sample, error) {
+func runDirect(_ context.Context, path string, _ Options) (Sample, error) {
 	return withPiece(func(buf []byte) (int64, []time.Duration, error) {
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -104,7 +104,7 @@ func runDirect(_ context.Context, path string, _ Config) (Sample, error) {
 	})
 }
 
-func runMmap(_ context.Context, path string, _ Config) (Sample, error) {
+func runMmap(_ context.Context, path string, _ Options) (Sample, error) {
 	return withPiece(func(buf []byte) (int64, []time.Duration, error) {
 		f, err := os.Open(path)
 		if err != nil {
@@ -133,8 +133,8 @@ func runMmap(_ context.Context, path string, _ Config) (Sample, error) {
 
 // runLoader runs the engine as one `gdsload load --to host` does, ring
 // allocation included, with the given O_DIRECT mode.
-func runLoader(mode loader.DirectMode) func(context.Context, string, Config) (Sample, error) {
-	return func(ctx context.Context, path string, cfg Config) (Sample, error) {
+func runLoader(mode loader.DirectMode) func(context.Context, string, Options) (Sample, error) {
+	return func(ctx context.Context, path string, cfg Options) (Sample, error) {
 		f, err := loader.OpenFile(path, mode)
 		if err != nil {
 			return Sample{}, err
@@ -146,7 +146,7 @@ func runLoader(mode loader.DirectMode) func(context.Context, string, Config) (Sa
 
 // RingLoad loads srcs into a fresh ring of reused host buffers (two per
 // worker), as `gdsload load --to host` does, and measures the load.
-func RingLoad(ctx context.Context, srcs []loader.Source, cfg Config) (Sample, error) {
+func RingLoad(ctx context.Context, srcs []loader.Source, cfg Options) (Sample, error) {
 	chunk := loader.EffectiveChunkSize(cfg.ChunkSize, srcs)
 	workers := cfg.Workers
 	if workers <= 0 {

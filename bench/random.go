@@ -15,10 +15,10 @@ const (
 	DefaultRandomReads = 1 << 16
 )
 
-// RandomMode reads Config.RandomReads blocks of Config.BlockSize bytes at
+// RandomMode reads Options.RandomReads blocks of Options.BlockSize bytes at
 // random block-aligned offsets of the file (drawn with a fixed seed, so
 // every run reads the same blocks; a block may repeat) with
-// loader.File.ReadMany, Config.Workers reads in flight, O_DIRECT where the
+// loader.File.ReadMany, Options.Workers reads in flight, O_DIRECT where the
 // file system takes it: many small reads, as fio --rw=randread measures.
 // Its Result's IOPS and p99 are the figures to compare. It reads part of
 // the file, so it runs only when asked for by name.
@@ -28,7 +28,7 @@ func RandomMode() Mode {
 		Run:  runRandom}
 }
 
-func runRandom(ctx context.Context, path string, cfg Config) (Sample, error) {
+func runRandom(ctx context.Context, path string, cfg Options) (Sample, error) {
 	block := cfg.BlockSize
 	if block <= 0 {
 		block = DefaultBlockSize

@@ -60,19 +60,20 @@ func (s *Selection) Close() error {
 	return nil
 }
 
-// Select picks the modes to run on target, a local path or a URL m serves
-// (nil: local paths only):
-//   - a local file: every host mode, and the GPU modes on GPU device that
-//     work here (the GPU libraries are opened only for a local file);
-//   - a URL: the loader mode, reading through m into the host ring; the
-//     others need a local file.
+// Select picks the modes to run on target, a local path or a URL opts.FS
+// serves:
+//   - a local file: every host mode, and the GPU modes on GPU opts.Device
+//     that work here (the GPU libraries are opened only for a local file);
+//   - a URL: the loader mode, reading through opts.FS (nil: a Mux with its
+//     defaults, made for the Selection) into the host ring; the others
+//     need a local file.
 //
 // names restricts the modes (empty: every mode available, but for those
 // that run only when named, as random). A named mode
 // that cannot run here is skipped with its reason, as unavailable modes
 // are; a name no build knows is an error wrapping ErrUnknownMode. The
 // caller must Close the Selection once the modes have run.
-func Select(target string, names []string, device int, m *vfs.Mux) (*Selection, error) {
+func Select(target string, names []string, opts Options) (_ *Selection, err error) {
 	for _, n := range names {
 		if !slices.ContainsFunc(Help(), func(h [2]string) bool { return h[0] == n }) {
 			return nil, fmt.Errorf("%w %q; modes: %s", ErrUnknownMode, n, strings.Join(modeNames(), ", "))
@@ -81,8 +82,12 @@ func Select(target string, names []string, device int, m *vfs.Mux) (*Selection, 
 	sel := &Selection{Skipped: map[string]string{}}
 	var avail []Mode
 	if vfs.IsURL(target) {
+		m := opts.FS
 		if m == nil {
-			return nil, fmt.Errorf("bench %s: a URL needs a vfs.Mux to read it", target)
+			if m, err = vfs.New(); err != nil {
+				return nil, err
+			}
+			sel.release = func() { _ = m.Close() }
 		}
 		for _, h := range Help() {
 			if h[0] != "loader" {
@@ -91,7 +96,7 @@ func Select(target string, names []string, device int, m *vfs.Mux) (*Selection, 
 		}
 		avail = []Mode{remoteLoader(m)}
 	} else {
-		gpu, missing, release := GPUModes(device)
+		gpu, missing, release := GPUModes(opts.Device)
 		sel.release = release
 		avail = append(append(HostModes(), RandomMode()), gpu...)
 		for k, v := range missing {
@@ -147,7 +152,7 @@ func modeNames() []string {
 // m's FS (an rdmafs client, an object store) into its host ring.
 func remoteLoader(m *vfs.Mux) Mode {
 	return Mode{Name: "loader", Help: "the gdsload engine reading from the server into its host ring",
-		Run: func(ctx context.Context, url string, cfg Config) (Sample, error) {
+		Run: func(ctx context.Context, url string, cfg Options) (Sample, error) {
 			files, err := m.OpenAll(ctx, []string{url})
 			if err != nil {
 				return Sample{}, err
@@ -187,7 +192,7 @@ func GPUModes(device int) ([]Mode, map[string]string, func()) {
 // gpuMode loads the file into one device allocation on route, as `gdsload
 // load --to gpu:N` does; the allocation is made before the timed load.
 func gpuMode(stack *loader.GPUStack, device int, name, help string, route loader.Route, direct loader.DirectMode) Mode {
-	return Mode{Name: name, Help: help, Run: func(ctx context.Context, file string, cfg Config) (Sample, error) {
+	return Mode{Name: name, Help: help, Run: func(ctx context.Context, file string, cfg Options) (Sample, error) {
 		f, err := loader.OpenFile(file, direct)
 		if err != nil {
 			return Sample{}, err

@@ -43,10 +43,10 @@ func names(rs []Result) []string {
 func TestGPUModesThroughTestDouble(t *testing.T) {
 	s := useFakeCUDA(t, "mode=nvfs")
 	p := writeData(t, t.TempDir(), 2<<20+1)
-	sel, err := Select(p, []string{"gds", "bounce", "cached-bounce"}, 0, nil)
+	sel, err := Select(p, []string{"gds", "bounce", "cached-bounce"}, Options{})
 	require.NoError(t, err)
 	require.Empty(t, sel.Skipped)
-	rep, err := Run(context.Background(), p, sel.Modes, Config{Workers: 2, ChunkSize: 1 << 20}, Options{Runs: 1})
+	rep, err := Run(context.Background(), p, sel.Modes, Options{Workers: 2, ChunkSize: 1 << 20, Runs: 1})
 	require.NoError(t, sel.Close())
 	require.NoError(t, err)
 	require.Equal(t, []string{"gds", "bounce", "cached-bounce"}, names(rep.Results))
@@ -93,9 +93,9 @@ func TestBenchSkipsModesThatCannotRun(t *testing.T) {
 				t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 			}
 			p := writeData(t, dir, 3<<20)
-			sel, err := Select(p, all, 0, nil)
+			sel, err := Select(p, all, Options{})
 			require.NoError(t, err)
-			rep, err := Run(context.Background(), p, sel.Modes, Config{Workers: 2, ChunkSize: 1 << 20}, Options{Runs: 2})
+			rep, err := Run(context.Background(), p, sel.Modes, Options{Workers: 2, ChunkSize: 1 << 20, Runs: 2})
 			require.NoError(t, sel.Close())
 			require.NoError(t, err, "the other modes ran")
 			require.Equal(t, tc.ran, names(rep.Results))
@@ -123,7 +123,7 @@ func TestBenchSkipsModesThatCannotRun(t *testing.T) {
 func TestSelect(t *testing.T) {
 	useFakeCUDA(t, "devices=0")
 	p := writeData(t, t.TempDir(), 1<<20)
-	sel, err := Select(p, nil, 0, nil)
+	sel, err := Select(p, nil, Options{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"posix", "direct", "mmap", "loader", "cached-loader"}, modeNamesOf(sel.Modes))
 	for _, g := range []string{"gds", "bounce", "cached-bounce"} {
@@ -131,9 +131,9 @@ func TestSelect(t *testing.T) {
 	}
 	require.NoError(t, sel.Close())
 
-	_, err = Select(p, []string{"turbo"}, 0, nil)
+	_, err = Select(p, []string{"turbo"}, Options{})
 	require.ErrorIs(t, err, ErrUnknownMode)
-	_, err = Select(p, []string{"gds", "bounce"}, 0, nil)
+	_, err = Select(p, []string{"gds", "bounce"}, Options{})
 	require.ErrorIs(t, err, ErrNoModes)
 	require.ErrorContains(t, err, "mode gds is not available here: no GPU")
 
@@ -141,11 +141,11 @@ func TestSelect(t *testing.T) {
 	m, err := vfs.New(rdmafsfs.With(rdmafstest.Options()...))
 	require.NoError(t, err)
 	defer m.Close()
-	sel, err = Select(remote+"/data.bin", nil, 0, m)
+	sel, err = Select(remote+"/data.bin", nil, Options{FS: m})
 	require.NoError(t, err)
 	require.Equal(t, []string{"loader"}, modeNamesOf(sel.Modes))
 	require.Equal(t, "needs a local file", sel.Skipped["posix"])
-	rep, err := Run(context.Background(), remote+"/data.bin", sel.Modes, Config{Workers: 2}, Options{Runs: 1})
+	rep, err := Run(context.Background(), remote+"/data.bin", sel.Modes, Options{Workers: 2, Runs: 1})
 	require.NoError(t, err)
 	require.Equal(t, int64(1<<20), rep.Results[0].Bytes)
 	require.NoError(t, sel.Close())

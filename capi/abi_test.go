@@ -62,7 +62,7 @@ func TestCABIFromC(t *testing.T) {
 		"live 1\nvalues 1.5 -2 3.25\n",
 		"versioned 1.0 readonly 1 device 1 past-the-end refused\n",
 		"live 1\nlive 0\n",
-		fmt.Sprintf("status %d: checkpoint: stat %s", statusNotFound, filepath.Join(dir, "missing.safetensors")),
+		fmt.Sprintf("status %d: stat %s", statusNotFound, filepath.Join(dir, "missing.safetensors")),
 		fmt.Sprintf("status %d: safetensors: %s", statusInvalid, corrupt),
 	} {
 		if !strings.Contains(got, want) {

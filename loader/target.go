@@ -82,7 +82,7 @@ type targetOptions struct {
 func WithWorkers(n int) TargetOption {
 	return func(o *targetOptions) error {
 		if n < 1 || n > MaxWorkers {
-			return fmt.Errorf("loader: %d workers: want 1 to %d", n, MaxWorkers)
+			return fmt.Errorf("%d workers: want 1 to %d", n, MaxWorkers)
 		}
 		o.workers = n
 		return nil
@@ -97,7 +97,7 @@ func WithWorkers(n int) TargetOption {
 func WithChunkSize(n int64) TargetOption {
 	return func(o *targetOptions) error {
 		if n < 0 || n > MaxChunkSize || n%DefaultAlignment != 0 {
-			return fmt.Errorf("loader: chunk size %d: want a multiple of %d up to %d bytes", n, DefaultAlignment, MaxChunkSize)
+			return fmt.Errorf("chunk size %d: want a multiple of %d up to %d bytes", n, DefaultAlignment, MaxChunkSize)
 		}
 		o.chunk = n
 		return nil
@@ -110,7 +110,7 @@ func WithChunkSize(n int64) TargetOption {
 func WithDirect(mode DirectMode) TargetOption {
 	return func(o *targetOptions) error {
 		if mode < DirectAuto || mode > DirectOff {
-			return fmt.Errorf("loader: direct mode %d: want DirectAuto, DirectOn or DirectOff", mode)
+			return fmt.Errorf("direct mode %d: want DirectAuto, DirectOn or DirectOff", mode)
 		}
 		o.direct = mode
 		return nil
@@ -135,7 +135,7 @@ func WithGPUStack(s *GPUStack) TargetOption {
 func WithRoute(r Route) TargetOption {
 	return func(o *targetOptions) error {
 		if r != RouteGDS && r != RouteBounce {
-			return fmt.Errorf("loader: route %q: want gds or bounce", r)
+			return fmt.Errorf("route %q: want gds or bounce", r)
 		}
 		o.route = r
 		return nil
@@ -187,10 +187,10 @@ func OpenTarget(t Target, opts ...TargetOption) (*Landing, error) {
 		return l, nil
 	case TargetGPU, TargetAuto:
 	default:
-		return nil, fmt.Errorf("loader: target kind %q: want host, gpu or auto", t.Kind)
+		return nil, fmt.Errorf("target kind %q: want host, gpu or auto", t.Kind)
 	}
 	if t.Device < 0 {
-		return nil, fmt.Errorf("loader: GPU %d: want a device index of 0 or more", t.Device)
+		return nil, fmt.Errorf("GPU %d: want a device index of 0 or more", t.Device)
 	}
 	stack, own := o.stack, o.stack == nil
 	if own {

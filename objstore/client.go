@@ -85,7 +85,7 @@ func New(ctx context.Context, opts ...Option) (*Client, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
-		return nil, fmt.Errorf("objstore: reading the AWS configuration (environment, shared config and credentials files, AWS_PROFILE): %w", err)
+		return nil, fmt.Errorf("reading the AWS configuration (environment, shared config and credentials files, AWS_PROFILE): %w", err)
 	}
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion

@@ -69,6 +69,6 @@ func TestRefusedStatMessage(t *testing.T) {
 	_, err = cl.Stat(context.Background(), b, "k")
 	require.ErrorIs(t, err, objstore.ErrAuth)
 	want := "objstore stat s3://" + b + "/k: the store refused the request signed with credentials from the environment (AWS_ACCESS_KEY_ID), access key " +
-		miniotest.AccessKey + "; check the keys, AWS_PROFILE, the endpoint and the bucket's policy (endpoint " + mc.Endpoint() + "): objstore: access denied: HTTP 403 Forbidden"
+		miniotest.AccessKey + "; check the keys, AWS_PROFILE, the endpoint and the bucket's policy (endpoint " + mc.Endpoint() + "): access denied: HTTP 403 Forbidden"
 	assert.Equal(t, want, err.Error())
 }

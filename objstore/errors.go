@@ -18,26 +18,26 @@ import (
 var (
 	// ErrChanged: the object was replaced or deleted after Open (its ETag
 	// no longer matches), so reading on would mix versions. Open it again.
-	ErrChanged = errors.New("objstore: object changed since it was opened")
+	ErrChanged = errors.New("object changed since it was opened")
 	// ErrAuth: the store refused the credentials or the signature. Never
 	// retried. Also matches fs.ErrPermission.
-	ErrAuth = errors.New("objstore: access denied")
+	ErrAuth = errors.New("access denied")
 	// ErrChecksum: the bytes of a whole-object read do not match the
 	// x-amz-checksum-* the store keeps for the object.
-	ErrChecksum = errors.New("objstore: checksum mismatch")
+	ErrChecksum = errors.New("checksum mismatch")
 	// ErrUnavailable: the store could not be reached or kept failing
 	// (5xx, 429, resets, stalls) until the retry deadline.
-	ErrUnavailable = errors.New("objstore: store unavailable")
+	ErrUnavailable = errors.New("object store unavailable")
 	// ErrRetryDeadline: a request kept failing (5xx, 429, resets,
 	// stalls) until its retry deadline (WithRetryDeadline,
 	// GDSLOAD_S3_DEADLINE) passed. Errors matching it also match
 	// ErrUnavailable.
-	ErrRetryDeadline = errors.New("objstore: retry deadline passed")
+	ErrRetryDeadline = errors.New("retry deadline passed")
 	// ErrProtocol: the store answered something that cannot be right (more
 	// or fewer bytes than asked, a range it was not asked for).
-	ErrProtocol = errors.New("objstore: unexpected response")
+	ErrProtocol = errors.New("unexpected object store response")
 	// ErrInvalid: a malformed URL, bucket or key, or a negative offset.
-	ErrInvalid = errors.New("objstore: invalid argument")
+	ErrInvalid = errors.New("invalid argument")
 	// ErrNoBucket: the bucket does not exist. Also matches fs.ErrNotExist,
 	// as a missing key does.
 	ErrNoBucket error = noBucket{}
@@ -45,7 +45,7 @@ var (
 
 type noBucket struct{}
 
-func (noBucket) Error() string        { return "objstore: bucket not found" }
+func (noBucket) Error() string        { return "bucket not found" }
 func (noBucket) Is(target error) bool { return target == fs.ErrNotExist }
 
 // Error is a failed operation on one object, bucket or prefix.

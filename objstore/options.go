@@ -37,12 +37,12 @@ func ParseDeadline(s string) (time.Duration, error) {
 	if err != nil {
 		secs, ferr := strconv.ParseFloat(s, 64)
 		if ferr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs > float64(math.MaxInt64/int64(time.Second)) {
-			return 0, fmt.Errorf("objstore: retry deadline %q: want a duration such as 90s or 2m, or a number of seconds", s)
+			return 0, fmt.Errorf("retry deadline %q: want a duration such as 90s or 2m, or a number of seconds", s)
 		}
 		d = time.Duration(secs * float64(time.Second))
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("objstore: retry deadline %q is negative", s)
+		return 0, fmt.Errorf("retry deadline %q is negative", s)
 	}
 	return d, nil
 }
@@ -102,7 +102,7 @@ func WithEndpoint(endpoint string) Option {
 	return func(o *options) error {
 		u, err := url.Parse(endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("objstore: endpoint %q is not an http:// or https:// URL", endpoint)
+			return fmt.Errorf("endpoint %q is not an http:// or https:// URL", endpoint)
 		}
 		o.endpoint = endpoint
 		return nil
@@ -127,7 +127,7 @@ func WithProfile(name string) Option {
 func WithStaticCredentials(accessKey, secretKey, sessionToken string) Option {
 	return func(o *options) error {
 		if accessKey == "" || secretKey == "" {
-			return fmt.Errorf("objstore: static credentials need both an access key and a secret key")
+			return fmt.Errorf("static credentials need both an access key and a secret key")
 		}
 		o.static = &staticCreds{accessKey, secretKey, sessionToken}
 		return nil
@@ -146,7 +146,7 @@ func WithAnonymous() Option {
 func WithRangeSize(n int64) Option {
 	return func(o *options) error {
 		if n < MinRangeSize || n > MaxRangeSize {
-			return fmt.Errorf("objstore: range size %d is outside [%d, %d]", n, MinRangeSize, MaxRangeSize)
+			return fmt.Errorf("range size %d is outside [%d, %d]", n, MinRangeSize, MaxRangeSize)
 		}
 		o.rangeSize = n
 		return nil
@@ -159,7 +159,7 @@ func WithRangeSize(n int64) Option {
 func WithConcurrency(n int) Option {
 	return func(o *options) error {
 		if n < 1 || n > MaxConcurrency {
-			return fmt.Errorf("objstore: concurrency %d is outside [1, %d]", n, MaxConcurrency)
+			return fmt.Errorf("concurrency %d is outside [1, %d]", n, MaxConcurrency)
 		}
 		o.concurrency = n
 		return nil
@@ -174,7 +174,7 @@ func WithConcurrency(n int) Option {
 func WithRetryDeadline(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {
-			return fmt.Errorf("objstore: negative retry deadline %v", d)
+			return fmt.Errorf("negative retry deadline %v", d)
 		}
 		o.retryDeadline, o.deadlineSet = d, true
 		return nil
@@ -187,7 +187,7 @@ func WithRetryDeadline(d time.Duration) Option {
 func WithStallTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 10*time.Millisecond {
-			return fmt.Errorf("objstore: stall timeout %v is under 10ms", d)
+			return fmt.Errorf("stall timeout %v is under 10ms", d)
 		}
 		o.stallTimeout = d
 		return nil

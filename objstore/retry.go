@@ -27,7 +27,7 @@ const (
 
 // errStalled: a request got no response, or a body no bytes, for the
 // stall timeout.
-var errStalled = errors.New("objstore: no bytes received for the stall timeout")
+var errStalled = errors.New("no bytes received for the stall timeout")
 
 // transientError marks a failure while a response body was being read: the
 // connection broke, reset or stalled. Always retried.

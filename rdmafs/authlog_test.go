@@ -36,7 +36,7 @@ func (l *lockedBuffer) String() string {
 // failed login with the peer's address, rate-limited, and count it.
 func TestFailedLoginsLoggedAndCounted(t *testing.T) {
 	var logs lockedBuffer
-	ts := startServer(t, ServerConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
+	ts := startServer(t, serverConfig{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, nil)
 	const attempts = 12
 	for i := range attempts {
 		opts := []Option{WithConnections(1)}

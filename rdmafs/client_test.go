@@ -32,7 +32,7 @@ func TestReadSizesByteExact(t *testing.T) {
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
 			tr := cfg.tr()
-			ts := startServer(t, ServerConfig{}, tr)
+			ts := startServer(t, serverConfig{}, tr)
 			files := map[int][]byte{}
 			for _, n := range sizes {
 				files[n] = writeFile(t, ts.root, fmt.Sprintf("f%d", n), n, uint64(n))
@@ -73,7 +73,7 @@ func TestStatListAndErrors(t *testing.T) {
 	for _, trc := range transports() {
 		t.Run(trc.name, func(t *testing.T) {
 			tr := trc.tr()
-			ts := startServer(t, ServerConfig{}, tr)
+			ts := startServer(t, serverConfig{}, tr)
 			writeFile(t, ts.root, "a.bin", 10, 1)
 			writeFile(t, ts.root, "dir/b.bin", 20, 2)
 			cl := dialTest(t, ts, tr)
@@ -116,7 +116,7 @@ func TestStatListAndErrors(t *testing.T) {
 }
 
 func TestListPagination(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	// Long names force several LIST_OK pages of 64 KiB.
 	const n = 700
 	for i := range n {
@@ -135,8 +135,8 @@ func TestListPagination(t *testing.T) {
 }
 
 func TestDialErrors(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
-	open := startServer(t, ServerConfig{InsecureNoToken: true}, nil)
+	ts := startServer(t, serverConfig{}, nil)
+	open := startServer(t, serverConfig{InsecureNoToken: true}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tests := []struct {

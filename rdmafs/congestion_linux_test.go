@@ -56,7 +56,7 @@ func TestServerTCPCongestion(t *testing.T) {
 			if tc.ask == "" {
 				want = dflt
 			}
-			ts := startServer(t, ServerConfig{TCPCongestion: tc.cfg}, nil)
+			ts := startServer(t, serverConfig{TCPCongestion: tc.cfg}, nil)
 			data := writeFile(t, ts.root, "f", 100<<10, 3)
 			cl := dialTest(t, ts, nil, WithConnections(2))
 			f, err := cl.Open(context.Background(), "f")
@@ -87,7 +87,7 @@ func TestCheckTCPCongestion(t *testing.T) {
 			t.Errorf("CheckTCPCongestion(%q) = %v, want ok=%v", tc.name, err, tc.ok)
 		}
 	}
-	if _, err := NewServer(ServerConfig{Root: t.TempDir(), InsecureNoToken: true, TCPCongestion: "not valid"}); err == nil {
+	if _, err := newServer(serverConfig{Root: t.TempDir(), InsecureNoToken: true, TCPCongestion: "not valid"}); err == nil {
 		t.Error("NewServer took an invalid congestion control name")
 	}
 }

@@ -131,7 +131,7 @@ func TestReadAtDeviceOverRegions(t *testing.T) {
 			const size = 1<<20 + 12345
 			gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 2<<20), refuseDmaBuf: tc.refuseDmaBuf}
 			tr := newGPULoopback(gpu)
-			ts := startServer(t, ServerConfig{}, tr)
+			ts := startServer(t, serverConfig{}, tr)
 			data := writeFile(t, ts.root, "weights.bin", size, 11)
 			dm := &fakeDeviceMemory{base: gpu.base, dmaErr: tc.dmaErr}
 			dm.onFlush = func() {
@@ -196,7 +196,7 @@ func TestReadAtDeviceOverRegions(t *testing.T) {
 func TestReadAtDeviceNoRegistration(t *testing.T) {
 	gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
 	tr := newGPULoopback(gpu)
-	ts := startServer(t, ServerConfig{}, tr)
+	ts := startServer(t, serverConfig{}, tr)
 	writeFile(t, ts.root, "a.bin", 300000, 3)
 	dm := &fakeDeviceMemory{base: gpu.base, dmaErr: errors.New("CUDA_ERROR_NOT_SUPPORTED"), syncErr: errors.New("CUDA_ERROR_INVALID_VALUE")}
 	cl := dialTest(t, ts, tr, WithDeviceMemory(dm), WithChunkSize(64<<10))
@@ -221,7 +221,7 @@ func TestReadAtDeviceNoRegistration(t *testing.T) {
 func TestReadAtDeviceFlushFails(t *testing.T) {
 	gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
 	tr := newGPULoopback(gpu)
-	ts := startServer(t, ServerConfig{}, tr)
+	ts := startServer(t, serverConfig{}, tr)
 	writeFile(t, ts.root, "a.bin", 8192, 3)
 	dm := &fakeDeviceMemory{base: gpu.base, flushErr: errors.New("cudaErrorIllegalAddress")}
 	cl := dialTest(t, ts, tr, WithDeviceMemory(dm))
@@ -242,7 +242,7 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 	for _, tt := range transports() {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := tt.tr()
-			ts := startServer(t, ServerConfig{}, tr)
+			ts := startServer(t, serverConfig{}, tr)
 			writeFile(t, ts.root, "a.bin", 4096, 1)
 			dm := &fakeDeviceMemory{}
 			cl := dialTest(t, ts, tr, WithDeviceMemory(dm))
@@ -261,7 +261,7 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 	}
 	t.Run("no DeviceMemory", func(t *testing.T) {
 		tr := newGPULoopback(&fakeGPU{})
-		ts := startServer(t, ServerConfig{}, tr)
+		ts := startServer(t, serverConfig{}, tr)
 		writeFile(t, ts.root, "a.bin", 4096, 1)
 		f, err := dialTest(t, ts, tr).Open(context.Background(), "a.bin")
 		require.NoError(t, err)
@@ -287,7 +287,7 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 func TestFileWithDeviceMemory(t *testing.T) {
 	gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
 	tr := newGPULoopback(gpu)
-	ts := startServer(t, ServerConfig{}, tr)
+	ts := startServer(t, serverConfig{}, tr)
 	data := writeFile(t, ts.root, "w.bin", 300000, 5)
 	f, err := dialTest(t, ts, tr, WithChunkSize(64<<10)).Open(context.Background(), "w.bin")
 	require.NoError(t, err)
@@ -308,7 +308,7 @@ func TestFileWithDeviceMemory(t *testing.T) {
 		t.Error("the bound handle names another file")
 	}
 
-	tcp := startServer(t, ServerConfig{}, TCP())
+	tcp := startServer(t, serverConfig{}, TCP())
 	writeFile(t, tcp.root, "w.bin", 10, 1)
 	h, err := dialTest(t, tcp, TCP()).Open(context.Background(), "w.bin")
 	require.NoError(t, err)

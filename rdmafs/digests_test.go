@@ -154,7 +154,7 @@ func TestPreadCRC(t *testing.T) {
 // matches. A cached CRC that no longer matches the file (a change the
 // stamp missed) fails the read with ErrChecksum instead of passing it.
 func TestReadCRCAfterChange(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	data := writeFile(t, ts.root, "f", 3*digestBlock+5, 1)
 	cl := dialTest(t, ts, nil, WithCRC(true), WithChunkSize(2*digestBlock))
 	ctx := context.Background()

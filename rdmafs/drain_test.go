@@ -17,7 +17,7 @@ import (
 // read already in flight completes in full, then the connection closes and
 // Serve returns nil.
 func TestDrainFinishesInFlightReads(t *testing.T) {
-	ts := startServer(t, ServerConfig{BufferSize: 64 << 10, PoolBuffers: 4}, nil)
+	ts := startServer(t, serverConfig{BufferSize: 64 << 10, PoolBuffers: 4}, nil)
 	writeFile(t, ts.root, "f", 32<<20, 2)
 	r := rawDial(t, ts.addr)
 	r.mustWelcome(testTok)
@@ -56,7 +56,7 @@ func TestDrainFinishesInFlightReads(t *testing.T) {
 }
 
 func TestClientAfterDrainGetsServerGone(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	writeFile(t, ts.root, "f", 10, 1)
 	cl := dialTest(t, ts, nil, WithRetryDeadline(300*time.Millisecond))
 	ts.stop(t)
@@ -65,7 +65,7 @@ func TestClientAfterDrainGetsServerGone(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	writeFile(t, ts.root, "f", 5000, 1)
 	cl := dialTest(t, ts, nil, WithConnections(1))
 	f, err := cl.Open(context.Background(), "f")

@@ -13,39 +13,39 @@ import (
 var (
 	// ErrAuth: the handshake failed: wrong or missing token, or the server
 	// could not prove it knows the token. Not retried.
-	ErrAuth = errors.New("rdmafs: authentication failed")
+	ErrAuth = errors.New("authentication failed")
 	// ErrNotFound: the file or directory does not exist on the server. It
 	// matches fs.ErrNotExist, as a missing local file's error does.
-	ErrNotFound error = &fsSentinel{"rdmafs: not found", fs.ErrNotExist}
+	ErrNotFound error = &fsSentinel{"not found", fs.ErrNotExist}
 	// ErrPermission: the server refused the path (it escapes the export
 	// root) or cannot read it. It matches fs.ErrPermission.
-	ErrPermission error = &fsSentinel{"rdmafs: permission denied", fs.ErrPermission}
+	ErrPermission error = &fsSentinel{"permission denied", fs.ErrPermission}
 	// ErrInvalid: the request was refused as malformed: bad name (NUL,
 	// absolute, "..", too long), directory where a file was expected, a
 	// length over the server's limits.
-	ErrInvalid = errors.New("rdmafs: invalid request")
+	ErrInvalid = errors.New("invalid request")
 	// ErrServerGone: the server could not be reached, or the connection
 	// was lost and retries ran out before the retry deadline.
-	ErrServerGone = errors.New("rdmafs: server unreachable or connection lost")
+	ErrServerGone = errors.New("server unreachable or connection lost")
 	// ErrProtocol: the peer broke the protocol (bad frame, wrong version,
 	// unexpected message). Usually a version mismatch or a bug.
-	ErrProtocol = errors.New("rdmafs: protocol error")
+	ErrProtocol = errors.New("rdmafs protocol error")
 	// ErrChecksum: the CRC32C of received data did not match the server's.
-	ErrChecksum = errors.New("rdmafs: checksum mismatch")
+	ErrChecksum = errors.New("checksum mismatch")
 	// ErrIO: the server failed to read its storage.
-	ErrIO = errors.New("rdmafs: server I/O error")
+	ErrIO = errors.New("server I/O error")
 	// ErrClosed: the Client was closed.
-	ErrClosed = errors.New("rdmafs: client closed")
+	ErrClosed = errors.New("client closed")
 	// ErrRegion: a destination region was refused: unknown or deregistered
 	// key, or a write outside the registered range.
-	ErrRegion = errors.New("rdmafs: region refused")
+	ErrRegion = errors.New("RDMA destination region refused")
 	// ErrNoRDMA: RDMA is not available in this build or on this machine.
-	ErrNoRDMA = errors.New("rdmafs: RDMA unavailable")
+	ErrNoRDMA = errors.New("RDMA unavailable")
 	// ErrNoGPUDirect: a read into GPU memory cannot be done by RDMA: the
 	// transport is not verbs, the client has no DeviceMemory, neither
 	// dma-buf nor nvidia-peermem registration works, or the final flush
 	// failed. Callers read into pinned host memory and copy instead.
-	ErrNoGPUDirect = errors.New("rdmafs: GPU memory cannot be an RDMA destination")
+	ErrNoGPUDirect = errors.New("GPU memory cannot be an RDMA destination")
 )
 
 // fsSentinel is a sentinel that also matches the io/fs error of the same

@@ -28,5 +28,5 @@ func TestErrorsMatchFS(t *testing.T) {
 	if errors.Is(ErrNotFound, fs.ErrPermission) || errors.Is(ErrIO, fs.ErrNotExist) {
 		t.Error("a sentinel matches an fs error of another meaning")
 	}
-	assert.EqualValues(t, "rdmafs: not found", ErrNotFound.Error(), "ErrNotFound reads %q", ErrNotFound)
+	assert.EqualValues(t, "not found", ErrNotFound.Error(), "ErrNotFound reads %q", ErrNotFound)
 }

@@ -45,7 +45,7 @@ func Example() {
 // Serving a directory until ctx is cancelled (SIGTERM in gdsload serve).
 func ExampleServer_Serve() {
 	ctx := context.Background()
-	srv, err := rdmafs.NewServer(rdmafs.ServerConfig{Root: "/data/ckpt", Token: []byte(os.Getenv("GDSLOAD_TOKEN"))})
+	srv, err := rdmafs.NewServer("/data/ckpt", rdmafs.WithServerToken([]byte(os.Getenv("GDSLOAD_TOKEN"))))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func (f *File) readChunks(length int, piece func(lo, hi int) (n int, eof bool, e
 	return total, nil
 }
 
-var errSkipped = errors.New("rdmafs: piece skipped after an earlier failure")
+var errSkipped = errors.New("piece skipped after an earlier failure")
 
 func finishPiece(n, want int, eof bool, err error) (int, error) {
 	switch {

@@ -50,7 +50,7 @@ func TestFileIDReported(t *testing.T) {
 	for _, tp := range transports() {
 		t.Run(tp.name, func(t *testing.T) {
 			tr := tp.tr()
-			ts := startServer(t, ServerConfig{}, tr)
+			ts := startServer(t, serverConfig{}, tr)
 			writeFile(t, ts.root, "f", 5000, 1)
 			st := statT(t, filepath.Join(ts.root, "f"))
 			want := FileID{Ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec), Dev: st.Dev, Ino: st.Ino}
@@ -109,7 +109,7 @@ func rawReply(t *testing.T, r *raw, id uint32, typ wire.Type, payload []byte, wa
 // with flag bits the server does not know beside, is granted FlagFileID
 // alone and gets the identities.
 func TestFileIDNegotiation(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	writeFile(t, ts.root, "f", 100, 1)
 	st := statT(t, filepath.Join(ts.root, "f"))
 	for _, tc := range []struct {
@@ -191,7 +191,7 @@ func oldServerProxy(t *testing.T, addr string) string {
 // checks that server allows: files open and read, no FileID is reported,
 // and Verify still fails a file whose size changed.
 func TestFileIDOldServer(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	want := writeFile(t, ts.root, "f", 5000, 1)
 	cl, err := Dial(t.Context(), oldServerProxy(t, ts.addr), WithToken(testTok), WithLogger(quietLogger()), WithTimeout(10*time.Second))
 	require.NoError(t, err)
@@ -223,7 +223,7 @@ func TestFileIDOldServer(t *testing.T) {
 // older server took over the address) fails: its change cannot be ruled
 // out.
 func TestFileIDLostAfterOpen(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	writeFile(t, ts.root, "f", 100, 1)
 	newer := dialTest(t, ts, nil)
 	fi, err := newer.Stat(t.Context(), "f")
@@ -243,7 +243,7 @@ func TestFileIDLostAfterOpen(t *testing.T) {
 // os.Chtimes do), and a file replaced by rename with one of the same
 // size, time and bytes; it passes a file only read.
 func TestFileVerifyIdentity(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	cl := dialTest(t, ts, nil)
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	for _, tc := range []struct {

@@ -16,7 +16,7 @@ import (
 // file byte for byte. TestMalformedFramesRefused holds the exact answer
 // to each known bad frame; this holds the server to the rest.
 func FuzzServerFrames(f *testing.F) {
-	ts := startServer(f, ServerConfig{}, nil)
+	ts := startServer(f, serverConfig{}, nil)
 	want := writeFile(f, ts.root, "f", 3000, 1)
 	stat := wire.AppendFrame(nil, wire.TypeStat, 1, wire.Stat{Name: "f"}.Append(nil))
 	read := wire.AppendFrame(nil, wire.TypeRead, 2, wire.Read{Length: 3000, Name: "f"}.Append(nil))

@@ -12,7 +12,7 @@ import (
 // Each must be refused with an ERROR and a closed connection, and the
 // server must keep serving new connections.
 func TestMalformedFramesRefused(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	writeFile(t, ts.root, "f", 10, 1)
 	good := wire.Read{Length: 10, Name: "f"}.Append(nil)
 	tests := []struct {
@@ -64,7 +64,7 @@ func TestMalformedFramesRefused(t *testing.T) {
 // TestCreditsEnforced: a client that exceeds the credits it was granted is
 // refused with CREDITS.
 func TestCreditsEnforced(t *testing.T) {
-	ts := startServer(t, ServerConfig{Credits: 2, PoolBuffers: 4, BufferSize: 64 << 10}, nil)
+	ts := startServer(t, serverConfig{Credits: 2, PoolBuffers: 4, BufferSize: 64 << 10}, nil)
 	writeFile(t, ts.root, "big", 48<<20, 1)
 	r := rawDial(t, ts.addr)
 	r.mustWelcome(testTok)
@@ -83,7 +83,7 @@ func TestCreditsEnforced(t *testing.T) {
 func TestDeadlines(t *testing.T) {
 	t.Run("idle", func(t *testing.T) {
 		const idle = 400 * time.Millisecond
-		ts := startServer(t, ServerConfig{IdleTimeout: idle}, nil)
+		ts := startServer(t, serverConfig{IdleTimeout: idle}, nil)
 		// The server arms its idle deadline after it reads the last
 		// frame, so after this: the connection cannot close sooner than
 		// idle from here however loaded the machine, and a close any
@@ -97,7 +97,7 @@ func TestDeadlines(t *testing.T) {
 	t.Run("stalled frame", func(t *testing.T) {
 		// The idle timeout is far longer than expectClosed waits: only the
 		// read timeout can close this connection in time.
-		ts := startServer(t, ServerConfig{ReadTimeout: 200 * time.Millisecond, IdleTimeout: time.Minute}, nil)
+		ts := startServer(t, serverConfig{ReadTimeout: 200 * time.Millisecond, IdleTimeout: time.Minute}, nil)
 		r := rawDial(t, ts.addr)
 		r.mustWelcome(testTok)
 		frame := wire.AppendFrame(nil, wire.TypeStat, 1, wire.Stat{Name: "some/long/name"}.Append(nil))

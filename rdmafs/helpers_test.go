@@ -29,13 +29,13 @@ type testServer struct {
 
 // startServer runs a server on tr (TCP on 127.0.0.1:0 when nil) exporting
 // cfg.Root (a fresh temp dir when empty), and stops it at cleanup.
-func startServer(t testing.TB, cfg ServerConfig, tr Transport) *testServer {
+func startServer(t testing.TB, cfg serverConfig, tr Transport) *testServer {
 	t.Helper()
 	return startServerOn(t, cfg, tr, "127.0.0.1:0")
 }
 
 // startServerOn is startServer listening on addr.
-func startServerOn(t testing.TB, cfg ServerConfig, tr Transport, addr string) *testServer {
+func startServerOn(t testing.TB, cfg serverConfig, tr Transport, addr string) *testServer {
 	t.Helper()
 	if cfg.Root == "" {
 		cfg.Root = t.TempDir()
@@ -52,7 +52,7 @@ func startServerOn(t testing.TB, cfg ServerConfig, tr Transport, addr string) *t
 	if cfg.BufferSize == 0 {
 		cfg.BufferSize = 256 << 10
 	}
-	srv, err := NewServer(cfg)
+	srv, err := newServer(cfg)
 	require.NoError(t, err)
 	if tr == nil {
 		tr = TCP()

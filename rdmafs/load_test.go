@@ -27,7 +27,7 @@ func TestSlowClientDoesNotBlockOthers(t *testing.T) {
 		{"slow cut off", 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := startServer(t, ServerConfig{PoolBuffers: 4, ConnBuffers: 2, BufferSize: 64 << 10, WriteTimeout: tc.writeTimeout}, nil)
+			ts := startServer(t, serverConfig{PoolBuffers: 4, ConnBuffers: 2, BufferSize: 64 << 10, WriteTimeout: tc.writeTimeout}, nil)
 			data := writeFile(t, ts.root, "f", 16<<20, 5)
 
 			slow := rawDial(t, ts.addr)
@@ -80,7 +80,7 @@ func TestSlowClientDoesNotBlockOthers(t *testing.T) {
 // TestManyClientsRandomReads: 64 clients, each on its own connection, do
 // random verified reads concurrently.
 func TestManyClientsRandomReads(t *testing.T) {
-	ts := startServer(t, ServerConfig{PoolBuffers: 16, BufferSize: 64 << 10}, nil)
+	ts := startServer(t, serverConfig{PoolBuffers: 16, BufferSize: 64 << 10}, nil)
 	data := writeFile(t, ts.root, "f", 4<<20, 9)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)

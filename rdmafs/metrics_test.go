@@ -10,7 +10,7 @@ import (
 
 // ServeMetrics serves the Prometheus text on its own port until stopped.
 func TestServeMetrics(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, TCP())
+	ts := startServer(t, serverConfig{}, TCP())
 	addr, stop, err := ts.srv.ServeMetrics("127.0.0.1:0")
 	require.NoError(t, err)
 	resp, err := http.Get("http://" + addr.String() + "/metrics")

@@ -27,7 +27,7 @@ func (otherInfo) Sys() any           { return nil }
 func TestOpenInfoRefusesForeignInfo(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "a.bin"), []byte("abc"), 0o644))
-	cl := dialTest(t, startServer(t, ServerConfig{Root: root}, nil), nil)
+	cl := dialTest(t, startServer(t, serverConfig{Root: root}, nil), nil)
 	ctx := context.Background()
 	_, err := cl.OpenInfo(ctx, "a.bin", otherInfo{})
 	require.ErrorIs(t, err, ErrInvalid)

@@ -20,7 +20,7 @@ func TestOpenInfoFromList(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cl := dialTest(t, startServer(t, ServerConfig{Root: root}, nil), nil)
+	cl := dialTest(t, startServer(t, serverConfig{Root: root}, nil), nil)
 	ctx := context.Background()
 	ents, err := cl.List(ctx, "")
 	if err != nil {

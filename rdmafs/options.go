@@ -95,7 +95,7 @@ func WithToken(token []byte) Option {
 func WithConnections(n int) Option {
 	return func(c *clientConfig) error {
 		if n < 1 || n > MaxConnections {
-			return fmt.Errorf("rdmafs: %d connections: want 1 to %d", n, MaxConnections)
+			return fmt.Errorf("%d connections: want 1 to %d", n, MaxConnections)
 		}
 		c.conns = n
 		return nil
@@ -108,7 +108,7 @@ func WithConnections(n int) Option {
 func WithRequestsPerConn(n int) Option {
 	return func(c *clientConfig) error {
 		if n < 1 || n > MaxRequestsPerConn {
-			return fmt.Errorf("rdmafs: %d requests per connection: want 1 to %d", n, MaxRequestsPerConn)
+			return fmt.Errorf("%d requests per connection: want 1 to %d", n, MaxRequestsPerConn)
 		}
 		c.perConn = n
 		return nil
@@ -121,7 +121,7 @@ func WithRequestsPerConn(n int) Option {
 func WithTimeout(d time.Duration) Option {
 	return func(c *clientConfig) error {
 		if d <= 0 {
-			return fmt.Errorf("rdmafs: timeout %v: want a positive duration", d)
+			return fmt.Errorf("timeout %v: want a positive duration", d)
 		}
 		c.timeout = d
 		return nil
@@ -135,7 +135,7 @@ func WithTimeout(d time.Duration) Option {
 func WithRetryDeadline(d time.Duration) Option {
 	return func(c *clientConfig) error {
 		if d < 0 {
-			return fmt.Errorf("rdmafs: retry deadline %v: want 0 or more", d)
+			return fmt.Errorf("retry deadline %v: want 0 or more", d)
 		}
 		c.retryDeadline = d
 		return nil
@@ -149,7 +149,7 @@ func WithRetryDeadline(d time.Duration) Option {
 func WithChunkSize(n int64) Option {
 	return func(c *clientConfig) error {
 		if n < MinChunkSize || n > MaxChunkSize {
-			return fmt.Errorf("rdmafs: chunk size %d: want %d to %d bytes", n, MinChunkSize, MaxChunkSize)
+			return fmt.Errorf("chunk size %d: want %d to %d bytes", n, MinChunkSize, MaxChunkSize)
 		}
 		c.chunk = int(n) // at most MaxChunkSize: an int on every platform
 		return nil
@@ -165,7 +165,7 @@ func WithCRC(on bool) Option {
 func WithTransport(t Transport) Option {
 	return func(c *clientConfig) error {
 		if t == nil {
-			return errors.New("rdmafs: nil transport")
+			return errors.New("nil transport")
 		}
 		c.transport = t
 		return nil

@@ -37,7 +37,7 @@ func loopRaw(t *testing.T, lb *loopback, addr string) (*raw, *verbsClientConn) {
 // untouched.
 func TestRegionReadsOverLoopback(t *testing.T) {
 	lb := newLoopback()
-	ts := startServer(t, ServerConfig{}, lb)
+	ts := startServer(t, serverConfig{}, lb)
 	data := writeFile(t, ts.root, "f", 1<<20, 3)
 	r, cc := loopRaw(t, lb, ts.addr)
 
@@ -86,7 +86,7 @@ func TestRegionReadsOverLoopback(t *testing.T) {
 }
 
 func TestRegionOnStreamTransportRefused(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	writeFile(t, ts.root, "f", 10, 1)
 	r := rawDial(t, ts.addr)
 	r.mustWelcome(testTok)
@@ -104,7 +104,7 @@ func TestCancelledReadLeavesBufferAlone(t *testing.T) {
 	for _, trc := range transports() {
 		t.Run(trc.name, func(t *testing.T) {
 			tr := trc.tr()
-			ts := startServer(t, ServerConfig{}, tr)
+			ts := startServer(t, serverConfig{}, tr)
 			writeFile(t, ts.root, "f", 8<<20, 1)
 			cl := dialTest(t, ts, tr, WithRetryDeadline(0))
 			f, err := cl.Open(context.Background(), "f")

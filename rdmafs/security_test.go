@@ -55,7 +55,7 @@ func symlinkFollowable(t *testing.T, target, path string) {
 
 func TestHostilePathsRefused(t *testing.T) {
 	root := escapeFixture(t)
-	ts := startServer(t, ServerConfig{Root: root}, nil)
+	ts := startServer(t, serverConfig{Root: root}, nil)
 	refused := []wire.Code{wire.CodePermission, wire.CodeInvalid}
 	tests := []struct {
 		name  string
@@ -130,7 +130,7 @@ func TestNonRegularFilesRefused(t *testing.T) {
 	if err := mkfifo(fifo); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	ts := startServer(t, ServerConfig{Root: root}, nil)
+	ts := startServer(t, serverConfig{Root: root}, nil)
 	r := rawDial(t, ts.addr)
 	r.mustWelcome(testTok)
 	r.send(wire.TypeRead, 1, wire.Read{Length: 10, Name: "fifo"}.Append(nil))
@@ -145,7 +145,7 @@ func TestNonRegularFilesRefused(t *testing.T) {
 }
 
 func TestAuthRefused(t *testing.T) {
-	ts := startServer(t, ServerConfig{HandshakeTimeout: 500 * time.Millisecond}, nil)
+	ts := startServer(t, serverConfig{HandshakeTimeout: 500 * time.Millisecond}, nil)
 	t.Run("wrong token", func(t *testing.T) {
 		r := rawDial(t, ts.addr)
 		h, p := r.handshake([]byte("not-the-token-0123456789"))
@@ -208,16 +208,16 @@ func TestAuthRefused(t *testing.T) {
 func TestServerRequiresTokenOrInsecureFlag(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  ServerConfig
+		cfg  serverConfig
 	}{
-		{"no token", ServerConfig{Root: t.TempDir()}},
-		{"short token", ServerConfig{Root: t.TempDir(), Token: []byte("short")}},
-		{"both", ServerConfig{Root: t.TempDir(), Token: testTok, InsecureNoToken: true}},
-		{"no root", ServerConfig{Token: testTok}},
-		{"root is a file", ServerConfig{Root: filepath.Join(t.TempDir(), "missing"), Token: testTok}},
+		{"no token", serverConfig{Root: t.TempDir()}},
+		{"short token", serverConfig{Root: t.TempDir(), Token: []byte("short")}},
+		{"both", serverConfig{Root: t.TempDir(), Token: testTok, InsecureNoToken: true}},
+		{"no root", serverConfig{Token: testTok}},
+		{"root is a file", serverConfig{Root: filepath.Join(t.TempDir(), "missing"), Token: testTok}},
 	}
 	for _, tc := range tests {
-		if _, err := NewServer(tc.cfg); err == nil {
+		if _, err := newServer(tc.cfg); err == nil {
 			t.Errorf("%s: NewServer succeeded, want error", tc.name)
 		}
 	}

@@ -18,8 +18,10 @@ import (
 // error and not an out-of-memory crash.
 const maxPoolBytes = 64 << 30
 
-// ServerConfig configures a Server. Zero fields take the defaults shown.
-type ServerConfig struct {
+// serverConfig is what a Server runs with: the ServerOptions applied to
+// the defaults. In-package tests fill it directly (newServer); zero fields
+// take the defaults.
+type serverConfig struct {
 	// Root is the directory exported read-only. Required.
 	Root string
 	// Token is the shared secret clients must prove they know. Empty is
@@ -68,7 +70,7 @@ type ServerConfig struct {
 	Logger *slog.Logger
 }
 
-func (c *ServerConfig) setDefaults() {
+func (c *serverConfig) setDefaults() {
 	def := func(v *int, d int) {
 		if *v <= 0 {
 			*v = d
@@ -79,17 +81,17 @@ func (c *ServerConfig) setDefaults() {
 			*v = d
 		}
 	}
-	def(&c.Credits, 16)
-	def(&c.PoolBuffers, 64)
-	def(&c.BufferSize, 1<<20)
-	def(&c.ConnBuffers, 4)
-	def(&c.MaxRead, 64<<20)
-	def(&c.MaxConns, 1024)
-	defd(&c.HandshakeTimeout, 10*time.Second)
-	defd(&c.ReadTimeout, 30*time.Second)
-	defd(&c.WriteTimeout, 30*time.Second)
-	defd(&c.IdleTimeout, 5*time.Minute)
-	defd(&c.DrainTimeout, 30*time.Second)
+	def(&c.Credits, DefaultCredits)
+	def(&c.PoolBuffers, DefaultPoolBuffers)
+	def(&c.BufferSize, DefaultBufferSize)
+	def(&c.ConnBuffers, DefaultConnBuffers)
+	def(&c.MaxRead, DefaultMaxRead)
+	def(&c.MaxConns, DefaultMaxConns)
+	defd(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	defd(&c.ReadTimeout, DefaultReadTimeout)
+	defd(&c.WriteTimeout, DefaultWriteTimeout)
+	defd(&c.IdleTimeout, DefaultIdleTimeout)
+	defd(&c.DrainTimeout, DefaultDrainTimeout)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -99,18 +101,18 @@ func (c *ServerConfig) setDefaults() {
 }
 
 // DefaultTCPCongestion is the congestion control a Server asks for on its
-// TCP connections unless ServerConfig says otherwise: cubic, which sends
+// TCP connections unless WithTCPCongestion says otherwise: cubic, which sends
 // from the writer's and the ACKs' context, where bbr (a common system
 // default) without the fq queueing discipline paces every connection with
 // a timer and sends from softirq context, which costs throughput on fast
 // links (docs/PROTOCOL.md, Throughput over TCP, has the figures).
 const DefaultTCPCongestion = "cubic"
 
-// SystemTCPCongestion as ServerConfig.TCPCongestion keeps the kernel's
+// SystemTCPCongestion given to WithTCPCongestion keeps the kernel's
 // default congestion control (net.ipv4.tcp_congestion_control).
 const SystemTCPCongestion = "system"
 
-// CheckTCPCongestion reports whether name can be ServerConfig.TCPCongestion:
+// CheckTCPCongestion reports whether WithTCPCongestion takes name:
 // SystemTCPCongestion, or a Linux congestion control name (1 to 15 bytes of
 // lower-case letters, digits and underscores). Whether the kernel has it is
 // only known when a connection asks for it.
@@ -131,7 +133,7 @@ func CheckTCPCongestion(name string) error {
 // serverfile_linux.go): "..", absolute paths, NUL bytes, over-long names
 // and symlinks leading outside are refused.
 type Server struct {
-	cfg  ServerConfig
+	cfg  serverConfig
 	root *os.Root
 	// rootDir is the root directory itself, and rootConn its descriptor,
 	// for openCached; nil where openCached is off, and rawOff says why
@@ -151,17 +153,35 @@ type Server struct {
 	wg    sync.WaitGroup
 }
 
-// NewServer opens the export root and allocates the buffer pool.
-func NewServer(cfg ServerConfig) (*Server, error) {
+// NewServer exports root, a directory, read-only: it opens root and
+// allocates the buffer pool. A server needs WithServerToken, or
+// WithInsecureNoToken to let anyone who reaches the port read the export;
+// the first option refused is the error.
+func NewServer(root string, opts ...ServerOption) (*Server, error) {
+	cfg := serverConfig{Root: root}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	return newServer(cfg)
+}
+
+// newServer checks cfg, with the defaults for its zero fields, and makes
+// the Server.
+func newServer(cfg serverConfig) (*Server, error) {
 	cfg.setDefaults()
 	if cfg.Root == "" {
-		return nil, errors.New("rdmafs server: no export root given")
+		return nil, errors.New("no export root given")
 	}
 	if len(cfg.Token) == 0 && !cfg.InsecureNoToken {
-		return nil, errors.New("rdmafs server: no token: give a token, or set InsecureNoToken to let anyone who reaches the port read the export")
+		return nil, errors.New("no token: give one (WithServerToken), or WithInsecureNoToken to let anyone who reaches the port read the export")
 	}
 	if len(cfg.Token) > 0 && cfg.InsecureNoToken {
-		return nil, errors.New("rdmafs server: both a token and insecure-no-token given; pick one")
+		return nil, errors.New("both a token and WithInsecureNoToken given; pick one")
 	}
 	if len(cfg.Token) > 0 {
 		if _, err := CheckToken(cfg.Token, "server token"); err != nil {
@@ -169,27 +189,27 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	if cfg.Credits > 1024 {
-		return nil, fmt.Errorf("rdmafs server: %d credits is over the limit of 1024", cfg.Credits)
+		return nil, fmt.Errorf("%d credits is over the limit of 1024", cfg.Credits)
 	}
 	if cfg.BufferSize < 4096 || cfg.BufferSize > 1<<30 || cfg.MaxRead > 1<<30 {
-		return nil, fmt.Errorf("rdmafs server: buffer size %d outside 4096 B to 1 GiB, or max read %d over 1 GiB", cfg.BufferSize, cfg.MaxRead)
+		return nil, fmt.Errorf("buffer size %d outside 4096 B to 1 GiB, or max read %d over 1 GiB", cfg.BufferSize, cfg.MaxRead)
 	}
 	if err := CheckTCPCongestion(cfg.TCPCongestion); err != nil {
-		return nil, fmt.Errorf("rdmafs server: %w", err)
+		return nil, err
 	}
 	if int64(cfg.PoolBuffers)*int64(cfg.BufferSize) > maxPoolBytes {
-		return nil, fmt.Errorf("rdmafs server: %d buffers of %d bytes is over the %d GiB limit on data buffers", cfg.PoolBuffers, cfg.BufferSize, maxPoolBytes>>30)
+		return nil, fmt.Errorf("%d buffers of %d bytes is over the %d GiB limit on data buffers", cfg.PoolBuffers, cfg.BufferSize, maxPoolBytes>>30)
 	}
 	fi, err := os.Stat(cfg.Root)
 	if err != nil {
-		return nil, fmt.Errorf("rdmafs server: export root: %w", err)
+		return nil, fmt.Errorf("export root: %w", err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("rdmafs server: export root %s is not a directory", cfg.Root)
+		return nil, fmt.Errorf("export root %s is not a directory", cfg.Root)
 	}
 	root, err := os.OpenRoot(cfg.Root)
 	if err != nil {
-		return nil, fmt.Errorf("rdmafs server: open export root: %w", err)
+		return nil, fmt.Errorf("open export root: %w", err)
 	}
 	s := &Server{
 		cfg:     cfg,
@@ -226,7 +246,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if br, ok := ln.(bufferRegistrar); ok {
 		if err := br.prepare(s.pool.buffers(), s.log); err != nil {
 			ln.Close()
-			return fmt.Errorf("rdmafs server: %w", err)
+			return fmt.Errorf("registering the buffer pool with the RDMA devices: %w", err)
 		}
 	}
 	s.setCongestion(ln)
@@ -295,7 +315,7 @@ func (s *Server) startConn(c net.Conn) {
 	}()
 }
 
-// setCongestion puts a TCP listener on ServerConfig.TCPCongestion before
+// setCongestion puts a TCP listener on WithTCPCongestion's name before
 // it accepts anything: connections take the congestion control of their
 // listener when they are set up. (Switching an established connection
 // from bbr is not the same: bbr turns on the kernel's pacing, and the
@@ -327,7 +347,7 @@ func (s *Server) logOpenPath() {
 
 // connCongestion puts a connection that the kernel set up before Serve
 // set its listener (one that waited in the accept backlog) on
-// ServerConfig.TCPCongestion, as far as it can: after bbr the kernel may
+// WithTCPCongestion's name, as far as it can: after bbr the kernel may
 // keep pacing it. A name the kernel refuses was logged by setCongestion.
 func (s *Server) connCongestion(c net.Conn) {
 	tc, ok := c.(*net.TCPConn)

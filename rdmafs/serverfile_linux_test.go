@@ -46,7 +46,7 @@ func cachedServer(t *testing.T) (*Server, string, []byte) {
 	} {
 		symlinkFollowable(t, target, filepath.Join(root, name))
 	}
-	s, err := NewServer(ServerConfig{Root: root, InsecureNoToken: true})
+	s, err := newServer(serverConfig{Root: root, InsecureNoToken: true})
 	require.NoError(t, err)
 	if s.rootConn == nil {
 		// The temporary directory is not on a filesystem rawOpenDir
@@ -218,7 +218,7 @@ func TestLocalFilesystem(t *testing.T) {
 // one, such as overlayfs in a container).
 func TestServeLogsOpenPath(t *testing.T) {
 	var logs lockedBuffer
-	ts := startServer(t, ServerConfig{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, nil)
+	ts := startServer(t, serverConfig{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}, nil)
 	want := "level=INFO msg=\"rdmafs READs open files through os.Root with plain system calls\" why="
 	if ts.srv.rootConn != nil {
 		want = "level=DEBUG msg=\"rdmafs READs open files with raw openat2 calls beneath the export root\""

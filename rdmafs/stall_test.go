@@ -87,7 +87,7 @@ func (p *stallProxy) pipe(dst, src net.Conn, immune bool) {
 // read completes on a fresh connection, without them it fails promptly with
 // ErrServerGone.
 func TestStalledConnectionTimesOutAndRetries(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	data := writeFile(t, ts.root, "f", 8<<20, 3)
 	for _, retry := range []time.Duration{5 * time.Second, 0} {
 		px := newStallProxy(t, ts.addr)
@@ -115,7 +115,7 @@ func TestStalledConnectionTimesOutAndRetries(t *testing.T) {
 
 // TestConnectionLimit: past MaxConns the server answers BUSY and closes.
 func TestConnectionLimit(t *testing.T) {
-	ts := startServer(t, ServerConfig{MaxConns: 1}, nil)
+	ts := startServer(t, serverConfig{MaxConns: 1}, nil)
 	first := rawDial(t, ts.addr)
 	first.mustWelcome(testTok)
 	second := rawDial(t, ts.addr)

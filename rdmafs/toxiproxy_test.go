@@ -64,7 +64,7 @@ func wait(t *testing.T, done <-chan error, limit time.Duration) error {
 // takes at least the added round trip (so the toxics are in the path) and
 // a pipelined 6 MiB read over four connections arrives byte-exact.
 func TestToxiproxyLatency(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	data := writeFile(t, ts.root, "ckpt/shard.bin", 6<<20+7, 11)
 	px := toxitest.New(t, ts.addr)
 	for _, stream := range []string{"downstream", "upstream"} {
@@ -95,7 +95,7 @@ func TestToxiproxyLatency(t *testing.T) {
 // and no faster than the two caps allow together.
 func TestToxiproxyBandwidth(t *testing.T) {
 	const rateKBs, conns = 20000, 2 // toxiproxy rates are in KB/s, per connection
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	data := writeFile(t, ts.root, "big", 16<<20, 12)
 	px := toxitest.New(t, ts.addr)
 	px.Add("bandwidth", "bandwidth", "downstream", map[string]any{"rate": rateKBs})
@@ -122,7 +122,7 @@ func TestToxiproxyBandwidth(t *testing.T) {
 // plus the retry deadline (ErrServerGone, saying it gave up), or the
 // caller's context deadline.
 func TestToxiproxyStall(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	writeFile(t, ts.root, "f", 8<<20, 13)
 	const timeout = 400 * time.Millisecond
 	cases := []struct {
@@ -196,7 +196,7 @@ func TestToxiproxyStall(t *testing.T) {
 // (the retry log shows the resets hit it); without retries it fails at once
 // with ErrServerGone.
 func TestToxiproxyResetPeer(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	data := writeFile(t, ts.root, "f", 8<<20, 14)
 	for _, retry := range []time.Duration{10 * time.Second, 0} {
 		t.Run(fmt.Sprintf("retry=%v", retry), func(t *testing.T) {
@@ -231,7 +231,7 @@ func TestToxiproxyResetPeer(t *testing.T) {
 // and reads (whole file and an unaligned range; with and without CRC) are
 // byte-exact.
 func TestToxiproxySlicer(t *testing.T) {
-	ts := startServer(t, ServerConfig{}, nil)
+	ts := startServer(t, serverConfig{}, nil)
 	data := writeFile(t, ts.root, "d/f", 256<<10+3, 15)
 	px := toxitest.New(t, ts.addr)
 	const maxSlice, delay, conns = 61 + 40, 10 * time.Microsecond, 2

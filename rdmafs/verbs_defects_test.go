@@ -31,7 +31,7 @@ import (
 // any other channel (the TCP stream, as before) arrives to an empty
 // buffer.
 func TestVerbsReadDoneFollowsTheData(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{BufferSize: 64 << 10}, nil)
+	env := newLoopEnv(t, serverConfig{BufferSize: 64 << 10}, nil)
 	data := writeFile(t, env.ts.root, "f", 300<<10, 9)
 	r, cc := loopRaw(t, env.tr.loopback, env.ts.addr)
 	dst := make([]byte, len(data))
@@ -68,7 +68,7 @@ func prefixEqual(a, b []byte) int {
 // buffer's key and address (keys are guessable: they count up) can neither
 // write nor read server memory.
 func TestVerbsServerMemoryNotRemotelyAccessible(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{PoolBuffers: 4}, nil)
+	env := newLoopEnv(t, serverConfig{PoolBuffers: 4}, nil)
 	writeFile(t, env.ts.root, "f", 1<<20, 1)
 	cl := dialTest(t, env.ts, env.tr, WithConnections(1))
 	f, err := cl.Open(context.Background(), "f")
@@ -133,7 +133,7 @@ func TestVerbsServerMemoryNotRemotelyAccessible(t *testing.T) {
 // client's file) goes out on it. The fabric lets A's link recover at the
 // worst moment: when B's WRITE from the reused buffer is posted.
 func TestVerbsTimedOutWriteFlushedBeforeReuse(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{PoolBuffers: 1, BufferSize: 64 << 10}, func(o *verbsOptions) {
+	env := newLoopEnv(t, serverConfig{PoolBuffers: 1, BufferSize: 64 << 10}, func(o *verbsOptions) {
 		o.writeTimeout = 200 * time.Millisecond
 		o.flushTimeout = 200 * time.Millisecond
 	})
@@ -183,7 +183,7 @@ func TestVerbsTimedOutWriteFlushedBeforeReuse(t *testing.T) {
 // event channel alone while connections use it: it goes with the last
 // one, and everything is freed in the order verbs demands.
 func TestVerbsListenerCloseBeforeConnectionsDrain(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{}, nil)
+	env := newLoopEnv(t, serverConfig{}, nil)
 	data := writeFile(t, env.ts.root, "f", 2<<20, 4)
 	var cls []*Client
 	for range 3 {
@@ -226,7 +226,7 @@ func TestVerbsListenerCloseBeforeConnectionsDrain(t *testing.T) {
 // rejected before the server allocates anything for it, a session pairs
 // once, and nothing pairs before WELCOME.
 func TestVerbsQueuePairPairingIsAuthenticated(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{}, nil)
+	env := newLoopEnv(t, serverConfig{}, nil)
 	writeFile(t, env.ts.root, "f", 4096, 2)
 	before := env.fab.statsNow()
 
@@ -296,7 +296,7 @@ func TestVerbsQueuePairPairingIsAuthenticated(t *testing.T) {
 // Sessions waiting for their queue pair are capped and expire, and a
 // flood of unauthenticated connect requests leaves nothing behind.
 func TestVerbsPendingSessionsCappedAndExpire(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{}, func(o *verbsOptions) {
+	env := newLoopEnv(t, serverConfig{}, func(o *verbsOptions) {
 		o.maxPending = 3
 		o.pairTimeout = 300 * time.Millisecond
 	})
@@ -349,7 +349,7 @@ func newNonceSlice() []byte { n := newNonce(); return n[:] }
 // fails Serve at once with an error naming ulimit -l, and one too low for
 // a client's buffer fails the read (not retried) saying the same.
 func TestVerbsPoolRegisteredOnce(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{PoolBuffers: 8, BufferSize: 64 << 10}, nil)
+	env := newLoopEnv(t, serverConfig{PoolBuffers: 8, BufferSize: 64 << 10}, nil)
 	data := writeFile(t, env.ts.root, "f", 1<<20, 5)
 	for range 3 {
 		cl := dialTest(t, env.ts, env.tr, WithConnections(4), WithChunkSize(64<<10))
@@ -378,7 +378,7 @@ func TestVerbsPoolRegisteredOnce(t *testing.T) {
 	t.Run("server memlock", func(t *testing.T) {
 		lb := newLoopback()
 		lb.fab.memlock = 256 << 10 // the pool needs 512 KiB
-		srv, err := NewServer(ServerConfig{Root: t.TempDir(), Token: testTok, PoolBuffers: 8, BufferSize: 64 << 10, Logger: quietLogger()})
+		srv, err := newServer(serverConfig{Root: t.TempDir(), Token: testTok, PoolBuffers: 8, BufferSize: 64 << 10, Logger: quietLogger()})
 		require.NoError(t, err)
 		ln, err := lb.Listen(context.Background(), "127.0.0.1:0")
 		require.NoError(t, err)
@@ -392,7 +392,7 @@ func TestVerbsPoolRegisteredOnce(t *testing.T) {
 		}
 	})
 	t.Run("client memlock", func(t *testing.T) {
-		env := newLoopEnv(t, ServerConfig{PoolBuffers: 2, BufferSize: 64 << 10}, nil)
+		env := newLoopEnv(t, serverConfig{PoolBuffers: 2, BufferSize: 64 << 10}, nil)
 		writeFile(t, env.ts.root, "big", 8<<20, 1)
 		cl := dialTest(t, env.ts, env.tr, WithConnections(1), WithChunkSize(8<<20))
 		env.fab.mu.Lock()
@@ -414,7 +414,7 @@ func TestVerbsPoolRegisteredOnce(t *testing.T) {
 // completion channel wakes the poller (no busy polling while a write is
 // stuck), and a drain ends a stuck write instead of waiting it out.
 func TestVerbsWritesInFlightAndDrain(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{ConnBuffers: 4, BufferSize: 64 << 10, DrainTimeout: 300 * time.Millisecond}, func(o *verbsOptions) {
+	env := newLoopEnv(t, serverConfig{ConnBuffers: 4, BufferSize: 64 << 10, DrainTimeout: 300 * time.Millisecond}, func(o *verbsOptions) {
 		o.flushTimeout = 300 * time.Millisecond
 	})
 	data := writeFile(t, env.ts.root, "f", 256<<10, 6)
@@ -479,7 +479,7 @@ func TestVerbsWritesInFlightAndDrain(t *testing.T) {
 // the server's name, until one connects.
 func TestVerbsQueuePairAddressSelection(t *testing.T) {
 	var lookups []string
-	env := newLoopEnvOn(t, "0.0.0.0:0", ServerConfig{}, func(o *verbsOptions) {
+	env := newLoopEnvOn(t, "0.0.0.0:0", serverConfig{}, func(o *verbsOptions) {
 		o.lookup = func(_ context.Context, host string) ([]netip.Addr, error) {
 			lookups = append(lookups, host)
 			return []netip.Addr{netip.MustParseAddr("127.0.0.3"), netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}, nil
@@ -518,7 +518,7 @@ func TestVerbsQueuePairAddressSelection(t *testing.T) {
 // queue pair before giving the memory back, so nothing can land in it
 // afterwards, and keeps it pinned.
 func TestVerbsFailedDeregistrationShutsTheQueuePair(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{}, nil)
+	env := newLoopEnv(t, serverConfig{}, nil)
 	_, vc := loopRaw(t, env.tr.loopback, env.ts.addr)
 	buf := make([]byte, 4096)
 	rg, err := vc.Register(buf)
@@ -565,7 +565,7 @@ func TestVerbsGPURegionsRelaxedOrdering(t *testing.T) {
 			gpu := &fakeGPU{base: 0x7e0000000000, mem: make([]byte, 1<<20)}
 			tr := newGPULoopback(gpu)
 			tr.fab.devs[0].relaxedOrdering = tc.relaxed
-			ts := startServer(t, ServerConfig{}, tr)
+			ts := startServer(t, serverConfig{}, tr)
 			data := writeFile(t, ts.root, "w", 100000, 3)
 			cl := dialTest(t, ts, tr, WithDeviceMemory(&fakeDeviceMemory{base: gpu.base, dmaErr: tc.dmaErr}))
 			f, _ := cl.Open(context.Background(), "w")
@@ -598,7 +598,7 @@ func TestVerbsGPURegionsRelaxedOrdering(t *testing.T) {
 // A failing event channel is retried with growing pauses, not spun on;
 // DEVICE_REMOVAL ends the connections on the device and the listener.
 func TestVerbsCMLoopBackoffAndDeviceRemoval(t *testing.T) {
-	env := newLoopEnv(t, ServerConfig{}, nil)
+	env := newLoopEnv(t, serverConfig{}, nil)
 	writeFile(t, env.ts.root, "f", 1<<20, 8)
 	cl := dialTest(t, env.ts, env.tr, WithConnections(2), WithRetryDeadline(0))
 	f, _ := cl.Open(context.Background(), "f")

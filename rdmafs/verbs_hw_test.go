@@ -34,7 +34,7 @@ func hwAddr(t *testing.T) string {
 
 // hwServer runs a server over verbs on the RDMA address; it returns the
 // transport and its rdmaStack too.
-func hwServer(t *testing.T, cfg ServerConfig) (*testServer, Transport, rdmaStack) {
+func hwServer(t *testing.T, cfg serverConfig) (*testServer, Transport, rdmaStack) {
 	t.Helper()
 	addr := hwAddr(t)
 	if addr == "loopback" {
@@ -49,7 +49,7 @@ func hwServer(t *testing.T, cfg ServerConfig) (*testServer, Transport, rdmaStack
 // The data path end to end over verbs, CRC on and off: sizes around the
 // pool buffer size and the chunk size, pipelined over several connections.
 func TestVerbsHWEndToEnd(t *testing.T) {
-	ts, tr, _ := hwServer(t, ServerConfig{})
+	ts, tr, _ := hwServer(t, serverConfig{})
 	sizes := []int{0, 1, 4095, 4096, 256<<10 - 1, 256 << 10, 1<<20 + 3, 9<<20 + 17}
 	files := map[int][]byte{}
 	for _, n := range sizes {
@@ -82,7 +82,7 @@ func TestVerbsHWEndToEnd(t *testing.T) {
 
 // 64 connections of one client, all reading at once.
 func TestVerbsHW64Connections(t *testing.T) {
-	ts, tr, _ := hwServer(t, ServerConfig{})
+	ts, tr, _ := hwServer(t, serverConfig{})
 	data := writeFile(t, ts.root, "big", 64<<20, 3)
 	cl := dialTest(t, ts, tr, WithConnections(64), WithChunkSize(1<<20))
 	f, err := cl.Open(context.Background(), "big")
@@ -96,7 +96,7 @@ func TestVerbsHW64Connections(t *testing.T) {
 // A flood of queue pairs with no session, or a wrong tag: all rejected,
 // nothing kept, and the server serves on.
 func TestVerbsHWUnauthenticatedFlood(t *testing.T) {
-	ts, tr, st := hwServer(t, ServerConfig{})
+	ts, tr, st := hwServer(t, serverConfig{})
 	writeFile(t, ts.root, "f", 4096, 1)
 	for i := range 300 {
 		priv := []byte(nil)
@@ -121,7 +121,7 @@ func TestVerbsHWUnauthenticatedFlood(t *testing.T) {
 // The server drains while reads are in flight: Serve returns, every read
 // either got its data or failed; nothing hangs.
 func TestVerbsHWServerShutdownMidRead(t *testing.T) {
-	ts, tr, _ := hwServer(t, ServerConfig{DrainTimeout: 5 * time.Second})
+	ts, tr, _ := hwServer(t, serverConfig{DrainTimeout: 5 * time.Second})
 	data := writeFile(t, ts.root, "big", 64<<20, 4)
 	cl := dialTest(t, ts, tr, WithConnections(8), WithChunkSize(1<<20), WithRetryDeadline(0))
 	f, err := cl.Open(context.Background(), "big")
@@ -165,7 +165,7 @@ func TestVerbsHWClientKilledMidRead(t *testing.T) {
 	if os.Getenv(hwAddrEnv) == "loopback" {
 		t.Skip("the loopback fabric lives in one process")
 	}
-	ts, tr, _ := hwServer(t, ServerConfig{})
+	ts, tr, _ := hwServer(t, serverConfig{})
 	data := writeFile(t, ts.root, "big", 64<<20, 5)
 	tokFile := t.TempDir() + "/tok"
 	os.WriteFile(tokFile, testTok, 0o600)

@@ -41,13 +41,13 @@ type loopEnv struct {
 
 // newLoopEnv starts a server over a new loopback fabric; tune adjusts the
 // transport's options first.
-func newLoopEnv(t *testing.T, cfg ServerConfig, tune func(*verbsOptions)) *loopEnv {
+func newLoopEnv(t *testing.T, cfg serverConfig, tune func(*verbsOptions)) *loopEnv {
 	t.Helper()
 	return newLoopEnvOn(t, "", cfg, tune)
 }
 
 // newLoopEnvOn is newLoopEnv listening on addr ("": 127.0.0.1:0).
-func newLoopEnvOn(t *testing.T, addr string, cfg ServerConfig, tune func(*verbsOptions)) *loopEnv {
+func newLoopEnvOn(t *testing.T, addr string, cfg serverConfig, tune func(*verbsOptions)) *loopEnv {
 	t.Helper()
 	lb := newLoopback()
 	if tune != nil {

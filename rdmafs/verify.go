@@ -10,7 +10,7 @@ import (
 // ErrChanged: the file changed on the server while it was read (its type,
 // size, modification time, change time or inode differ from what Open or
 // List saw), so the bytes read may mix two versions. Read it again.
-var ErrChanged = errors.New("rdmafs: file changed during the read")
+var ErrChanged = errors.New("file changed during the read")
 
 // Verify asks the server for the file's metadata again and reports an
 // error wrapping ErrChanged when its type, size, modification time, or

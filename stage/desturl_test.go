@@ -25,7 +25,7 @@ func TestURLDestinationRefused(t *testing.T) {
 			}
 			require.ErrorIs(t, err, ErrURLDestination)
 			assert.Contains(t, err.Error(), dest)
-			entries, err := Expand(context.Background(), nil, []string{src})
+			entries, err := Expand(context.Background(), []string{src}, Options{})
 			require.NoError(t, err)
 			_, err = Preview(context.Background(), dest, entries, Options{})
 			require.ErrorIs(t, err, ErrURLDestination)
@@ -45,7 +45,7 @@ func TestFileURLDestination(t *testing.T) {
 	s, err := Open("file://"+dst, Options{})
 	require.NoError(t, err)
 	defer s.Close()
-	entries, err := Expand(context.Background(), nil, []string{src})
+	entries, err := Expand(context.Background(), []string{src}, Options{})
 	require.NoError(t, err)
 	p, err := s.Plan(context.Background(), entries)
 	require.NoError(t, err)

@@ -39,8 +39,8 @@ type Entry struct {
 // maxBraceNames bounds a brace pattern on the command line.
 const maxBraceNames = 1_000_000
 
-// Expand turns sources (local paths or URLs that m serves) into entries,
-// in order:
+// Expand turns sources (local paths or URLs that opts.FS serves) into
+// entries, in order:
 //   - a file lands under its base name;
 //   - a directory puts its files (recursively, keeping relative paths,
 //     following links to files) directly into the destination, as
@@ -54,16 +54,16 @@ const maxBraceNames = 1_000_000
 // alike. A shards manifest (index.json with per-shard sha256) in a source
 // directory, or beside a file, sets Expect for the files it lists, and a
 // file whose size differs from the one listed is refused. Two sources that
-// would land on the same path are an error naming both. A nil m is a Mux
-// with its defaults, made and closed for the call.
-func Expand(ctx context.Context, m *vfs.Mux, sources []string) (_ []Entry, err error) {
-	if m == nil {
-		if m, err = vfs.New(); err != nil {
-			return nil, err
-		}
-		defer m.Close()
+// would land on the same path are an error naming both. Of opts, only FS
+// is used: nil is a Mux with its defaults, made and closed for the call;
+// pass the same Options to Open.
+func Expand(ctx context.Context, sources []string, opts Options) (_ []Entry, err error) {
+	m, done, err := vfs.OrNew(opts.FS)
+	if err != nil {
+		return nil, err
 	}
-	x := expander{ctx: ctx, m: m, manifests: NewManifests(m), byRel: map[string]string{}}
+	defer done()
+	x := expander{ctx: ctx, m: m, manifests: newManifests(m), byRel: map[string]string{}}
 	for _, s := range sources {
 		names := []string{s}
 		if strings.Contains(s, "{") {
@@ -86,7 +86,7 @@ func Expand(ctx context.Context, m *vfs.Mux, sources []string) (_ []Entry, err e
 type expander struct {
 	ctx       context.Context
 	m         *vfs.Mux
-	manifests *Manifests
+	manifests *manifests
 	out       []Entry
 	byRel     map[string]string // Rel → Source, for collisions
 }
@@ -168,7 +168,7 @@ func (x *expander) addFile(p, rel string, st fs.FileInfo, manifestDir, manifestN
 	if !vfs.IsURL(p) {
 		e.Mode = st.Mode().Perm()
 	}
-	ix, err := x.manifests.In(x.ctx, manifestDir)
+	ix, err := x.manifests.in(x.ctx, manifestDir)
 	if err != nil {
 		return err
 	}

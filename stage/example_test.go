@@ -19,7 +19,7 @@ import (
 // serve exports dir over rdmafs on a free loopback port, as `gdsload
 // serve` does, until stop is called.
 func serve(dir string, token []byte) (url string, stop func()) {
-	srv, err := rdmafs.NewServer(rdmafs.ServerConfig{Root: dir, Token: token, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := rdmafs.NewServer(dir, rdmafs.WithServerToken(token), rdmafs.WithServerLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func Example_stageRemoteFolder() {
 	}
 	defer m.Close()
 	for run := 1; run <= 2; run++ {
-		entries, err := stage.Expand(ctx, m, []string{server + "/ckpt/"})
+		entries, err := stage.Expand(ctx, []string{server + "/ckpt/"}, stage.Options{FS: m})
 		if err != nil {
 			log.Fatal(err)
 		}

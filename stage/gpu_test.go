@@ -35,7 +35,7 @@ func TestToGPUThroughTestDouble(t *testing.T) {
 	m := remoteFS(t)
 	ctx := context.Background()
 	for _, base := range []string{src, remote + "/"} {
-		entries, err := Expand(ctx, m, []string{base})
+		entries, err := Expand(ctx, []string{base}, Options{FS: m})
 		require.NoError(t, err)
 		res, err := ToGPU(ctx, entries, loader.Target{Kind: loader.TargetGPU}, Options{FS: m, ChunkSize: 1 << 20, Workers: 3})
 		require.NoError(t, err, base)
@@ -53,7 +53,7 @@ func TestToGPUThroughTestDouble(t *testing.T) {
 	}
 	bad := filepath.Join(src, "shard-1.tar")
 	require.NoError(t, os.WriteFile(bad, make([]byte, 2<<20+1), 0o644))
-	entries, err := Expand(ctx, m, []string{src})
+	entries, err := Expand(ctx, []string{src}, Options{FS: m})
 	require.NoError(t, err)
 	_, err = ToGPU(ctx, entries, loader.Target{Kind: loader.TargetGPU}, Options{FS: m})
 	require.ErrorContains(t, err, "shard-1.tar")

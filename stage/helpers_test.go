@@ -53,7 +53,7 @@ func fileSHA(t *testing.T, p string) string {
 // stage runs Open, Expand, Plan and Run as the command does.
 func stage(t *testing.T, dst string, opts Options, sources ...string) (*Result, error) {
 	t.Helper()
-	entries, err := Expand(context.Background(), opts.FS, sources)
+	entries, err := Expand(context.Background(), sources, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/gdsload/gdsload/internal/rdmafstest"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/webdataset"
@@ -55,7 +58,7 @@ func TestManifestChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		names := []string{files[0].Name(), files[1].Name(), files[2].Name()}
-		checks, err := NewManifests(m).Checks(ctx, names)
+		checks, err := ManifestChecks(ctx, names, Options{FS: m})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,10 +91,10 @@ func TestManifestChecks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, webdataset.ManifestName), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewManifests(m).Checks(ctx, []string{vfs.Join(remote, "s-0.tar")}); !errors.Is(err, webdataset.ErrManifest) {
+	if _, err := ManifestChecks(ctx, []string{vfs.Join(remote, "s-0.tar")}, Options{FS: m}); !errors.Is(err, webdataset.ErrManifest) {
 		t.Fatalf("a broken remote manifest: %v", err)
 	}
-	if ix, err := NewManifests(m).In(ctx, t.TempDir()); ix != nil || err != nil {
+	if ix, err := newManifests(m).in(ctx, t.TempDir()); ix != nil || err != nil {
 		t.Fatalf("no manifest: %v, %v", ix, err)
 	}
 }
@@ -104,3 +107,32 @@ type sized struct {
 func (s sized) ReadAt(p []byte, off int64) (int, error) { return 0, errors.New("not read") }
 func (s sized) Name() string                            { return s.name }
 func (s sized) Size() int64                             { return s.n }
+
+// A folder's shards are listed alike on a disk and on an rdmafs server,
+// subfolders included and dot folders left out, and CheckListed names a
+// shard there that the manifest does not list.
+func TestShardFilesAndCheckListed(t *testing.T) {
+	root := t.TempDir()
+	for _, rel := range []string{"a/shard-000000.tar", "shard-000001.tar", ".gdsload-stage/shard-000009.tar", "notes.txt"} {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(rel), 0o644))
+	}
+	man := &webdataset.Manifest{Format: "webdataset", Version: 1, Shards: []webdataset.ShardEntry{{Name: "a/shard-000000.tar"}}}
+	remote := rdmafstest.Serve(t, root)
+	m, err := vfs.New(rdmafsfs.With(rdmafstest.Options()...))
+	require.NoError(t, err)
+	defer m.Close()
+	ctx := context.Background()
+	for _, base := range []string{root, remote} {
+		names, err := ShardFiles(ctx, base, Options{FS: m})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a/shard-000000.tar", "shard-000001.tar"}, names, base)
+		err = CheckListed(ctx, base, man, Options{FS: m})
+		require.ErrorIs(t, err, webdataset.ErrUnlisted, base)
+		assert.Contains(t, err.Error(), "(1): shard-000001.tar", base)
+	}
+	names, err := ShardFiles(ctx, root, Options{}) // a Mux made for the call
+	require.NoError(t, err)
+	assert.Len(t, names, 2)
+}

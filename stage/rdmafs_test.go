@@ -50,7 +50,7 @@ func TestStageFromRdmafsServer(t *testing.T) {
 
 	// A brace pattern expands to entries with the sizes and times the
 	// server reports.
-	es, err := Expand(context.Background(), m, []string{remote + "/ckpt/shard-{00..01}.bin"})
+	es, err := Expand(context.Background(), []string{remote + "/ckpt/shard-{00..01}.bin"}, Options{FS: m})
 	require.NoError(t, err)
 	require.Len(t, es, 2)
 	require.Equal(t, Entry{Source: remote + "/ckpt/shard-00.bin", Rel: "shard-00.bin", Size: 1 << 20, ModTime: es[0].ModTime}, es[0])
@@ -100,7 +100,7 @@ func TestStageServerGone(t *testing.T) {
 	writeFile(t, export, "ckpt/shard-99.bin", 3<<20, 9)
 	m := remoteFS(t, rdmafs.WithTimeout(2*time.Second), rdmafs.WithRetryDeadline(300*time.Millisecond))
 	remote, stop := rdmafstest.Start(t, export)
-	entries, err := Expand(context.Background(), m, []string{remote + "/ckpt/shard-99.bin"})
+	entries, err := Expand(context.Background(), []string{remote + "/ckpt/shard-99.bin"}, Options{FS: m})
 	require.NoError(t, err)
 	stop()
 	dst := t.TempDir()

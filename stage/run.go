@@ -332,7 +332,7 @@ func (r *run) load(ctx context.Context, idx []int) (*batch, error) {
 	}
 	if c := loader.EffectiveChunkSize(r.chunk, b.srcs); c > r.ring.BufferSize() {
 		b.abort()
-		return nil, fmt.Errorf("the sources need %d-byte chunks for direct I/O, over the %d-byte buffers: %w of at least %d", c, r.ring.BufferSize(), ErrChunkSize, c)
+		return nil, fmt.Errorf("%w: the sources need %d-byte chunks for direct I/O, over the %d-byte buffers; use chunks of at least %d bytes", ErrChunkSize, c, r.ring.BufferSize(), c)
 	}
 	lr, err := loader.Load(ctx, jobs, loader.Options{
 		Workers: r.s.opts.Workers, ChunkSize: r.chunk, Checksum: b.sum,

@@ -51,12 +51,12 @@ func ParseVerify(s string) (Verify, error) {
 
 // ErrChunkSize reports a chunk size smaller than the sources' direct-I/O
 // alignment needs.
-var ErrChunkSize = errors.New("a chunk size")
+var ErrChunkSize = errors.New("chunk size below the sources' direct-I/O alignment")
 
 // ErrURLDestination reports a destination written as a URL (s3://,
 // rdmafs://): a stage writes into a local directory, and no URL scheme
 // takes writes. A file:// URL names a local directory and is accepted.
-var ErrURLDestination = errors.New("a stage destination must be a local directory")
+var ErrURLDestination = errors.New("stage destination is not a local directory")
 
 // localDest maps dest to the local directory it names: itself, or the path
 // of a file:// URL. Any other URL is refused with ErrURLDestination, so
@@ -69,7 +69,7 @@ func localDest(dest string) (string, error) {
 	if err == nil && loc.IsLocal() {
 		return loc.Path, nil
 	}
-	return "", fmt.Errorf("destination %s: %w, and URLs are read-only sources: stage into a local directory and upload from there", dest, ErrURLDestination)
+	return "", fmt.Errorf("destination %s: %w: URLs are read-only sources; stage into a local directory and upload from there", dest, ErrURLDestination)
 }
 
 // ModTimer is an optional capability of a Source that knows its

@@ -294,7 +294,7 @@ func TestStageErrors(t *testing.T) {
 	// A source that vanishes between listing and staging.
 	src := t.TempDir()
 	p := writeFile(t, src, "gone.bin", 100, 1)
-	entries, err := Expand(context.Background(), nil, []string{src})
+	entries, err := Expand(context.Background(), []string{src}, Options{})
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(p))
 	_, err = stageEntries(t, dst, Options{}, entries)
@@ -309,7 +309,7 @@ func TestStageErrors(t *testing.T) {
 	require.ErrorContains(t, err, "is inside the destination")
 
 	// A server that cannot be reached is an error naming it.
-	_, err = Expand(context.Background(), nil, []string{"rdmafs://127.0.0.1:1/ckpt/"})
+	_, err = Expand(context.Background(), []string{"rdmafs://127.0.0.1:1/ckpt/"}, Options{})
 	require.ErrorContains(t, err, "127.0.0.1:1")
 
 	// An index.json of another kind is data, not a manifest; a broken
@@ -317,19 +317,19 @@ func TestStageErrors(t *testing.T) {
 	other := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(other, "index.json"), []byte(`{"pages":[1]}`), 0o644))
 	writeFile(t, other, "x.bin", 10, 1)
-	es, err := Expand(context.Background(), nil, []string{other})
+	es, err := Expand(context.Background(), []string{other}, Options{})
 	require.NoError(t, err)
 	require.Len(t, es, 2)
 	require.Empty(t, es[1].Expect)
 	require.NoError(t, os.WriteFile(filepath.Join(other, "index.json"), []byte(`{"shards":[{"name":"x.bin","sha256":"zz"}]}`), 0o644))
-	_, err = Expand(context.Background(), nil, []string{other})
+	_, err = Expand(context.Background(), []string{other}, Options{})
 	require.ErrorContains(t, err, "manifest "+filepath.Join(other, "index.json"))
 
 	// Two sources for one destination name.
 	a, b := t.TempDir(), t.TempDir()
 	writeFile(t, a, "x.bin", 1, 1)
 	writeFile(t, b, "x.bin", 1, 2)
-	_, err = Expand(context.Background(), nil, []string{a, b})
+	_, err = Expand(context.Background(), []string{a, b}, Options{})
 	require.ErrorContains(t, err, "would both be staged as x.bin")
 }
 
@@ -338,7 +338,7 @@ func TestStageCancelLeavesNoTemp(t *testing.T) {
 	for i := range 8 {
 		writeFile(t, src, fmt.Sprintf("f%d.bin", i), 2<<20, uint64(i))
 	}
-	entries, err := Expand(context.Background(), nil, []string{src})
+	entries, err := Expand(context.Background(), []string{src}, Options{})
 	require.NoError(t, err)
 	s, err := Open(dst, Options{Workers: 2, ChunkSize: 256 << 10})
 	require.NoError(t, err)

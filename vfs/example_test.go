@@ -20,7 +20,7 @@ import (
 // port, as `gdsload serve --root dir --listen 127.0.0.1:0` does, and
 // returns its URL prefix and a function that stops it.
 func serveExport(dir string, token []byte) (string, func()) {
-	srv, err := rdmafs.NewServer(rdmafs.ServerConfig{Root: dir, Token: token, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := rdmafs.NewServer(dir, rdmafs.WithServerToken(token), rdmafs.WithServerLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -19,10 +19,10 @@ import (
 )
 
 // ErrClosed reports a Mux used after Close.
-var ErrClosed = errors.New("vfs: closed")
+var ErrClosed = errors.New("vfs.Mux closed")
 
 // ErrUnknownScheme reports a URL whose scheme no FS is registered for.
-var ErrUnknownScheme = errors.New("vfs: unknown URL scheme")
+var ErrUnknownScheme = errors.New("unknown URL scheme")
 
 // Mux opens URLs through the FS their scheme and authority name. It is
 // safe for concurrent use. An FS is made on first use of its authority
@@ -54,7 +54,7 @@ var schemeName = regexp.MustCompile(`^[a-z][a-z0-9+.-]*$`)
 func WithScheme(name string, s Scheme) Option {
 	return func(m *Mux) error {
 		if !schemeName.MatchString(name) || name == "file" || s == nil {
-			return fmt.Errorf("vfs: scheme %q: want a lower case URL scheme other than file, and a Scheme", name)
+			return fmt.Errorf("scheme %q: want a lower case URL scheme other than file, and a Scheme", name)
 		}
 		m.schemes[name] = s
 		return nil
@@ -282,7 +282,7 @@ type openOptions struct {
 func WithDirect(mode loader.DirectMode) OpenOption {
 	return func(o *openOptions) error {
 		if mode < loader.DirectAuto || mode > loader.DirectOff {
-			return fmt.Errorf("vfs: direct mode %d: want loader.DirectAuto, DirectOn or DirectOff", mode)
+			return fmt.Errorf("direct mode %d: want loader.DirectAuto, DirectOn or DirectOff", mode)
 		}
 		o.direct = mode
 		return nil

@@ -35,13 +35,13 @@ func IsURL(s string) bool { return strings.Contains(s, "://") }
 func Parse(raw string) (Location, error) {
 	if !IsURL(raw) {
 		if raw == "" {
-			return Location{}, fmt.Errorf("vfs: empty path")
+			return Location{}, fmt.Errorf("empty path")
 		}
 		return Location{Path: raw}, nil
 	}
 	scheme := strings.ToLower(raw[:strings.Index(raw, "://")])
 	if scheme == "" {
-		return Location{}, fmt.Errorf("vfs: %q has no scheme before ://", raw)
+		return Location{}, fmt.Errorf("%q has no scheme before ://", raw)
 	}
 	if b, ok := backend(scheme); ok && b.Parse != nil {
 		authority, p, err := b.Parse(raw)
@@ -51,26 +51,26 @@ func Parse(raw string) (Location, error) {
 		return Location{Scheme: scheme, Authority: authority, Path: strings.Trim(p, "/")}, nil
 	}
 	if !schemeName.MatchString(scheme) {
-		return Location{}, fmt.Errorf("vfs: %q: %q is not a URL scheme", raw, scheme)
+		return Location{}, fmt.Errorf("%q: %q is not a URL scheme", raw, scheme)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Location{}, fmt.Errorf("vfs: parse URL %q: %w", raw, err)
+		return Location{}, fmt.Errorf("parse URL %q: %w", raw, err)
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return Location{}, fmt.Errorf("vfs: URL %q: user info, query and fragment are not supported (write '?' in a name as %%3F and '#' as %%23)", raw)
+		return Location{}, fmt.Errorf("URL %q: user info, query and fragment are not supported (write '?' in a name as %%3F and '#' as %%23)", raw)
 	}
 	if scheme == "file" {
 		if u.Host != "" && u.Host != "localhost" {
-			return Location{}, fmt.Errorf("vfs: URL %q names host %q: file:// URLs name local files (file:///path)", raw, u.Host)
+			return Location{}, fmt.Errorf("URL %q names host %q: file:// URLs name local files (file:///path)", raw, u.Host)
 		}
 		if u.Path == "" {
-			return Location{}, fmt.Errorf("vfs: URL %q names no path", raw)
+			return Location{}, fmt.Errorf("URL %q names no path", raw)
 		}
 		return Location{Path: filepath.FromSlash(u.Path)}, nil
 	}
 	if u.Host == "" {
-		return Location{}, fmt.Errorf("vfs: URL %q names no %s authority (%s://AUTHORITY/PATH)", raw, scheme, scheme)
+		return Location{}, fmt.Errorf("URL %q names no %s authority (%s://AUTHORITY/PATH)", raw, scheme, scheme)
 	}
 	return Location{Scheme: scheme, Authority: u.Host, Path: strings.Trim(u.Path, "/")}, nil
 }

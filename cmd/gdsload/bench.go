@@ -103,7 +103,9 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 		return err
 	}
 	defer m.Close()
-	sel, err := bench.Select(path, names, o.device, m)
+	bo := bench.Options{Workers: o.workers, ChunkSize: chunk, BlockSize: block, RandomReads: o.reads,
+		Device: o.device, FS: m, Runs: o.runs, Cold: o.cold}
+	sel, err := bench.Select(path, names, bo)
 	if errors.Is(err, bench.ErrUnknownMode) {
 		return usageError{err}
 	}
@@ -113,14 +115,12 @@ func runBench(cmd *cobra.Command, o *benchOptions, path string) error {
 	defer sel.Close()
 	stderr := infoOut(cmd)
 	live := progress.IsTerminal(stderr)
-	res, err := bench.Run(cmd.Context(), path, sel.Modes, bench.Config{Workers: o.workers, ChunkSize: chunk, BlockSize: block, RandomReads: o.reads}, bench.Options{
-		Runs: o.runs, Cold: o.cold,
-		OnRun: func(mode string, run int, s bench.Sample) {
-			if live {
-				fmt.Fprintf(stderr, "\r\033[K%s run %d: %.2f GiB/s", mode, run+1, float64(s.Bytes)/(1<<30)/s.Wall.Seconds())
-			}
-		},
-	})
+	bo.OnRun = func(mode string, run int, s bench.Sample) {
+		if live {
+			fmt.Fprintf(stderr, "\r\033[K%s run %d: %.2f GiB/s", mode, run+1, float64(s.Bytes)/(1<<30)/s.Wall.Seconds())
+		}
+	}
+	res, err := bench.Run(cmd.Context(), path, sel.Modes, bo)
 	if live {
 		fmt.Fprint(stderr, "\r\033[K")
 	}

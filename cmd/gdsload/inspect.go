@@ -42,7 +42,7 @@ rdmafs://host:port/path or s3://bucket/key URL. An invalid file exits with statu
 				return err
 			}
 			defer m.Close()
-			rep, err := inspect.File(cmd.Context(), m, a[0])
+			rep, err := inspect.File(cmd.Context(), a[0], inspect.Options{FS: m})
 			if err != nil {
 				return err
 			}

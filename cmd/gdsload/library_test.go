@@ -171,7 +171,7 @@ func TestLibraryAgainstServeProcess(t *testing.T) {
 	})
 
 	t.Run("stage to local disk", func(t *testing.T) {
-		entries, err := stage.Expand(ctx, m, []string{server + "/bin/"})
+		entries, err := stage.Expand(ctx, []string{server + "/bin/"}, stage.Options{FS: m})
 		require.NoError(t, err)
 		dest := filepath.Join(t.TempDir(), "nvme")
 		s, err := stage.Open(dest, stage.Options{FS: m})
@@ -190,7 +190,7 @@ func TestLibraryAgainstServeProcess(t *testing.T) {
 	})
 
 	t.Run("inspect a remote safetensors header", func(t *testing.T) {
-		rep, err := inspect.File(ctx, m, server+"/ckpt/model.safetensors")
+		rep, err := inspect.File(ctx, server+"/ckpt/model.safetensors", inspect.Options{FS: m})
 		require.NoError(t, err)
 		st := rep.(*inspect.Safetensors)
 		require.Len(t, st.Tensors, 2)

@@ -154,7 +154,7 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	defer files.Close()
 	var checks stage.Checks
 	if o.verify {
-		if checks, err = stage.NewManifests(m).Checks(ctx, files.Names()); err != nil {
+		if checks, err = stage.ManifestChecks(ctx, files.Names(), stage.Options{FS: m}); err != nil {
 			return err
 		}
 		if len(checks) > 0 && sum == loader.ChecksumNone {

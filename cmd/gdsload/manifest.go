@@ -9,7 +9,6 @@ import (
 
 	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/internal/progress"
-	"github.com/gdsload/gdsload/shards/iterator"
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
@@ -54,19 +53,15 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 			return err
 		}
 		defer mux.Close()
-		if m, err = stage.ReadManifest(ctx, mux, dir); err != nil {
+		if m, err = stage.ReadManifest(ctx, dir, stage.Options{FS: mux}); err != nil {
 			return err
 		}
 		bar := progress.Start(infoOut(cmd), "verify", m.Bytes())
-		err = stage.VerifyShards(ctx, mux, dir, m, bar.Add)
+		err = stage.VerifyShards(ctx, dir, m, stage.Options{FS: mux, OnProgress: bar.Add})
 		bar.Stop()
 		// Shards in the folder that the manifest leaves out are reported
 		// with those that differ.
-		if ctx.Err() == nil {
-			found, lerr := iterator.ShardFilesAt(ctx, mux, dir)
-			if lerr == nil {
-				lerr = webdataset.CheckListed(dir, found, m)
-			}
+		if lerr := stage.CheckListed(ctx, dir, m, stage.Options{FS: mux}); lerr != nil && ctx.Err() == nil {
 			err = errors.Join(err, lerr)
 		}
 		if err != nil {

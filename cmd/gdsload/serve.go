@@ -85,15 +85,8 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 		return usageError{fmt.Errorf("--tcp-congestion: %w", err)}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
-	cfg := rdmafs.ServerConfig{
-		Root:            o.root,
-		InsecureNoToken: o.insecure,
-		Credits:         o.credits,
-		PoolBuffers:     o.poolBuffers,
-		BufferSize:      int(bufferSize),
-		TCPCongestion:   o.tcpCongestion,
-		Logger:          log,
-	}
+	opts := []rdmafs.ServerOption{rdmafs.WithCredits(o.credits), rdmafs.WithBufferPool(o.poolBuffers, int(bufferSize)),
+		rdmafs.WithTCPCongestion(o.tcpCongestion), rdmafs.WithServerLogger(log)}
 	tok, err := rdmafs.ClientToken(o.tokenFile)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -104,17 +97,18 @@ func runServe(ctx context.Context, stdout, stderr io.Writer, o *serveOptions) er
 	case tok != nil && o.insecure:
 		return errors.New("serve: GDSLOAD_TOKEN is set and --insecure-no-token given: unset one of them")
 	case tok != nil:
-		cfg.Token = tok
+		opts = append(opts, rdmafs.WithServerToken(tok))
 	case !o.insecure:
 		return errors.New("serve: no token: pass --token-file FILE (a random secret, mode 600, e.g. `openssl rand -hex 32 > FILE; chmod 600 FILE`), or --insecure-no-token on a trusted network")
 	default:
+		opts = append(opts, rdmafs.WithInsecureNoToken())
 		log.Warn("serving WITHOUT authentication (--insecure-no-token): anyone who can reach the port can read the export")
 	}
 	tr, err := rdmafs.TransportByName(o.transport)
 	if err != nil {
 		return fmt.Errorf("serve: --transport %s: %w", o.transport, err)
 	}
-	srv, err := rdmafs.NewServer(cfg)
+	srv, err := rdmafs.NewServer(o.root, opts...)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -100,13 +100,13 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 			return usageError{err}
 		}
 	}
-	entries, err := stage.Expand(ctx, m, srcs)
-	if err != nil {
-		return err
-	}
 	var bar *progress.Bar
 	opts := stage.Options{FS: m, ReadDirect: mode, WriteDirect: mode, Workers: o.workers, ChunkSize: chunk,
 		Checksum: sum, Verify: verify, OnProgress: func(n int64) { bar.Add(n) }, FailFast: o.failFast, Reverify: o.reverify}
+	entries, err := stage.Expand(ctx, srcs, opts)
+	if err != nil {
+		return err
+	}
 	var res *stage.Result
 	var runErr error // a partial stage's: its result is printed first
 	switch {

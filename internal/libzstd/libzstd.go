@@ -143,7 +143,7 @@ type Decoder struct {
 func NewDecoder() (*Decoder, error) {
 	try := names
 	if env := os.Getenv("GDSLOAD_LIBZSTD"); env == "off" {
-		return nil, errors.New("libzstd: disabled by GDSLOAD_LIBZSTD=off")
+		return nil, errors.New("the system's libzstd is disabled by GDSLOAD_LIBZSTD=off")
 	} else if env != "" {
 		try = []string{env}
 	}
@@ -155,25 +155,25 @@ func NewDecoder() (*Decoder, error) {
 		h := C.dlopen(cs, C.RTLD_NOW|C.RTLD_LOCAL)
 		C.free(unsafe.Pointer(cs))
 		if h == nil {
-			errs = append(errs, fmt.Errorf("libzstd: %s", C.GoString(C.dlerror())))
+			errs = append(errs, errors.New(C.GoString(C.dlerror())))
 			continue
 		}
 		z := (*C.gd_zstd)(C.calloc(1, C.sizeof_gd_zstd))
 		if missing := C.gd_zstd_load(z, h); missing != nil {
-			errs = append(errs, fmt.Errorf("libzstd: %s lacks %s", name, C.GoString(missing)))
+			errs = append(errs, fmt.Errorf("%s lacks %s", name, C.GoString(missing)))
 			C.free(unsafe.Pointer(z))
 			C.dlclose(h)
 			continue
 		}
 		d := &Decoder{z: z, version: uint(C.gd_zstd_version(z))}
 		if d.version < 10400 {
-			errs = append(errs, fmt.Errorf("libzstd: %s is version %d, want 1.4.0 or later", name, d.version))
+			errs = append(errs, fmt.Errorf("%s is version %d, want 1.4.0 or later", name, d.version))
 			d.Close()
 			continue
 		}
 		if C.gd_zstd_create(z) == 0 {
 			d.Close()
-			return nil, errors.New("libzstd: ZSTD_createDCtx failed")
+			return nil, errors.New("ZSTD_createDCtx failed")
 		}
 		return d, nil
 	}
@@ -220,7 +220,7 @@ const inputPiece = 256 << 10
 // decoding fails, onInput may not have seen all of src.
 func (d *Decoder) DecodeAllFunc(dst, src []byte, maxWindow uint64, maxOut int64, ignoreChecksum bool, onInput func([]byte)) ([]byte, error) {
 	if d.z == nil {
-		return nil, errors.New("libzstd: decoder closed")
+		return nil, errors.New("zstd decoder closed")
 	}
 	windowLog := min(max(bits.Len64(maxWindow)-1, 10), 31)
 	ign := C.int(0)
@@ -272,7 +272,7 @@ func (d *Decoder) DecodeAllFunc(dst, src []byte, maxWindow uint64, maxOut int64,
 			case !isErr && !full && int(inPos) == fed && fed < len(src):
 				continue // the piece fed is decoded: feed the next
 			case !full:
-				return out[:n], errors.New("libzstd: the input ends inside a frame")
+				return out[:n], errors.New("the zstd input ends inside a frame")
 			case stable == 0 && int64(n) >= maxOut:
 				return out[:n], fmt.Errorf("%w (%d bytes)", ErrOutputFull, maxOut)
 			}
@@ -285,9 +285,9 @@ func (d *Decoder) DecodeAllFunc(dst, src []byte, maxWindow uint64, maxOut int64,
 			out = grown
 		}
 	}
-	return nil, errors.New("libzstd: output does not fit and decoding cannot go on")
+	return nil, errors.New("zstd output does not fit and decoding cannot go on")
 }
 
 func (d *Decoder) err(r C.size_t) error {
-	return fmt.Errorf("libzstd: %s", C.GoString(C.gd_zstd_error_name(d.z, r)))
+	return fmt.Errorf("zstd decoding: %s", C.GoString(C.gd_zstd_error_name(d.z, r)))
 }

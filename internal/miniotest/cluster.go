@@ -44,7 +44,7 @@ type node struct {
 // ones.
 func Start(dir string, n int) (*Cluster, error) {
 	if n != 1 && n < 4 {
-		return nil, fmt.Errorf("miniotest: %d nodes; MinIO runs 1, or 4 and more for erasure coding", n)
+		return nil, fmt.Errorf("%d nodes; MinIO runs 1, or 4 and more for erasure coding", n)
 	}
 	bin, err := Binary()
 	if err != nil {
@@ -124,7 +124,7 @@ func (c *Cluster) launch(i int) error {
 	// Killed with the test binary, whatever way it ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("miniotest: starting %s: %w", c.bin, err)
+		return fmt.Errorf("starting %s: %w", c.bin, err)
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
@@ -142,7 +142,7 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 	for {
 		for i, nd := range c.nodes {
 			if !nd.running() && nd.started() {
-				return fmt.Errorf("miniotest: node %d (%s) exited while starting:\n%s", i+1, nd.addr, tail(nd.log))
+				return fmt.Errorf("node %d (%s) exited while starting:\n%s", i+1, nd.addr, tail(nd.log))
 			}
 		}
 		if resp, err := hc.Get(url); err == nil {
@@ -153,7 +153,7 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("miniotest: %d-node MinIO not ready (%s) within the deadline:\n%s", len(c.nodes), url, tail(c.nodes[0].log))
+			return fmt.Errorf("%d-node MinIO not ready (%s) within the deadline:\n%s", len(c.nodes), url, tail(c.nodes[0].log))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -236,7 +236,7 @@ func freeAddrs(n int) ([]string, error) {
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, fmt.Errorf("miniotest: no free loopback port: %w", err)
+			return nil, fmt.Errorf("no free loopback port: %w", err)
 		}
 		ls = append(ls, l)
 		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(l.Addr().(*net.TCPAddr).Port))

@@ -35,7 +35,7 @@ const (
 func DefaultBinary() (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("miniotest: no cache folder for the minio binary (%v); set %s", err, EnvBinary)
+		return "", fmt.Errorf("no cache folder for the minio binary (%v); set %s", err, EnvBinary)
 	}
 	return filepath.Join(dir, "gdsload-tools", "minio"), nil
 }
@@ -54,11 +54,11 @@ func Binary() (string, error) {
 	bi, err := buildinfo.ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("miniotest: no minio binary at %s: run `make minio` (go install github.com/minio/minio@%s into the tools cache) or set %s", path, Version, EnvBinary)
+		return "", fmt.Errorf("no minio binary at %s: run `make minio` (go install github.com/minio/minio@%s into the tools cache) or set %s", path, Version, EnvBinary)
 	case err != nil:
-		return "", fmt.Errorf("miniotest: %s is not a Go binary (%v): run `make minio` or set %s", path, err, EnvBinary)
+		return "", fmt.Errorf("%s is not a Go binary (%v): run `make minio` or set %s", path, err, EnvBinary)
 	case bi.Main.Path != "github.com/minio/minio" || bi.Main.Version != Version:
-		return "", fmt.Errorf("miniotest: %s is %s@%s, want github.com/minio/minio@%s: run `make minio`", path, bi.Main.Path, bi.Main.Version, Version)
+		return "", fmt.Errorf("%s is %s@%s, want github.com/minio/minio@%s: run `make minio`", path, bi.Main.Path, bi.Main.Version, Version)
 	}
 	return path, nil
 }

@@ -37,7 +37,7 @@ func (c *Cluster) Client() *s3.Client {
 // MakeBucket creates a bucket.
 func (c *Cluster) MakeBucket(ctx context.Context, bucket string) error {
 	if _, err := c.Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
-		return fmt.Errorf("miniotest: create bucket %s: %w", bucket, err)
+		return fmt.Errorf("create bucket %s: %w", bucket, err)
 	}
 	return nil
 }
@@ -63,7 +63,7 @@ func (c *Cluster) PutWithChecksum(ctx context.Context, bucket, key string, data 
 			return aws.ToString(out.ETag), nil
 		}
 		if attempt == putAttempts || ctx.Err() != nil {
-			return "", fmt.Errorf("miniotest: put s3://%s/%s (attempt %d): %w", bucket, key, attempt, err)
+			return "", fmt.Errorf("put s3://%s/%s (attempt %d): %w", bucket, key, attempt, err)
 		}
 		select {
 		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
@@ -100,7 +100,7 @@ func (c *Cluster) PutMany(ctx context.Context, bucket string, keys []string, dat
 		Metadata: map[string]string{"Snowball-Auto-Extract": "true"},
 	})
 	if err != nil {
-		return fmt.Errorf("miniotest: snowball upload of %d objects to %s: %w", len(keys), bucket, err)
+		return fmt.Errorf("snowball upload of %d objects to %s: %w", len(keys), bucket, err)
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func (c *Cluster) TempCredentials(ctx context.Context) (types.Credentials, error
 		RoleArn: aws.String("arn:aws:iam::123456789012:role/gdsload-test"), RoleSessionName: aws.String("gdsload-test"),
 	})
 	if err != nil {
-		return types.Credentials{}, fmt.Errorf("miniotest: AssumeRole: %w", err)
+		return types.Credentials{}, fmt.Errorf("AssumeRole: %w", err)
 	}
 	return *out.Credentials, nil
 }

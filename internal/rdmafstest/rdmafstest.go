@@ -30,8 +30,8 @@ func Serve(t testing.TB, root string) string {
 // the test ends (a server going away); calling it again does nothing.
 func Start(t testing.TB, root string) (string, func()) {
 	t.Helper()
-	srv, err := rdmafs.NewServer(rdmafs.ServerConfig{Root: root, Token: Token, PoolBuffers: 16, BufferSize: 256 << 10,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := rdmafs.NewServer(root, rdmafs.WithServerToken(Token), rdmafs.WithBufferPool(16, 256<<10),
+		rdmafs.WithServerLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		t.Fatalf("rdmafs server on %s: %v", root, err)
 	}

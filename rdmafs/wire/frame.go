@@ -81,10 +81,10 @@ type Header struct {
 // Errors returned by the decoders. They are protocol violations: the peer
 // that sees one closes the connection.
 var (
-	ErrMagic     = errors.New("rdmafs wire: bad magic (not an rdmafs peer?)")
-	ErrVersion   = errors.New("rdmafs wire: unsupported protocol version")
-	ErrTooLarge  = errors.New("rdmafs wire: payload length exceeds limit")
-	ErrMalformed = errors.New("rdmafs wire: malformed payload")
+	ErrMagic     = errors.New("bad magic (not an rdmafs peer?)")
+	ErrVersion   = errors.New("unsupported rdmafs protocol version")
+	ErrTooLarge  = errors.New("frame payload length exceeds the limit")
+	ErrMalformed = errors.New("malformed frame payload")
 )
 
 // PutHeader encodes h into b, which must be at least HeaderSize long.

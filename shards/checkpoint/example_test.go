@@ -32,7 +32,7 @@ func Example_loadAndSaveMerged() {
 	_, err := checkpoint.SaveSharded(ctx, dir, []checkpoint.SaveTensor{
 		{Name: "layer.0.weight", Dtype: "F32", Shape: []int64{2, 2}, Data: loader.HostMemory(f32s(1, 2, 3, 4))},
 		{Name: "layer.1.weight", Dtype: "F32", Shape: []int64{2}, Data: loader.HostMemory(f32s(5, 6))},
-	}, map[string]string{"format": "pt"}, checkpoint.WithMaxShardBytes(16))
+	}, map[string]string{"format": "pt"}, checkpoint.ShardedOptions{MaxShardBytes: 16})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -133,7 +133,7 @@ func format(path string) string {
 func sniff(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 	f, err := m.Open(ctx, path)
 	if err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return "", err
 	}
 	defer f.Close()
 	var head [9]byte
@@ -153,12 +153,18 @@ func sniff(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 	return "", nil
 }
 
-// Resolve returns path itself, or for a directory (local or a URL m
-// serves) the one checkpoint it holds, as Open and the Python face's
-// load_file take it: its only *.safetensors.index.json or, without an
-// index, its only .safetensors file. A directory holding none, or several,
-// is an error wrapping ErrFormat that says which.
-func Resolve(ctx context.Context, m *vfs.Mux, path string) (string, error) {
+// Resolve returns path itself, or for a directory (local or a URL
+// opts.FS serves; nil: a Mux made for the call) the one checkpoint it
+// holds, as Open and the Python face's load_file take it: its only
+// *.safetensors.index.json or, without an index, its only .safetensors
+// file. A directory holding none, or several, is an error wrapping
+// ErrFormat that says which. Of opts, only FS is used.
+func Resolve(ctx context.Context, path string, opts Options) (string, error) {
+	m, done, err := vfs.OrNew(opts.FS)
+	if err != nil {
+		return "", err
+	}
+	defer done()
 	return resolve(ctx, m, path)
 }
 
@@ -166,7 +172,7 @@ func Resolve(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 func resolve(ctx context.Context, m *vfs.Mux, path string) (string, error) {
 	st, err := m.Stat(ctx, path)
 	if err != nil {
-		return "", fmt.Errorf("checkpoint: %w", err)
+		return "", err
 	}
 	if !st.IsDir() {
 		return path, nil

@@ -168,7 +168,7 @@ func TestSaveSharded(t *testing.T) {
 	defer l.Close()
 
 	out := t.TempDir()
-	res, err := l.SaveSharded(ctx, out, map[string]string{"format": "pt"}, WithMaxShardBytes(100000), WithShardPrefix("merged"))
+	res, err := l.SaveSharded(ctx, out, map[string]string{"format": "pt"}, ShardedOptions{MaxShardBytes: 100000, Prefix: "merged"})
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(out, "merged.safetensors.index.json"), res.Index)
 	require.GreaterOrEqual(t, len(res.Files), 2, "the 171 KB embedding alone is over the shard size")
@@ -206,15 +206,15 @@ func TestSaveSharded(t *testing.T) {
 
 	// Refused before anything is written.
 	empty := t.TempDir()
-	_, err = SaveSharded(ctx, empty, []SaveTensor{{Name: "x", Dtype: "F32", Shape: []int64{2}, Data: loader.HostMemory(make([]byte, 4))}}, nil)
+	_, err = SaveSharded(ctx, empty, []SaveTensor{{Name: "x", Dtype: "F32", Shape: []int64{2}, Data: loader.HostMemory(make([]byte, 4))}}, nil, ShardedOptions{})
 	require.ErrorContains(t, err, "needs 8 bytes")
-	_, err = SaveSharded(ctx, empty, []SaveTensor{{Name: "x", Dtype: "F99", Shape: []int64{1}, Data: loader.HostMemory(make([]byte, 4))}}, nil)
+	_, err = SaveSharded(ctx, empty, []SaveTensor{{Name: "x", Dtype: "F99", Shape: []int64{1}, Data: loader.HostMemory(make([]byte, 4))}}, nil, ShardedOptions{})
 	require.Error(t, err)
 	ents, _ := os.ReadDir(empty)
 	require.Empty(t, ents)
-	for _, o := range []ShardOption{WithMaxShardBytes(0), WithShardPrefix(""), WithShardPrefix("a/b"), WithShardPrefix(".x")} {
+	for _, o := range []ShardedOptions{{MaxShardBytes: -1}, {Prefix: "a/b"}, {Prefix: ".x"}, {Prefix: "a\x00b"}} {
 		_, err := SaveSharded(ctx, empty, nil, nil, o)
-		require.Error(t, err)
+		require.Error(t, err, "%+v", o)
 	}
 	require.False(t, errors.Is(err, ErrView))
 }

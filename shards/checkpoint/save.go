@@ -84,13 +84,13 @@ func (l *Loaded) Save(ctx context.Context, path string, metadata map[string]stri
 }
 
 // SaveSharded writes the loaded tensors as a sharded checkpoint in dir,
-// with SaveSharded's options.
-func (l *Loaded) SaveSharded(ctx context.Context, dir string, metadata map[string]string, opts ...ShardOption) (*ShardedResult, error) {
+// as the function SaveSharded does.
+func (l *Loaded) SaveSharded(ctx context.Context, dir string, metadata map[string]string, opts ShardedOptions) (*ShardedResult, error) {
 	tensors, err := l.saveTensors(dir)
 	if err != nil {
 		return nil, err
 	}
-	return SaveSharded(ctx, dir, tensors, metadata, opts...)
+	return SaveSharded(ctx, dir, tensors, metadata, opts)
 }
 
 // saveTensors describes the loaded tensors for saving them to where.

@@ -14,7 +14,7 @@ import (
 // Sharded checkpoint defaults and caps.
 const (
 	// DefaultMaxShardBytes is the tensor bytes per file unless
-	// WithMaxShardBytes says otherwise: 5 GB, as the Hugging Face
+	// ShardedOptions.MaxShardBytes says otherwise: 5 GB, as the Hugging Face
 	// writers' max_shard_size="5GB".
 	DefaultMaxShardBytes = 5_000_000_000
 	// DefaultShardPrefix names the files: model-00001-of-00002.safetensors
@@ -25,44 +25,36 @@ const (
 	MaxShards = 99_999
 )
 
-// ShardOption configures SaveSharded. Each option checks its value.
-type ShardOption func(*shardOptions) error
-
-type shardOptions struct {
-	maxBytes int64
-	prefix   string
-	save     loader.SaveOptions
+// ShardedOptions tune SaveSharded. The zero value means the defaults.
+type ShardedOptions struct {
+	// MaxShardBytes caps the tensor bytes of one file (default
+	// DefaultMaxShardBytes; negative is refused); a tensor larger than
+	// that gets a file of its own.
+	MaxShardBytes int64
+	// Prefix names the files PREFIX-00001-of-0000N.safetensors and
+	// PREFIX.safetensors.index.json (default DefaultShardPrefix). It is a
+	// plain file name: no slash, NUL or leading dot.
+	Prefix string
+	// Save is how each file is written (loader.SaveFile's options:
+	// O_DIRECT, checksum).
+	Save loader.SaveOptions
 }
 
-// WithMaxShardBytes caps the tensor bytes of one file (at least 1); a
-// tensor larger than that gets a file of its own.
-func WithMaxShardBytes(n int64) ShardOption {
-	return func(o *shardOptions) error {
-		if n < 1 {
-			return fmt.Errorf("checkpoint: shard size %d: want at least 1 byte", n)
-		}
-		o.maxBytes = n
-		return nil
+// withDefaults fills the defaults in and refuses values out of range.
+func (o ShardedOptions) withDefaults() (ShardedOptions, error) {
+	switch {
+	case o.MaxShardBytes < 0:
+		return o, fmt.Errorf("shard size %d: want at least 1 byte", o.MaxShardBytes)
+	case o.MaxShardBytes == 0:
+		o.MaxShardBytes = DefaultMaxShardBytes
 	}
-}
-
-// WithShardPrefix names the files PREFIX-00001-of-0000N.safetensors and
-// PREFIX.safetensors.index.json (default DefaultShardPrefix). The prefix is
-// a plain file name: no slash, NUL or leading dot.
-func WithShardPrefix(prefix string) ShardOption {
-	return func(o *shardOptions) error {
-		if prefix == "" || strings.ContainsAny(prefix, "/\\\x00") || strings.HasPrefix(prefix, ".") {
-			return fmt.Errorf("checkpoint: shard prefix %q: want a plain file name", prefix)
-		}
-		o.prefix = prefix
-		return nil
+	if o.Prefix == "" {
+		o.Prefix = DefaultShardPrefix
 	}
-}
-
-// WithSaveOptions sets how each file is written (loader.SaveFile's
-// options: O_DIRECT, checksum).
-func WithSaveOptions(s loader.SaveOptions) ShardOption {
-	return func(o *shardOptions) error { o.save = s; return nil }
+	if strings.ContainsAny(o.Prefix, "/\\\x00") || strings.HasPrefix(o.Prefix, ".") {
+		return o, fmt.Errorf("shard prefix %q: want a plain file name", o.Prefix)
+	}
+	return o, nil
 }
 
 // ShardedResult describes a written sharded checkpoint.
@@ -83,12 +75,10 @@ type ShardedResult struct {
 // loader.SaveFile's discipline (never a partial file under a final name)
 // and the index last, so a reader that finds the index finds every shard
 // it names. It fails before writing anything when a tensor is invalid.
-func SaveSharded(ctx context.Context, dir string, tensors []SaveTensor, metadata map[string]string, opts ...ShardOption) (*ShardedResult, error) {
-	o := shardOptions{maxBytes: DefaultMaxShardBytes, prefix: DefaultShardPrefix}
-	for _, opt := range opts {
-		if err := opt(&o); err != nil {
-			return nil, err
-		}
+func SaveSharded(ctx context.Context, dir string, tensors []SaveTensor, metadata map[string]string, opts ShardedOptions) (*ShardedResult, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("save %s: %w", dir, err)
 	}
 	specs := make([]safetensors.TensorSpec, len(tensors))
 	for i, t := range tensors {
@@ -108,7 +98,7 @@ func SaveSharded(ctx context.Context, dir string, tensors []SaveTensor, metadata
 	var size int64
 	for _, t := range tensors {
 		n := t.Data.Size()
-		if len(groups) == 0 || (size > 0 && size+n > o.maxBytes) {
+		if len(groups) == 0 || (size > 0 && size+n > o.MaxShardBytes) {
 			groups = append(groups, nil)
 			size = 0
 		}
@@ -119,14 +109,14 @@ func SaveSharded(ctx context.Context, dir string, tensors []SaveTensor, metadata
 		groups = [][]SaveTensor{nil}
 	}
 	if len(groups) > MaxShards {
-		return nil, fmt.Errorf("save %s: %d files at %d bytes each, over the %d the names allow; raise the shard size", dir, len(groups), o.maxBytes, MaxShards)
+		return nil, fmt.Errorf("save %s: %d files at %d bytes each, over the %d the names allow; raise the shard size", dir, len(groups), o.MaxShardBytes, MaxShards)
 	}
-	res := &ShardedResult{Index: filepath.Join(dir, o.prefix+".safetensors.index.json")}
+	res := &ShardedResult{Index: filepath.Join(dir, o.Prefix+".safetensors.index.json")}
 	weightMap := map[string]string{}
 	var total int64
 	for i, g := range groups {
-		name := fmt.Sprintf("%s-%05d-of-%05d.safetensors", o.prefix, i+1, len(groups))
-		r, err := SaveSafetensors(ctx, filepath.Join(dir, name), g, metadata, o.save)
+		name := fmt.Sprintf("%s-%05d-of-%05d.safetensors", o.Prefix, i+1, len(groups))
+		r, err := SaveSafetensors(ctx, filepath.Join(dir, name), g, metadata, o.Save)
 		if err != nil {
 			return nil, err
 		}

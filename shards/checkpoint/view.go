@@ -38,7 +38,7 @@ var viewTypes = map[string]string{
 func View[T Element](l *Loaded, name string) ([]T, error) {
 	t, ok := l.Tensor(name)
 	if !ok {
-		return nil, fmt.Errorf("checkpoint: no tensor %q", name)
+		return nil, fmt.Errorf("no tensor %q", name)
 	}
 	var zero T
 	want := fmt.Sprintf("%T", zero)

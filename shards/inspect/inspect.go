@@ -46,20 +46,34 @@ type Report interface {
 	report()
 }
 
-// File validates and describes the file at url (a local path, or a URL m
-// serves), by its name's extension. Invalid files give the format
+// Options tune an inspection. The zero value reads local paths and the
+// URLs a Mux with its defaults serves.
+type Options struct {
+	// FS opens the file: local paths and any URL it serves (rdmafs://,
+	// s3://). Nil: a vfs.Mux with its defaults (rdmafs clients present
+	// GDSLOAD_TOKEN), made for the call and closed with it.
+	FS *vfs.Mux
+}
+
+// File validates and describes the file at url (a local path, or a URL
+// opts.FS serves), by its name's extension. Invalid files give the format
 // package's error, which names the file, the offset and the failed check;
 // a directory is taken as a load takes it (checkpoint.Resolve: its only
 // index, or its only .safetensors file); other directories, and a name of
 // no known kind (ErrUnknownType), are refused.
-func File(ctx context.Context, m *vfs.Mux, url string) (Report, error) {
+func File(ctx context.Context, url string, opts Options) (Report, error) {
+	m, done, err := vfs.OrNew(opts.FS)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	st, err := m.Stat(ctx, url)
 	if err != nil {
 		return nil, err
 	}
 	if st.IsDir() {
 		// The one checkpoint it holds, as a load takes the directory.
-		p, err := checkpoint.Resolve(ctx, m, url)
+		p, err := checkpoint.Resolve(ctx, url, checkpoint.Options{FS: m})
 		if err != nil {
 			return nil, fmt.Errorf("inspect %s: is a directory, and not one holding a checkpoint a load would take (%w); name a file in it", url, err)
 		}
@@ -72,17 +86,26 @@ func File(ctx context.Context, m *vfs.Mux, url string) (Report, error) {
 	case webdataset.IsShardName(lower):
 		return shard(ctx, m, url)
 	}
-	rep, err := Tensors(ctx, m, url)
+	rep, err := tensors(ctx, m, url)
 	if errors.Is(err, ErrUnknownType) {
 		return nil, fmt.Errorf("inspect %s: %w", url, err)
 	}
 	return rep, err
 }
 
-// Tensors validates the header of a .safetensors or .npy file and
-// describes it (*Safetensors or *NPY), reading only the header. Other
-// extensions give ErrUnknownType.
-func Tensors(ctx context.Context, m *vfs.Mux, url string) (Report, error) {
+// Tensors validates the header of a .safetensors or .npy file (a local
+// path, or a URL opts.FS serves) and describes it (*Safetensors or *NPY),
+// reading only the header. Other extensions give ErrUnknownType.
+func Tensors(ctx context.Context, url string, opts Options) (Report, error) {
+	m, done, err := vfs.OrNew(opts.FS)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return tensors(ctx, m, url)
+}
+
+func tensors(ctx context.Context, m *vfs.Mux, url string) (Report, error) {
 	switch strings.ToLower(filepath.Ext(vfs.Base(url))) {
 	case ".safetensors":
 		return tensorsOf(ctx, m, url)

@@ -56,11 +56,11 @@ func TestFileLocalAndRemoteAlike(t *testing.T) {
 	defer m.Close()
 	ctx := context.Background()
 	for _, name := range []string{"m.safetensors", "a.npy", "model.safetensors.index.json", "shard-0.tar"} {
-		local, err := File(ctx, m, filepath.Join(dir, name))
+		local, err := File(ctx, filepath.Join(dir, name), Options{FS: m})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rem, err := File(ctx, m, remote+"/"+name)
+		rem, err := File(ctx, remote+"/"+name, Options{FS: m})
 		if err != nil {
 			t.Fatalf("%s over rdmafs: %v", name, err)
 		}
@@ -80,11 +80,11 @@ func TestFileLocalAndRemoteAlike(t *testing.T) {
 			t.Errorf("%s: the text does not name the URL:\n%s", name, rem)
 		}
 	}
-	if _, err := File(ctx, m, remote+"/absent.safetensors"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := File(ctx, remote+"/absent.safetensors", Options{FS: m}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing remote file: %v", err)
 	}
 	// A directory is taken as a load takes it: this one holds one index.
-	if rep, err := File(ctx, m, remote+"/"); err != nil {
+	if rep, err := File(ctx, remote+"/", Options{FS: m}); err != nil {
 		t.Errorf("a directory holding one index: %v", err)
 	} else if _, ok := rep.(*Index); !ok {
 		t.Errorf("a directory holding one index was described as %T", rep)
@@ -92,11 +92,11 @@ func TestFileLocalAndRemoteAlike(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := File(ctx, m, remote+"/empty"); err == nil {
+	if _, err := File(ctx, remote+"/empty", Options{FS: m}); err == nil {
 		t.Error("a directory holding no checkpoint was described")
 	}
 	write("notes.txt", []byte("x"))
-	if _, err := File(ctx, m, remote+"/notes.txt"); !errors.Is(err, ErrUnknownType) {
+	if _, err := File(ctx, remote+"/notes.txt", Options{FS: m}); !errors.Is(err, ErrUnknownType) {
 		t.Errorf("an unknown type: %v", err)
 	}
 }

@@ -45,14 +45,14 @@ func TestCorruptGzipShardFails(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.tar.gz")
 	os.WriteFile(good, gz.Bytes(), 0o644)
-	if _, err := File(context.Background(), m, good); err != nil {
+	if _, err := File(context.Background(), good, Options{FS: m}); err != nil {
 		t.Fatalf("intact shard: %v", err)
 	}
 	flipped := bytes.Clone(gz.Bytes())
 	flipped[len(flipped)/3] ^= 0x55 // inside the payload
 	bad := filepath.Join(dir, "flip.tar.gz")
 	os.WriteFile(bad, flipped, 0o644)
-	if rep, err := File(context.Background(), m, bad); err == nil {
+	if rep, err := File(context.Background(), bad, Options{FS: m}); err == nil {
 		t.Fatalf("corrupt shard inspected without an error: %v", rep)
 	}
 }

@@ -22,7 +22,7 @@ func inspectTensorFile(path string) (Report, string, error) {
 		return nil, "", err
 	}
 	defer m.Close()
-	rep, err := Tensors(context.Background(), m, path)
+	rep, err := Tensors(context.Background(), path, Options{FS: m})
 	if err != nil {
 		return nil, "", err
 	}

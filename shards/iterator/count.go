@@ -66,7 +66,7 @@ func (s *scanner) scan(ctx context.Context, path string) (webdataset.ShardEntry,
 	}
 	f, fi, err := regular.Open(path)
 	if err != nil {
-		return webdataset.ShardEntry{}, fmt.Errorf("webdataset: scanning shard: %w", err)
+		return webdataset.ShardEntry{}, fmt.Errorf("scanning shard: %w", err)
 	}
 	// The shard as opened is the one cached, or scanned and then cached.
 	slot, cached := s.cache.slot(path, fi)
@@ -84,7 +84,7 @@ func (s *scanner) scan(ctx context.Context, path string) (webdataset.ShardEntry,
 	data, unmap, err := mapFile(f, fi.Size(), compressed)
 	f.Close()
 	if err != nil {
-		return webdataset.ShardEntry{}, fmt.Errorf("webdataset: scanning shard %s: %w", path, err)
+		return webdataset.ShardEntry{}, fmt.Errorf("scanning shard %s: %w", path, err)
 	}
 	defer unmap()
 	var dec *webdataset.Decompressor

@@ -45,8 +45,9 @@ type Dataset struct {
 	Root   string
 	Shards []Shard
 
-	opener ShardOpener // reads a URL dataset's shards; nil: DirOpener
-	ownFS  *vfs.Mux    // made by Open, closed by Close
+	opener ShardOpener         // reads a URL dataset's shards; nil: DirOpener
+	ownFS  *vfs.Mux            // made by Open, closed by Close
+	reader []webdataset.Option // WithReaderOptions: scanning and decoding
 }
 
 // Close releases what Open acquired for the dataset: the vfs.Mux it made
@@ -94,9 +95,11 @@ func (d *Dataset) Fingerprint() string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// FromManifest makes a Dataset from a manifest whose shards live in root.
-func FromManifest(root string, m *webdataset.Manifest) *Dataset {
-	d := &Dataset{Root: root}
+// FromManifest makes a Dataset from a manifest whose shards live in root;
+// opts configure the decoding of its shards (webdataset's caps), as
+// WithReaderOptions does for Open.
+func FromManifest(root string, m *webdataset.Manifest, opts ...webdataset.Option) *Dataset {
+	d := &Dataset{Root: root, reader: opts}
 	for _, e := range m.Shards {
 		d.Shards = append(d.Shards, shardOf(e, e.Name))
 	}
@@ -136,15 +139,23 @@ func Open(ctx context.Context, source string, opts ...OpenOption) (*Dataset, err
 		}
 	}
 	loc, err := vfs.Parse(source)
+	var d *Dataset
 	switch {
 	case err != nil && vfs.IsURL(source):
-		return nil, fmt.Errorf("iterator: dataset source: %w", err)
+		return nil, fmt.Errorf("dataset source: %w", err)
 	case err == nil && !loc.IsLocal():
-		return openURL(ctx, source, o)
+		d, err = openURL(ctx, source, o)
 	case err == nil:
 		source = loc.Path // a file:// URL names a local path
+		fallthrough
+	default:
+		d, err = openLocal(ctx, source, o)
 	}
-	return openLocal(ctx, source, o)
+	if err != nil {
+		return nil, err
+	}
+	d.reader = o.reader // its iterators decode with them
+	return d, nil
 }
 
 // openLocal resolves a local dataset source, as Open describes.
@@ -155,11 +166,11 @@ func openLocal(ctx context.Context, source string, o openOptions) (*Dataset, err
 	}
 	fi, err := os.Stat(source)
 	if err != nil {
-		return nil, fmt.Errorf("iterator: dataset source: %w", err)
+		return nil, fmt.Errorf("dataset source: %w", err)
 	}
 	switch {
 	case !fi.IsDir() && !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("iterator: dataset source %s is neither a directory nor a regular file (%s)", source, fi.Mode().Type())
+		return nil, fmt.Errorf("dataset source %s is neither a directory nor a regular file (%s)", source, fi.Mode().Type())
 	case fi.IsDir():
 		if _, err := os.Stat(filepath.Join(source, webdataset.ManifestName)); err == nil {
 			m, err := webdataset.ReadManifest(source)
@@ -182,9 +193,9 @@ func openLocal(ctx context.Context, source string, o openOptions) (*Dataset, err
 		}
 		if len(m.Shards) == 0 {
 			if len(names) > 0 {
-				return nil, fmt.Errorf("iterator: none of the %d shards in %s could be read", len(names), source)
+				return nil, fmt.Errorf("none of the %d shards in %s could be read", len(names), source)
 			}
-			return nil, fmt.Errorf("iterator: no shards (%s) in %s", webdataset.ShardPatterns, source)
+			return nil, fmt.Errorf("no shards (%s) in %s", webdataset.ShardPatterns, source)
 		}
 		return FromManifest(source, m), nil
 	case strings.HasSuffix(source, ".json"):
@@ -201,7 +212,7 @@ func openLocal(ctx context.Context, source string, o openOptions) (*Dataset, err
 		return nil, err
 	}
 	if len(m.Shards) == 0 {
-		return nil, fmt.Errorf("iterator: shard %s could not be read", source)
+		return nil, fmt.Errorf("shard %s could not be read", source)
 	}
 	return &Dataset{Root: filepath.Dir(source), Shards: []Shard{shardOf(m.Shards[0], filepath.Base(source))}}, nil
 }
@@ -224,12 +235,12 @@ func openPattern(ctx context.Context, pattern string, opts []webdataset.Option, 
 		return nil, err
 	}
 	if len(m.Shards) == 0 {
-		return nil, fmt.Errorf("iterator: none of the %d shards of %s could be read", len(paths), pattern)
+		return nil, fmt.Errorf("none of the %d shards of %s could be read", len(paths), pattern)
 	}
 	for _, e := range m.Shards { // e.Name is the path scanned
 		rel, err := filepath.Rel(d.Root, e.Name)
 		if err != nil {
-			return nil, fmt.Errorf("iterator: shard %s outside %s: %w", e.Name, d.Root, err)
+			return nil, fmt.Errorf("shard %s outside %s: %w", e.Name, d.Root, err)
 		}
 		d.Shards = append(d.Shards, shardOf(e, filepath.ToSlash(rel)))
 	}

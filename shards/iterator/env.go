@@ -30,12 +30,12 @@ func placementFrom(lookup func(string) (string, bool)) (Placement, error) {
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil || n < v.min {
-			return Placement{}, fmt.Errorf("iterator: environment %s=%q is not an integer >= %d", v.name, s, v.min)
+			return Placement{}, fmt.Errorf("environment %s=%q is not an integer >= %d", v.name, s, v.min)
 		}
 		*v.dst = n
 	}
 	if p.Rank >= p.WorldSize {
-		return Placement{}, fmt.Errorf("iterator: RANK %d is not below WORLD_SIZE %d", p.Rank, p.WorldSize)
+		return Placement{}, fmt.Errorf("RANK %d is not below WORLD_SIZE %d", p.Rank, p.WorldSize)
 	}
 	return p, nil
 }
@@ -47,11 +47,11 @@ func placementFrom(lookup func(string) (string, bool)) (Placement, error) {
 func (p Placement) Validate() error {
 	switch {
 	case p.WorldSize < 1 || p.WorldSize > MaxPartitions:
-		return fmt.Errorf("iterator: world size %d: want 1 to %d", p.WorldSize, MaxPartitions)
+		return fmt.Errorf("world size %d: want 1 to %d", p.WorldSize, MaxPartitions)
 	case p.Rank < 0 || p.Rank >= p.WorldSize:
-		return fmt.Errorf("iterator: rank %d outside world size %d: want 0 to %d", p.Rank, p.WorldSize, p.WorldSize-1)
+		return fmt.Errorf("rank %d outside world size %d: want 0 to %d", p.Rank, p.WorldSize, p.WorldSize-1)
 	case p.LocalRank < 0:
-		return fmt.Errorf("iterator: local rank %d is negative", p.LocalRank)
+		return fmt.Errorf("local rank %d is negative", p.LocalRank)
 	}
 	return nil
 }

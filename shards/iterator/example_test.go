@@ -35,7 +35,7 @@ func writeShard(path string, keys ...string) {
 // serve exports dir over rdmafs on a free loopback port, as `gdsload
 // serve` does, until stop is called.
 func serve(dir string, token []byte) (url string, stop func()) {
-	srv, err := rdmafs.NewServer(rdmafs.ServerConfig{Root: dir, Token: token, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := rdmafs.NewServer(dir, rdmafs.WithServerToken(token), rdmafs.WithServerLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		log.Fatal(err)
 	}

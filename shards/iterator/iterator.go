@@ -81,8 +81,6 @@ type Options struct {
 	// its mappings of compressed shards too, up to a quarter of the
 	// machine's memory, until Close: later epochs map them no more.
 	Direct loader.DirectMode
-	// ReaderOptions configure shard decoding (caps).
-	ReaderOptions []webdataset.Option
 	// OnShardError, when set, is told of each shard that cannot be read,
 	// checked or decoded (webdataset.WarnAndContinue writes a warning):
 	// returning nil skips the samples this rank wanted from it, and
@@ -220,29 +218,29 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 	}
 	switch {
 	case opts.WorldSize < 0 || opts.Rank < 0 || opts.Rank >= opts.WorldSize:
-		return nil, fmt.Errorf("iterator: rank %d outside world size %d", opts.Rank, opts.WorldSize)
+		return nil, fmt.Errorf("rank %d outside world size %d", opts.Rank, opts.WorldSize)
 	case opts.Consumers < 0 || opts.Consumer < 0 || opts.Consumer >= max(opts.Consumers, 1):
-		return nil, fmt.Errorf("iterator: consumer %d outside %d consumers", opts.Consumer, opts.Consumers)
+		return nil, fmt.Errorf("consumer %d outside %d consumers", opts.Consumer, opts.Consumers)
 	case opts.Consumers > MaxPartitions || int64(opts.WorldSize)*int64(max(opts.Consumers, 1)) > MaxPartitions:
-		return nil, fmt.Errorf("iterator: %d consumers of world size %d: at most %d readers in all", opts.Consumers, opts.WorldSize, MaxPartitions)
+		return nil, fmt.Errorf("%d consumers of world size %d: at most %d readers in all", opts.Consumers, opts.WorldSize, MaxPartitions)
 	case opts.Partitions < 0 || opts.Workers < 0 || opts.Prefetch < 0 || opts.ShuffleBytes < 0 || opts.Epochs < 0 || opts.CacheAhead < 0:
-		return nil, fmt.Errorf("iterator: negative option in %+v", opts)
+		return nil, fmt.Errorf("negative option in %+v", opts)
 	case opts.CacheAhead > MaxCacheAhead:
-		return nil, fmt.Errorf("iterator: cache ahead %d: at most %d", opts.CacheAhead, MaxCacheAhead)
+		return nil, fmt.Errorf("cache ahead %d: at most %d", opts.CacheAhead, MaxCacheAhead)
 	case opts.Partitions > MaxPartitions || opts.WorldSize > MaxPartitions:
-		return nil, fmt.Errorf("iterator: %d partitions for world size %d: at most %d", opts.Partitions, opts.WorldSize, MaxPartitions)
+		return nil, fmt.Errorf("%d partitions for world size %d: at most %d", opts.Partitions, opts.WorldSize, MaxPartitions)
 	}
 	maxShard := opts.maxShardBytes()
 	var maxHint int64
 	for _, s := range ds.Shards {
 		if s.Samples < 0 || s.Bytes < 0 || s.SampleBytes < 0 {
-			return nil, fmt.Errorf("iterator: shard %s: %w: negative size or sample count", s.Name, ErrImpossibleShard)
+			return nil, fmt.Errorf("shard %s: %w: negative size or sample count", s.Name, ErrImpossibleShard)
 		}
 		// Every sample takes at least one 512-byte tar header, and a shard
 		// decodes to at most maxShard bytes: counts beyond that are a
 		// damaged manifest, refused before they size any allocation.
 		if s.Samples > maxShard/512 || s.SampleBytes > maxShard || s.Bytes > 2*maxShard {
-			return nil, fmt.Errorf("iterator: shard %s: %w: %d samples of %d bytes in %d bytes, more than a shard of at most %d bytes decoded can hold (MaxShardBytes); rewrite the manifest with 'gdsload manifest'",
+			return nil, fmt.Errorf("shard %s: %w: %d samples of %d bytes in %d bytes, more than a shard of at most %d bytes decoded can hold (MaxShardBytes); rewrite the manifest with 'gdsload manifest'",
 				s.Name, ErrImpossibleShard, s.Samples, s.SampleBytes, s.Bytes, maxShard)
 		}
 		maxHint = max(maxHint, decodeHint(s))
@@ -339,10 +337,10 @@ func (it *Iterator) scheduleFrom(n, start int64) schedule {
 // of samples it yielded since.
 func (it *Iterator) Skip(n int64) error {
 	if it.started {
-		return errors.New("iterator: Skip after Next; skip on a fresh iterator")
+		return errors.New("Skip after Next; skip on a fresh iterator")
 	}
 	if n < 0 {
-		return fmt.Errorf("iterator: skip %d samples: want a count >= 0", n)
+		return fmt.Errorf("skip %d samples: want a count >= 0", n)
 	}
 	total := it.ds.Samples()
 	for n > 0 && it.epoch < it.opts.Epochs {
@@ -367,7 +365,7 @@ func (it *Iterator) receive(ctx context.Context, v *visit) error {
 		return ctx.Err()
 	}
 	if pv == nil || pv.epoch != it.epoch || pv.part != v.part || pv.win != v.win || pv.lap != v.lap || pv.iStart != v.iStart {
-		return errors.New("iterator: internal error: prefetch and consumer disagree on the visit order")
+		return errors.New("internal error: prefetch and consumer disagree on the visit order")
 	}
 	if err := it.pipe.load(ctx, pv, it.skipShard); err != nil {
 		return err
@@ -418,7 +416,7 @@ func (it *Iterator) Close() error {
 	}
 	it.maps.close()
 	if it.err == nil {
-		it.err = errors.New("iterator: closed")
+		it.err = errors.New("iterator closed")
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 // mappings for later epochs (mapCache).
 func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() error, error) {
 	if o.Direct != loader.DirectOff {
-		return nil, nil, fmt.Errorf("iterator: mapping shard %s: direct reads asked: %w", name, errors.ErrUnsupported)
+		return nil, nil, fmt.Errorf("mapping shard %s: direct reads asked: %w", name, errors.ErrUnsupported)
 	}
 	root, err := o.openRoot(ctx)
 	if err != nil {
@@ -31,7 +31,7 @@ func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() er
 		return root.OpenFile(filepath.FromSlash(name), flag, 0)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("iterator: opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
+		return nil, nil, fmt.Errorf("opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
 	}
 	defer f.Close() // the mapping outlives the descriptor
 	key, keyed := fileKeyOf(fi)
@@ -43,7 +43,7 @@ func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() er
 	}
 	b, unmap, err := mapFile(f, fi.Size(), true)
 	if err != nil {
-		return nil, nil, fmt.Errorf("iterator: mapping shard %s in %s: %w", name, o.Root, err)
+		return nil, nil, fmt.Errorf("mapping shard %s in %s: %w", name, o.Root, err)
 	}
 	if keyed {
 		unmap = o.maps.add(name, key, b, unmap)

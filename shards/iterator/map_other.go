@@ -10,7 +10,7 @@ import (
 
 // MapShard is not offered here: shards are read into buffers.
 func (o DirOpener) MapShard(ctx context.Context, name string) ([]byte, func() error, error) {
-	return nil, nil, fmt.Errorf("iterator: mapping shard %s: %w", name, errors.ErrUnsupported)
+	return nil, nil, fmt.Errorf("mapping shard %s: %w", name, errors.ErrUnsupported)
 }
 
 func defaultMapCacheBytes() int64 { return 0 }

@@ -77,7 +77,7 @@ func guardMapped(raw rawShard, name string, f func() error) (err error) {
 		if !ok || fault.Addr() < start || fault.Addr() >= start+uintptr(len(raw.data)) {
 			panic(r)
 		}
-		err = fmt.Errorf("iterator: shard %s: reading it at offset %d failed: it was truncated or changed while being read", name, fault.Addr()-start)
+		err = fmt.Errorf("shard %s: reading it at offset %d failed: it was truncated or changed while being read", name, fault.Addr()-start)
 	}()
 	return f()
 }

@@ -51,7 +51,7 @@ func (o DirOpener) openRoot(ctx context.Context) (*os.Root, error) {
 	}
 	root, err := os.OpenRoot(o.Root)
 	if err != nil {
-		return nil, fmt.Errorf("iterator: opening shard directory %s: %w", o.Root, err)
+		return nil, fmt.Errorf("opening shard directory %s: %w", o.Root, err)
 	}
 	return root, nil
 }
@@ -65,7 +65,7 @@ func (o DirOpener) OpenSource(ctx context.Context, name string) (loader.Source, 
 	defer root.Close()
 	f, err := loader.OpenFileInRoot(root, filepath.FromSlash(name), o.Direct)
 	if err != nil {
-		return nil, nil, fmt.Errorf("iterator: opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
+		return nil, nil, fmt.Errorf("opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
 	}
 	return f, f.Close, nil
 }
@@ -77,7 +77,7 @@ func (o DirOpener) Open(ctx context.Context, name string) (io.ReadCloser, error)
 	}
 	f, err := os.OpenInRoot(o.Root, filepath.FromSlash(name))
 	if err != nil {
-		return nil, fmt.Errorf("iterator: opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
+		return nil, fmt.Errorf("opening shard %s in %s: %w%s", name, o.Root, err, mangledHint(name, err))
 	}
 	return f, nil
 }
@@ -241,7 +241,7 @@ func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name strin
 		}
 		if err != nil {
 			pool.put(buf)
-			return nil, fmt.Errorf("iterator: reading shard %s at offset %d: %w", name, len(buf), err)
+			return nil, fmt.Errorf("reading shard %s at offset %d: %w", name, len(buf), err)
 		}
 		if ctx.Err() != nil {
 			pool.put(buf)
@@ -254,9 +254,9 @@ func readShard(ctx context.Context, op ShardOpener, pool *bufferPool, name strin
 // (when size > 0) or than limit.
 func tooLarge(name string, size, limit, n int64) error {
 	if size > 0 {
-		return fmt.Errorf("iterator: shard %s: %w: more than the %d bytes listed (%d found)", name, webdataset.ErrShardSize, size, n)
+		return fmt.Errorf("shard %s: %w: more than the %d bytes listed (%d found)", name, webdataset.ErrShardSize, size, n)
 	}
-	return fmt.Errorf("iterator: shard %s is larger than %d bytes (twice MaxShardBytes)", name, limit)
+	return fmt.Errorf("shard %s is larger than %d bytes (twice MaxShardBytes)", name, limit)
 }
 
 // shardLoadWorkers is the loader's parallelism for one shard; several
@@ -278,7 +278,7 @@ func loadShard(ctx context.Context, so SourceOpener, pool *bufferPool, name stri
 		loader.Options{Workers: shardLoadWorkers, ChunkSize: 1 << 20})
 	if err != nil {
 		pool.put(buf)
-		return nil, fmt.Errorf("iterator: reading shard %s: %w", name, err)
+		return nil, fmt.Errorf("reading shard %s: %w", name, err)
 	}
 	return buf, nil
 }

@@ -216,7 +216,7 @@ func (it *Iterator) readLoop(ctx context.Context, reads <-chan *job, work chan<-
 }
 
 func (it *Iterator) decodeLoop(ctx context.Context, p *pipeline, work <-chan *job) {
-	rd, err := webdataset.NewReader(bytes.NewReader(nil), webdataset.None, it.opts.ReaderOptions...)
+	rd, err := webdataset.NewReader(bytes.NewReader(nil), webdataset.None, it.ds.reader...)
 	var dec *webdataset.Decompressor
 	if err == nil {
 		dec, err = webdataset.NewDecompressor(it.opts.MaxShardBytes, 0)
@@ -269,7 +269,7 @@ func (it *Iterator) decode(ctx context.Context, rd *webdataset.Reader, dec *webd
 			_, _, err = rd.Skip()
 		}
 		if err == io.EOF {
-			err = fmt.Errorf("iterator: shard %s ends after %d samples, the dataset lists %d (stale manifest?)", sh.Name, idx, sh.Samples)
+			err = fmt.Errorf("shard %s ends after %d samples, the dataset lists %d (stale manifest?)", sh.Name, idx, sh.Samples)
 		}
 		if err != nil {
 			tarPool.put(tarData)

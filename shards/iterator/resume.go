@@ -40,7 +40,7 @@ func CheckResume(st State, o Options) ([]Mismatch, error) {
 		epochs = 1
 	}
 	if st.Epoch >= epochs {
-		return nil, fmt.Errorf("iterator: %w: %d epochs done of %d; an iterator of more epochs goes on from it",
+		return nil, fmt.Errorf("%w: %d epochs done of %d; an iterator of more epochs goes on from it",
 			ErrRunFinished, st.Epoch, epochs)
 	}
 	var out []Mismatch

@@ -183,13 +183,13 @@ const shardUnit = "/shards"
 // Restore moves a fresh ShardIterator to st (see Iterator.Restore).
 func (it *ShardIterator) Restore(st State) error {
 	if it.started {
-		return errors.New("iterator: Restore after Next; restore a fresh iterator")
+		return errors.New("Restore after Next; restore a fresh iterator")
 	}
 	if fp := it.ds.Fingerprint() + shardUnit; st.Fingerprint != fp {
-		return fmt.Errorf("iterator: %w: state fingerprint %s, dataset %s", ErrOtherDataset, st.Fingerprint, fp)
+		return fmt.Errorf("%w: state fingerprint %s, dataset %s", ErrOtherDataset, st.Fingerprint, fp)
 	}
 	if st.Epoch < 0 || st.Consumed < 0 || st.Consumed >= int64(max(len(it.ds.Shards), 1)) {
-		return fmt.Errorf("iterator: state position epoch %d, consumed %d is outside the dataset's %d shards", st.Epoch, st.Consumed, len(it.ds.Shards))
+		return fmt.Errorf("state position epoch %d, consumed %d is outside the dataset's %d shards", st.Epoch, st.Consumed, len(it.ds.Shards))
 	}
 	it.ord = order{seed: st.Seed, partitions: 1, shuffle: st.Shuffle}
 	it.opts.DropRemainder = st.DropRemainder
@@ -205,7 +205,7 @@ func (it *ShardIterator) Close() error {
 		it.feed = nil
 	}
 	if it.err == nil {
-		it.err = errors.New("iterator: closed")
+		it.err = errors.New("shard iterator closed")
 	}
 	return nil
 }

@@ -32,19 +32,19 @@ type State struct {
 // iterator's own, and may differ from those of the run that saved st.
 func (it *Iterator) Restore(st State) error {
 	if it.started {
-		return errors.New("iterator: Restore after Next; restore a fresh iterator")
+		return errors.New("Restore after Next; restore a fresh iterator")
 	}
 	if fp := it.ds.Fingerprint(); st.Fingerprint != fp {
-		return fmt.Errorf("iterator: %w: state fingerprint %s, dataset %s (%d shards in %s)", ErrOtherDataset, st.Fingerprint, fp, len(it.ds.Shards), it.ds.Root)
+		return fmt.Errorf("%w: state fingerprint %s, dataset %s (%d shards in %s)", ErrOtherDataset, st.Fingerprint, fp, len(it.ds.Shards), it.ds.Root)
 	}
 	n := it.ds.Samples()
 	switch {
 	case st.Partitions < 1 || st.Partitions > MaxPartitions:
-		return fmt.Errorf("iterator: state has %d partitions, want 1 to %d", st.Partitions, MaxPartitions)
+		return fmt.Errorf("state has %d partitions, want 1 to %d", st.Partitions, MaxPartitions)
 	case st.Epoch < 0 || st.Consumed < 0 || (n > 0 && st.Consumed >= n):
-		return fmt.Errorf("iterator: state position epoch %d, consumed %d is outside the dataset's %d samples", st.Epoch, st.Consumed, n)
+		return fmt.Errorf("state position epoch %d, consumed %d is outside the dataset's %d samples", st.Epoch, st.Consumed, n)
 	case st.ShuffleBytes < 0:
-		return fmt.Errorf("iterator: state has negative shuffle_bytes %d", st.ShuffleBytes)
+		return fmt.Errorf("state has negative shuffle_bytes %d", st.ShuffleBytes)
 	}
 	it.ord = order{seed: st.Seed, partitions: st.Partitions, shuffle: st.Shuffle, windowBytes: st.ShuffleBytes}
 	it.opts.DropRemainder = st.DropRemainder

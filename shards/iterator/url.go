@@ -39,15 +39,15 @@ type openOptions struct {
 func WithFS(m *vfs.Mux) OpenOption {
 	return func(o *openOptions) error {
 		if m == nil {
-			return errors.New("iterator: WithFS(nil)")
+			return errors.New("WithFS(nil)")
 		}
 		o.fs = m
 		return nil
 	}
 }
 
-// WithReaderOptions configures the reading of shards that Open scans
-// (webdataset's caps).
+// WithReaderOptions configures the reading of the dataset's shards
+// (webdataset's caps): those Open scans, and those its iterators decode.
 func WithReaderOptions(opts ...webdataset.Option) OpenOption {
 	return func(o *openOptions) error { o.reader = append(o.reader, opts...); return nil }
 }
@@ -57,7 +57,7 @@ func WithReaderOptions(opts ...webdataset.Option) OpenOption {
 func WithScanWorkers(n int) OpenOption {
 	return func(o *openOptions) error {
 		if n < 1 || n > MaxScanWorkers {
-			return fmt.Errorf("iterator: %d scan workers: want 1 to %d", n, MaxScanWorkers)
+			return fmt.Errorf("%d scan workers: want 1 to %d", n, MaxScanWorkers)
 		}
 		o.scanWorkers = n
 		return nil
@@ -97,7 +97,7 @@ func resolveURL(ctx context.Context, m *vfs.Mux, source string, o openOptions) (
 	}
 	fi, err := m.Stat(ctx, source)
 	if err != nil {
-		return nil, fmt.Errorf("iterator: dataset source: %w", err)
+		return nil, fmt.Errorf("dataset source: %w", err)
 	}
 	switch {
 	case fi.IsDir():
@@ -109,16 +109,20 @@ func resolveURL(ctx context.Context, m *vfs.Mux, source string, o openOptions) (
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		names, err := ShardFilesAt(ctx, m, source)
+		rels, err := m.WalkRels(ctx, source)
+		if err != nil {
+			return nil, err
+		}
+		names, err := webdataset.SelectShards(source, rels)
 		if err != nil {
 			return nil, err
 		}
 		if len(names) == 0 {
-			return nil, fmt.Errorf("iterator: no shards (%s) and no %s in %s", webdataset.ShardPatterns, webdataset.ManifestName, op.rootURL())
+			return nil, fmt.Errorf("no shards (%s) and no %s in %s", webdataset.ShardPatterns, webdataset.ManifestName, op.rootURL())
 		}
 		return scanURL(ctx, op, names, o)
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("iterator: dataset source %s is neither a directory nor a regular file (%s)", source, fi.Mode().Type())
+		return nil, fmt.Errorf("dataset source %s is neither a directory nor a regular file (%s)", source, fi.Mode().Type())
 	case strings.HasSuffix(loc.Path, ".json"):
 		mf, err := readManifest(ctx, m, source)
 		if err != nil {
@@ -156,7 +160,7 @@ func urlPattern(ctx context.Context, m *vfs.Mux, loc vfs.Location, o openOptions
 func readManifest(ctx context.Context, m *vfs.Mux, url string) (*webdataset.Manifest, error) {
 	b, err := m.ReadFile(ctx, url, webdataset.MaxManifestBytes)
 	if err != nil {
-		return nil, fmt.Errorf("iterator: reading manifest %s: %w", url, err)
+		return nil, fmt.Errorf("reading manifest %s: %w", url, err)
 	}
 	return webdataset.DecodeManifest(b, url)
 }
@@ -207,11 +211,11 @@ func (o urlOpener) rootURL() string { return o.root.String() }
 func (o urlOpener) open(ctx context.Context, shard string) (vfs.File, error) {
 	clean := path.Clean(shard)
 	if clean != shard || strings.HasPrefix(clean, "../") || clean == ".." || path.IsAbs(clean) {
-		return nil, fmt.Errorf("iterator: shard name %q is not a clean relative path", shard)
+		return nil, fmt.Errorf("shard name %q is not a clean relative path", shard)
 	}
 	f, err := o.m.Open(ctx, o.root.Join(shard).String())
 	if err != nil {
-		return nil, fmt.Errorf("iterator: opening shard %s: %w", o.root.Join(shard), err)
+		return nil, fmt.Errorf("opening shard %s: %w", o.root.Join(shard), err)
 	}
 	return f, nil
 }

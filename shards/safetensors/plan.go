@@ -30,7 +30,7 @@ type View struct {
 // which must be positive. It does no I/O.
 func (h *Header) Plan(align int64) (Plan, error) {
 	if align <= 0 {
-		return Plan{}, fmt.Errorf("safetensors: plan: alignment %d must be positive", align)
+		return Plan{}, fmt.Errorf("plan: alignment %d must be positive", align)
 	}
 	start := h.DataOffset - h.DataOffset%align
 	length := h.FileSize() - start

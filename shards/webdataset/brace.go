@@ -54,7 +54,7 @@ var (
 const letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 func (e *expander) unbalanced() error {
-	return fmt.Errorf("webdataset: unbalanced braces in pattern %q", e.pattern)
+	return fmt.Errorf("unbalanced braces in pattern %q", e.pattern)
 }
 
 // expandPattern expands a sequence of literals and brace groups into the product
@@ -155,7 +155,7 @@ func (e *expander) alternative(items []string, alt string) ([]string, error) {
 }
 
 func (e *expander) tooMany() error {
-	return fmt.Errorf("webdataset: pattern %q: %w (cap %d)", e.pattern, ErrTooManyExpansions, e.max)
+	return fmt.Errorf("pattern %q: %w (cap %d)", e.pattern, ErrTooManyExpansions, e.max)
 }
 
 func (e *expander) product(a, b []string) ([]string, error) {
@@ -175,7 +175,7 @@ func (e *expander) intRange(left, right, incr string) ([]string, error) {
 	start, err1 := strconv.ParseInt(left, 10, 64)
 	end, err2 := strconv.ParseInt(right, 10, 64)
 	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("webdataset: pattern %q: range {%s..%s} out of bounds", e.pattern, left, right)
+		return nil, fmt.Errorf("pattern %q: range {%s..%s} out of bounds", e.pattern, left, right)
 	}
 	step, err := e.step(incr)
 	if err != nil {
@@ -230,7 +230,7 @@ func (e *expander) step(incr string) (int64, error) {
 	}
 	s, err := strconv.ParseInt(incr, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("webdataset: pattern %q: bad step %q", e.pattern, incr)
+		return 0, fmt.Errorf("pattern %q: bad step %q", e.pattern, incr)
 	}
 	if s == 0 {
 		s = 1

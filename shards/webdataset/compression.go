@@ -135,6 +135,6 @@ func unreadShardsError(where string, names, how []string) error {
 	for i := range names {
 		list[i] = fmt.Sprintf("%s (%s)", names[i], how[i])
 	}
-	return fmt.Errorf("webdataset: %s holds %d %w: %s; the readable ones are %s: recompress them (xz -dc s.tar.xz | zstd -o s.tar.zst) or move them out of the folder",
+	return fmt.Errorf("%s holds %d %w: %s; the readable ones are %s: recompress them (xz -dc s.tar.xz | zstd -o s.tar.zst) or move them out of the folder",
 		where, len(names), ErrUnreadShards, strings.Join(list, ", "), ShardPatterns)
 }

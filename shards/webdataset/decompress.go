@@ -83,7 +83,7 @@ func (d *Decompressor) newZstd(ignoreChecksum bool) (*zstd.Decoder, error) {
 	zd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.IgnoreChecksum(ignoreChecksum),
 		zstd.WithDecoderMaxWindow(d.maxWindow), zstd.WithDecoderMaxMemory(uint64(d.maxOut)))
 	if err != nil {
-		return nil, fmt.Errorf("webdataset: zstd decoder: %w", err)
+		return nil, fmt.Errorf("zstd decoder: %w", err)
 	}
 	return zd, nil
 }
@@ -148,7 +148,7 @@ func (d *Decompressor) decompress(dst, src []byte, c Compression, name string, t
 				err = fmt.Errorf("%w (cap %d)", ErrShardTooLarge, d.maxOut)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("webdataset: shard %s: zstd: %w", name, err)
+				return nil, fmt.Errorf("shard %s: zstd: %w", name, err)
 			}
 			return out, nil
 		}
@@ -170,7 +170,7 @@ func (d *Decompressor) decompress(dst, src []byte, c Compression, name string, t
 			err = fmt.Errorf("%w (window cap %d)", err, min(d.maxWindow, uint64(d.maxOut)))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("webdataset: shard %s: zstd: %w", name, err)
+			return nil, fmt.Errorf("shard %s: zstd: %w", name, err)
 		}
 		return out, nil
 	case Gzip:
@@ -181,21 +181,21 @@ func (d *Decompressor) decompress(dst, src []byte, c Compression, name string, t
 			err = d.gz.Reset(bytes.NewReader(src))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("webdataset: shard %s: gzip header: %w", name, err)
+			return nil, fmt.Errorf("shard %s: gzip header: %w", name, err)
 		}
 		out, err := readCapped(dst[:0], d.gz, d.maxOut)
 		if err != nil {
-			return nil, fmt.Errorf("webdataset: shard %s: gzip at uncompressed offset %d: %w", name, len(out), err)
+			return nil, fmt.Errorf("shard %s: gzip at uncompressed offset %d: %w", name, len(out), err)
 		}
 		return out, nil
 	case Bzip2:
 		out, err := readCapped(dst[:0], bzip2.NewReader(bytes.NewReader(src)), d.maxOut)
 		if err != nil {
-			return nil, fmt.Errorf("webdataset: shard %s: bzip2 at uncompressed offset %d: %w", name, len(out), err)
+			return nil, fmt.Errorf("shard %s: bzip2 at uncompressed offset %d: %w", name, len(out), err)
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("webdataset: shard %s: unknown compression %v", name, c)
+	return nil, fmt.Errorf("shard %s: unknown compression %v", name, c)
 }
 
 // readCapped appends all of r to dst, failing past max bytes.

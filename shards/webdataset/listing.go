@@ -7,12 +7,12 @@ import (
 	"strings"
 )
 
-// SelectShards is ShardFiles for files listed elsewhere (a walk of an
-// object-store prefix or a remote directory): given the slash-separated
-// paths of the regular files below dir, relative to it and sorted by name,
-// it returns the shards among them, but for those in folders whose names
-// begin with a dot, in the same order. Shards that UnreadShard refuses are
-// an error wrapping ErrUnreadShards naming each.
+// SelectShards picks the shards among rels, the slash-separated paths
+// relative to dir of the regular files below it (as a walk of dir lists
+// them, sorted by name), leaving out files in folders whose names begin
+// with a dot: what ShardFiles does for a local directory, for a listing
+// made elsewhere (a remote directory or object prefix). Shards that
+// UnreadShard refuses are an error wrapping ErrUnreadShards naming each.
 func SelectShards(dir string, rels []string) ([]string, error) {
 	var names, unread, how []string
 	for _, rel := range rels {
@@ -48,8 +48,8 @@ func inDotFolder(rel string) bool {
 // does not list: a reader that goes by the manifest never sees them.
 var ErrUnlisted = errors.New("shards the manifest does not list")
 
-// CheckListed compares names, the shards found in dir (SelectShards or
-// ShardFiles: subfolders included), with those man lists, and returns an
+// CheckListed compares names, the shards found in dir (ShardFiles or
+// SelectShards: subfolders included), with those man lists, and returns an
 // error wrapping ErrUnlisted that names each shard found but not listed,
 // so that a verified manifest is also a complete one.
 func CheckListed(dir string, names []string, man *Manifest) error {
@@ -74,6 +74,6 @@ func CheckListed(dir string, names []string, man *Manifest) error {
 	if len(extra) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(extra)-len(shown))
 	}
-	return fmt.Errorf("webdataset: %s holds %w (%d): %s%s; rewrite the manifest to include them, or move them out of the folder",
+	return fmt.Errorf("%s holds %w (%d): %s%s; rewrite the manifest to include them, or move them out of the folder",
 		dir, ErrUnlisted, len(extra), strings.Join(shown, ", "), more)
 }

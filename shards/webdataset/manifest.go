@@ -117,26 +117,26 @@ func (m *Manifest) Warnings() []string {
 // checksums are 64 hex digits.
 func (m *Manifest) Validate() error {
 	if m.Format != ManifestFormat {
-		return fmt.Errorf("webdataset: manifest format is %q, want %q", m.Format, ManifestFormat)
+		return fmt.Errorf("manifest format is %q, want %q", m.Format, ManifestFormat)
 	}
 	if m.Version != ManifestVersion {
-		return fmt.Errorf("webdataset: manifest version %d is not supported (want %d)", m.Version, ManifestVersion)
+		return fmt.Errorf("manifest version %d is not supported (want %d)", m.Version, ManifestVersion)
 	}
 	seen := make(map[string]bool, len(m.Shards))
 	for i, s := range m.Shards {
 		switch {
 		case s.Name == "" || strings.ContainsRune(s.Name, 0) || path.IsAbs(s.Name) || !filepath.IsLocal(filepath.FromSlash(s.Name)) || path.Clean(s.Name) != s.Name:
-			return fmt.Errorf("webdataset: manifest shard %d: name %q is not a clean relative path", i, s.Name)
+			return fmt.Errorf("manifest shard %d: name %q is not a clean relative path", i, s.Name)
 		case seen[s.Name]:
-			return fmt.Errorf("webdataset: manifest shard %d: name %q listed twice", i, s.Name)
+			return fmt.Errorf("manifest shard %d: name %q listed twice", i, s.Name)
 		case s.Bytes < 0 || s.Samples < 0 || s.SampleBytes < 0:
-			return fmt.Errorf("webdataset: manifest shard %q: negative size or count", s.Name)
+			return fmt.Errorf("manifest shard %q: negative size or count", s.Name)
 		}
 		if _, err := hex.DecodeString(s.SHA256); err != nil || len(s.SHA256) != 64 {
-			return fmt.Errorf("webdataset: manifest shard %q: sha256 %q is not 64 hex digits", s.Name, s.SHA256)
+			return fmt.Errorf("manifest shard %q: sha256 %q is not 64 hex digits", s.Name, s.SHA256)
 		}
 		if _, err := hex.DecodeString(s.CRC32C); s.CRC32C != "" && (err != nil || len(s.CRC32C) != 8) {
-			return fmt.Errorf("webdataset: manifest shard %q: crc32c %q is not 8 hex digits", s.Name, s.CRC32C)
+			return fmt.Errorf("manifest shard %q: crc32c %q is not 8 hex digits", s.Name, s.CRC32C)
 		}
 		seen[s.Name] = true
 	}
@@ -151,7 +151,7 @@ func ReadManifest(p string) (*Manifest, error) {
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		return nil, fmt.Errorf("webdataset: reading manifest: %w", err)
+		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
 	return DecodeManifest(b, p)
 }
@@ -161,7 +161,7 @@ func ReadManifest(p string) (*Manifest, error) {
 func DecodeManifest(b []byte, where string) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("webdataset: manifest %s: %w; rewrite it with 'gdsload manifest'", where, err)
+		return nil, fmt.Errorf("manifest %s: %w; rewrite it with 'gdsload manifest'", where, err)
 	}
 	for i := range m.Shards {
 		m.Shards[i].SHA256 = strings.ToLower(m.Shards[i].SHA256) // digests compare as lowercase hex
@@ -182,11 +182,11 @@ func WriteManifest(ctx context.Context, dir string, m *Manifest) error {
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return fmt.Errorf("webdataset: encoding manifest: %w", err)
+		return fmt.Errorf("encoding manifest: %w", err)
 	}
 	b = append(b, '\n')
 	if err := durable.WriteFile(filepath.Join(dir, ManifestName), b); err != nil {
-		return fmt.Errorf("webdataset: writing manifest in %s: %w", dir, err)
+		return fmt.Errorf("writing manifest in %s: %w", dir, err)
 	}
 	return nil
 }
@@ -279,7 +279,7 @@ func ShardFiles(dir string) (names []string, total int64, err error) {
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("webdataset: listing shards: %w", err)
+		return nil, 0, fmt.Errorf("listing shards: %w", err)
 	}
 	if len(unread) > 0 {
 		return nil, 0, unreadShardsError(dir, unread, how)
@@ -377,7 +377,7 @@ feed:
 func ScanShard(ctx context.Context, p string, opts ...Option) (ShardEntry, error) {
 	f, _, err := regular.Open(p)
 	if err != nil {
-		return ShardEntry{}, fmt.Errorf("webdataset: scanning shard: %w", err)
+		return ShardEntry{}, fmt.Errorf("scanning shard: %w", err)
 	}
 	defer f.Close()
 	return ScanShardReader(ctx, f, filepath.Base(p), opts...)
@@ -420,7 +420,7 @@ func ScanShardReader(ctx context.Context, r io.Reader, name string, opts ...Opti
 		e.countSample(key, size)
 	}
 	if _, err := io.Copy(io.Discard, cf); err != nil {
-		return ShardEntry{}, fmt.Errorf("webdataset: scanning shard %s: %w", name, err)
+		return ShardEntry{}, fmt.Errorf("scanning shard %s: %w", name, err)
 	}
 	e.Bytes = cf.n
 	if h != nil {
@@ -496,15 +496,15 @@ func (e *ShardEntry) countSample(key string, size int64) {
 func VerifyShard(p string, e ShardEntry) error {
 	f, fi, err := regular.Open(p)
 	if err != nil {
-		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
+		return fmt.Errorf("verifying shard %s: %w", e.Name, err)
 	}
 	defer f.Close()
 	if fi.Size() != e.Bytes {
-		return fmt.Errorf("webdataset: shard %s (%s): %w: %d bytes on disk, %d in manifest", e.Name, p, ErrShardSize, fi.Size(), e.Bytes)
+		return fmt.Errorf("shard %s (%s): %w: %d bytes on disk, %d in manifest", e.Name, p, ErrShardSize, fi.Size(), e.Bytes)
 	}
 	h, crc := sha256.New(), crc32c.New()
 	if _, err := io.Copy(io.MultiWriter(h, crc), f); err != nil {
-		return fmt.Errorf("webdataset: verifying shard %s: %w", e.Name, err)
+		return fmt.Errorf("verifying shard %s: %w", e.Name, err)
 	}
 	if err := checkSum(e, h.Sum(nil)); err != nil {
 		return err
@@ -545,14 +545,14 @@ func VerifyShardBytesQuick(data []byte, e ShardEntry) error {
 
 func checkSize(data []byte, e ShardEntry) error {
 	if int64(len(data)) != e.Bytes {
-		return fmt.Errorf("webdataset: shard %s: %w: %d bytes read, %d in manifest", e.Name, ErrShardSize, len(data), e.Bytes)
+		return fmt.Errorf("shard %s: %w: %d bytes read, %d in manifest", e.Name, ErrShardSize, len(data), e.Bytes)
 	}
 	return nil
 }
 
 func checkSum(e ShardEntry, sum []byte) error {
 	if got := hex.EncodeToString(sum); got != e.SHA256 {
-		return fmt.Errorf("webdataset: shard %s: %w: sha256 %s, manifest says %s", e.Name, ErrShardChecksum, got, e.SHA256)
+		return fmt.Errorf("shard %s: %w: sha256 %s, manifest says %s", e.Name, ErrShardChecksum, got, e.SHA256)
 	}
 	return nil
 }
@@ -569,7 +569,7 @@ func CheckShardSHA256(e ShardEntry, sum []byte) error { return checkSum(e, sum) 
 
 func checkCRC(e ShardEntry, sum uint32) error {
 	if got := crcHex(sum); e.CRC32C != "" && got != e.CRC32C {
-		return fmt.Errorf("webdataset: shard %s: %w: crc32c %s, manifest says %s", e.Name, ErrShardChecksum, got, e.CRC32C)
+		return fmt.Errorf("shard %s: %w: crc32c %s, manifest says %s", e.Name, ErrShardChecksum, got, e.CRC32C)
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func WithName(name string) Option {
 func WithMaxMemberBytes(n int64) Option {
 	return func(o *options) error {
 		if n <= 0 {
-			return fmt.Errorf("webdataset: member cap must be positive, got %d", n)
+			return fmt.Errorf("member cap must be positive, got %d", n)
 		}
 		o.maxMember = n
 		return nil
@@ -69,7 +69,7 @@ func WithMaxMemberBytes(n int64) Option {
 func WithMaxSampleBytes(n int64) Option {
 	return func(o *options) error {
 		if n <= 0 {
-			return fmt.Errorf("webdataset: sample cap must be positive, got %d", n)
+			return fmt.Errorf("sample cap must be positive, got %d", n)
 		}
 		o.maxSample = n
 		return nil
@@ -81,7 +81,7 @@ func WithMaxSampleBytes(n int64) Option {
 func WithMaxZstdWindow(n uint64) Option {
 	return func(o *options) error {
 		if n < 1<<10 {
-			return fmt.Errorf("webdataset: zstd window cap must be at least 1024, got %d", n)
+			return fmt.Errorf("zstd window cap must be at least 1024, got %d", n)
 		}
 		o.maxZstdWindow = n
 		return nil
@@ -93,7 +93,7 @@ func WithMaxZstdWindow(n uint64) Option {
 func WithZstdConcurrency(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
-			return fmt.Errorf("webdataset: zstd concurrency must be at least 1, got %d", n)
+			return fmt.Errorf("zstd concurrency must be at least 1, got %d", n)
 		}
 		o.zstdConcurrency = n
 		return nil

@@ -116,7 +116,7 @@ func (r *Reader) Reset(src io.Reader, c Compression, name string) error {
 		// A bzip2 decoder holds one block (at most 900 kB) at a time.
 		stream = bzip2.NewReader(src)
 	default:
-		return fmt.Errorf("webdataset: shard %s: unknown compression %v", r.o.name, c)
+		return fmt.Errorf("shard %s: unknown compression %v", r.o.name, c)
 	}
 	r.src = countingReader{r: stream}
 	r.tr = tar.NewReader(&r.src)
@@ -341,7 +341,7 @@ func (r *Reader) Close() error {
 		err = r.gz.Close()
 		r.gz = nil
 	}
-	r.err = errors.New("webdataset: reader closed")
+	r.err = errors.New("reader closed")
 	return err
 }
 

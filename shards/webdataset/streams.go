@@ -29,10 +29,10 @@ func (s *sliceReader) Seek(offset int64, whence int) (int64, error) {
 	case io.SeekEnd:
 		offset += int64(len(s.b))
 	default:
-		return 0, errors.New("webdataset: bad whence")
+		return 0, errors.New("bad whence")
 	}
 	if offset < 0 {
-		return 0, errors.New("webdataset: seek before start")
+		return 0, errors.New("seek before start")
 	}
 	s.off = offset
 	return offset, nil

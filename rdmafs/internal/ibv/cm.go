@@ -41,7 +41,7 @@ const (
 )
 
 // ErrClosed is returned by waits interrupted by Close or Interrupt.
-var ErrClosed = errors.New("ibv: channel closed")
+var ErrClosed = errors.New("RDMA event channel closed")
 
 // EventChannel is an rdma_cm event channel. Next may be called from one
 // goroutine at a time; Interrupt from any.

@@ -28,19 +28,18 @@ func main() {
 }
 
 func run(root, listen, tokenFile string, insecure bool) error {
-	cfg := rdmafs.ServerConfig{
-		Root:            root,
-		InsecureNoToken: insecure,
-		Logger:          slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	opts := []rdmafs.ServerOption{rdmafs.WithServerLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))}
+	if insecure {
+		opts = append(opts, rdmafs.WithInsecureNoToken())
 	}
 	if tokenFile != "" {
 		tok, err := rdmafs.ReadTokenFile(tokenFile)
 		if err != nil {
 			return err
 		}
-		cfg.Token = tok
+		opts = append(opts, rdmafs.WithServerToken(tok))
 	}
-	srv, err := rdmafs.NewServer(cfg)
+	srv, err := rdmafs.NewServer(root, opts...)
 	if err != nil {
 		return err
 	}

@@ -244,6 +244,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	}
 	sum := newSummary(samples, bytes, time.Since(start))
 	sum.Rank, sum.WorldSize, sum.State = place.Rank, place.WorldSize, it.State()
+	it.Close() // downloads ahead end before the cache's figures are read
 	sum.Cache = o.remote.cache.stats()
 	if digest != nil {
 		sum.SHA256 = hex.EncodeToString(digest.Sum(nil))

@@ -35,7 +35,7 @@ func (c *Cluster) Traffic(ctx context.Context) (Traffic, error) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return t, fmt.Errorf("miniotest: reading metrics %s: %w", url, err)
+			return t, fmt.Errorf("reading metrics %s: %w", url, err)
 		}
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -59,10 +59,10 @@ func (c *Cluster) Traffic(ctx context.Context) (Traffic, error) {
 		}
 		resp.Body.Close()
 		if err := sc.Err(); err != nil {
-			return t, fmt.Errorf("miniotest: reading metrics %s: %w", url, err)
+			return t, fmt.Errorf("reading metrics %s: %w", url, err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			return t, fmt.Errorf("miniotest: metrics %s: %s", url, resp.Status)
+			return t, fmt.Errorf("metrics %s: %s", url, resp.Status)
 		}
 	}
 	return t, nil

@@ -127,7 +127,7 @@ func Setup(work string) (h *Harness, err error) {
 		}
 	}()
 	if why := Missing(); why != "" {
-		return nil, errors.New("realcufile: " + why)
+		return nil, errors.New(why)
 	}
 	if h.Double, err = fakecuda.Cached(); err != nil {
 		return h, err
@@ -143,10 +143,10 @@ func Setup(work string) (h *Harness, err error) {
 		}
 	}
 	if h.lock, err = os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o644); err != nil {
-		return h, fmt.Errorf("realcufile: %w", err)
+		return h, err
 	}
 	if err = syscall.Flock(int(h.lock.Fd()), syscall.LOCK_EX); err != nil {
-		return h, fmt.Errorf("realcufile: lock %s: %w", lockPath, err)
+		return h, fmt.Errorf("lock %s: %w", lockPath, err)
 	}
 	if err = ensureUdevd(); err != nil {
 		return h, err
@@ -164,7 +164,7 @@ func Setup(work string) (h *Harness, err error) {
 	h.undo = append(h.undo, func() error { return run("umount", h.Tmpfs) })
 	// Other harnesses may set up and use udevd now.
 	if err = syscall.Flock(int(h.lock.Fd()), syscall.LOCK_SH); err != nil {
-		return h, fmt.Errorf("realcufile: lock %s: %w", lockPath, err)
+		return h, fmt.Errorf("lock %s: %w", lockPath, err)
 	}
 	return h, nil
 }
@@ -181,7 +181,7 @@ func (h *Harness) mountLoop() error {
 	}
 	out, err := exec.Command("losetup", "--find", "--show", img).Output()
 	if err != nil {
-		return fmt.Errorf("realcufile: losetup --find --show %s: %w", img, err)
+		return fmt.Errorf("losetup --find --show %s: %w", img, err)
 	}
 	h.loop = strings.TrimSpace(string(out))
 	h.undo = append(h.undo, func() error { return run("losetup", "-d", h.loop) })
@@ -203,7 +203,7 @@ func (h *Harness) mountLoop() error {
 func waitUdevFS(dev string) error {
 	var st syscall.Stat_t
 	if err := syscall.Stat(dev, &st); err != nil {
-		return fmt.Errorf("realcufile: stat %s: %w", dev, err)
+		return fmt.Errorf("stat %s: %w", dev, err)
 	}
 	major, minor := (st.Rdev>>8)&0xfff, (st.Rdev&0xff)|((st.Rdev>>12)&0xfff00)
 	db := fmt.Sprintf("/run/udev/data/b%d:%d", major, minor)
@@ -223,7 +223,7 @@ func waitUdevFS(dev string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("realcufile: udev recorded no ext4 file system for %s in %s within 30 s", dev, db)
+	return fmt.Errorf("udev recorded no ext4 file system for %s in %s within 30 s", dev, db)
 }
 
 // ensureUdevd starts udevd unless one runs, noting that a harness started
@@ -243,7 +243,7 @@ func ensureUdevd() error {
 			return run("udevadm", "trigger", "--subsystem-match=block")
 		}
 	}
-	return errors.New("realcufile: udevd started but /run/udev/control did not appear within 10 s")
+	return errors.New("udevd started but /run/udev/control did not appear within 10 s")
 }
 
 // stopUdevd asks udevd to exit and waits until it has, so that the next
@@ -258,7 +258,7 @@ func stopUdevd() error {
 			return nil
 		}
 	}
-	return errors.New("realcufile: udevd still runs 10 s after udevadm control --exit")
+	return errors.New("udevd still runs 10 s after udevadm control --exit")
 }
 
 // udevdRunning reports whether a live process named systemd-udevd runs
@@ -335,14 +335,14 @@ func buildShim(work string) (string, error) {
 		return "", err
 	}
 	if out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", so, src, "-ldl").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("realcufile: building the /proc/modules shim: %w\n%s", err, out)
+		return "", fmt.Errorf("building the /proc/modules shim: %w\n%s", err, out)
 	}
 	return so, nil
 }
 
 func run(name string, args ...string) error {
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("realcufile: %s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return nil
 }

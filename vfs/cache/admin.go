@@ -33,7 +33,7 @@ type Entry struct {
 func (c *Cache) Entries() ([]Entry, error) {
 	ents, err := os.ReadDir(filepath.Join(c.dir, "entries"))
 	if err != nil {
-		return nil, fmt.Errorf("cache: listing %s: %w", c.dir, err)
+		return nil, fmt.Errorf("listing %s: %w", c.dir, err)
 	}
 	var out []Entry
 	for _, e := range ents {
@@ -109,12 +109,12 @@ func (c *Cache) Verify(ctx context.Context) (checked int, bad []Problem, err err
 func sha256OfFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("cache: %w", err)
+		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.CopyBuffer(h, f, make([]byte, 4<<20)); err != nil {
-		return "", fmt.Errorf("cache: reading %s: %w", path, err)
+		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -147,10 +147,10 @@ func (c *Cache) Totals() (Totals, error) {
 		return t, nil
 	}
 	if err != nil {
-		return t, fmt.Errorf("cache: %w", err)
+		return t, err
 	}
 	if err := json.Unmarshal(b, &t); err != nil {
-		return t, fmt.Errorf("cache: %s: %w; delete it to start counting again", c.statsPath(), err)
+		return t, fmt.Errorf("%s: %w; delete it to start counting again", c.statsPath(), err)
 	}
 	return t, nil
 }

@@ -20,12 +20,12 @@ import (
 const DefaultLimitFraction = 0.5
 
 // ErrTooLarge reports a file larger than the cache's whole limit.
-var ErrTooLarge = errors.New("cache: file larger than the cache limit")
+var ErrTooLarge = errors.New("file larger than the cache limit")
 
 // ErrMismatch reports a download whose bytes differ from the SHA-256 the
 // caller expected (vfs.ExpectSHA256): the manifest or the object is
 // wrong. Nothing is cached.
-var ErrMismatch = errors.New("cache: bytes differ from the expected SHA-256")
+var ErrMismatch = errors.New("bytes differ from the expected SHA-256")
 
 // Option configures a Cache; each checks its value.
 type Option func(*options) error
@@ -40,7 +40,7 @@ type options struct {
 func WithLimit(n int64) Option {
 	return func(o *options) error {
 		if n <= 0 {
-			return fmt.Errorf("cache: limit %d bytes: want a positive size", n)
+			return fmt.Errorf("cache limit %d bytes: want a positive size", n)
 		}
 		o.limit = n
 		return nil
@@ -84,22 +84,22 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 		}
 	}
 	if dir == "" {
-		return nil, errors.New("cache: no folder given")
+		return nil, errors.New("no cache folder given")
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cache: folder %s: %w", dir, err)
+		return nil, fmt.Errorf("cache folder %s: %w", dir, err)
 	}
 	c := &Cache{dir: abs, opts: o, chunk: copyBuffer}
 	for _, sub := range []string{"entries", "locks", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(abs, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("cache: creating folder %s: %w", filepath.Join(abs, sub), err)
+			return nil, fmt.Errorf("creating folder %s: %w", filepath.Join(abs, sub), err)
 		}
 	}
 	if c.opts.limit == 0 {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(abs, &st); err != nil {
-			return nil, fmt.Errorf("cache: measuring free space of %s: %w", abs, err)
+			return nil, fmt.Errorf("measuring free space of %s: %w", abs, err)
 		}
 		used, err := c.usage()
 		if err != nil {
@@ -108,7 +108,7 @@ func Open(dir string, opts ...Option) (*Cache, error) {
 		free := int64(st.Bavail) * int64(st.Bsize)
 		c.opts.limit = int64(float64(free+used) * DefaultLimitFraction)
 		if c.opts.limit <= 0 {
-			return nil, fmt.Errorf("cache: %s has no free space; free some or give a limit", abs)
+			return nil, fmt.Errorf("%s has no free space; free some or give a limit", abs)
 		}
 	}
 	return c, nil
@@ -201,7 +201,7 @@ func (c *Cache) readMeta(k string) (meta, bool) {
 func (c *Cache) drop(k string) error {
 	err := errors.Join(ignoreMissing(os.Remove(c.metaPath(k))), ignoreMissing(os.Remove(c.dataPath(k))))
 	if err != nil {
-		return fmt.Errorf("cache: removing entry %s: %w", k, err)
+		return fmt.Errorf("removing entry %s: %w", k, err)
 	}
 	return nil
 }

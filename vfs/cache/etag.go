@@ -60,7 +60,7 @@ func newETagCheck(ctx context.Context, remote vfs.File) (*etagCheck, error) {
 	}
 	size, parts, err := pl.Parts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("cache: learning the part size of %s to check its ETag: %w", remote.Name(), err)
+		return nil, fmt.Errorf("learning the part size of %s to check its ETag: %w", remote.Name(), err)
 	}
 	if parts != n || size <= 0 {
 		return nil, nil // not the store's usual multipart ETag
@@ -89,7 +89,7 @@ func (c *etagCheck) write(p []byte) {
 func (c *etagCheck) check(url string) (string, error) {
 	if c.parts == 0 {
 		if got := hex.EncodeToString(c.h.Sum(nil)); got != c.want {
-			return "", fmt.Errorf("cache: MD5 of %s as downloaded is %s, its ETag says %s; the bytes were damaged in transit, try again", url, got, c.want)
+			return "", fmt.Errorf("MD5 of %s as downloaded is %s, its ETag says %s; the bytes were damaged in transit, try again", url, got, c.want)
 		}
 		return "etag-md5", nil
 	}
@@ -100,7 +100,7 @@ func (c *etagCheck) check(url string) (string, error) {
 	total := md5.Sum(sums)
 	got := hex.EncodeToString(total[:])
 	if len(sums)/md5.Size != c.parts || got != c.want {
-		return "", fmt.Errorf("cache: the MD5 of the %d parts' MD5s of %s as downloaded is %s-%d, its ETag says %s-%d; the bytes were damaged in transit, try again",
+		return "", fmt.Errorf("the MD5 of the %d parts' MD5s of %s as downloaded is %s-%d, its ETag says %s-%d; the bytes were damaged in transit, try again",
 			len(sums)/md5.Size, url, got, len(sums)/md5.Size, c.want, c.parts)
 	}
 	return "etag-multipart-md5", nil

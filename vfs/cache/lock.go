@@ -28,14 +28,14 @@ func tryLock(path string, how int) (*flock, error) {
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("cache: opening lock %s: %w", path, err)
+			return nil, fmt.Errorf("opening lock %s: %w", path, err)
 		}
 		if err := flockRetry(f, how|syscall.LOCK_NB); err != nil {
 			f.Close()
 			if errors.Is(err, syscall.EWOULDBLOCK) {
 				return nil, errBusy
 			}
-			return nil, fmt.Errorf("cache: locking %s: %w", path, err)
+			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		same, err := sameFile(f, path)
 		if err != nil {
@@ -67,7 +67,7 @@ func lock(ctx context.Context, path string, how int, waited *atomic.Int64) (*flo
 		case <-ctx.Done():
 			t.Stop()
 			waited.Add(int64(time.Since(start)))
-			return nil, fmt.Errorf("cache: waiting for lock %s: %w", path, context.Cause(ctx))
+			return nil, fmt.Errorf("waiting for lock %s: %w", path, context.Cause(ctx))
 		case <-t.C:
 		}
 		waited.Add(int64(time.Since(start)))
@@ -87,14 +87,14 @@ func flockRetry(f *os.File, how int) error {
 func sameFile(f *os.File, path string) (bool, error) {
 	a, err := f.Stat()
 	if err != nil {
-		return false, fmt.Errorf("cache: %w", err)
+		return false, err
 	}
 	b, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("cache: %w", err)
+		return false, err
 	}
 	return os.SameFile(a, b), nil
 }

@@ -20,7 +20,7 @@ func (c *Cache) usage() (int64, error) {
 	for _, sub := range []string{"tmp", "entries"} {
 		ents, err := os.ReadDir(filepath.Join(c.dir, sub))
 		if err != nil {
-			return 0, fmt.Errorf("cache: listing %s: %w", filepath.Join(c.dir, sub), err)
+			return 0, fmt.Errorf("listing %s: %w", filepath.Join(c.dir, sub), err)
 		}
 		for _, e := range ents {
 			if sub == "entries" && !strings.HasSuffix(e.Name(), ".data") {
@@ -145,17 +145,17 @@ func (c *Cache) reserve(ctx context.Context, k string, size int64) (_ *reservati
 	p := filepath.Join(c.dir, "tmp", fmt.Sprintf("%s.%d.%d", k, os.Getpid(), c.seq.Add(1)))
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return nil, false, fmt.Errorf("cache: creating %s: %w", p, err)
+		return nil, false, fmt.Errorf("creating %s: %w", p, err)
 	}
 	if err := flockRetry(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		_ = os.Remove(p)
-		return nil, false, fmt.Errorf("cache: locking %s: %w", p, err)
+		return nil, false, fmt.Errorf("locking %s: %w", p, err)
 	}
 	if err := f.Truncate(size); err != nil {
 		f.Close()
 		_ = os.Remove(p)
-		return nil, false, fmt.Errorf("cache: reserving %d bytes in %s: %w", size, p, err)
+		return nil, false, fmt.Errorf("reserving %d bytes in %s: %w", size, p, err)
 	}
 	return &reservation{f: f, path: p}, true, nil
 }
@@ -181,7 +181,7 @@ type PruneResult struct {
 // folder holds at most to bytes (0 empties it). Entries in use stay.
 func (c *Cache) Prune(ctx context.Context, to int64) (PruneResult, error) {
 	if to < 0 {
-		return PruneResult{}, fmt.Errorf("cache: prune to %d bytes: want 0 or more", to)
+		return PruneResult{}, fmt.Errorf("pruning the cache to %d bytes: want 0 or more", to)
 	}
 	g, err := lock(ctx, c.globalLock(), syscall.LOCK_EX, &c.waited)
 	if err != nil {

@@ -30,7 +30,7 @@ const copyBuffer = 64 << 20
 
 // errDamaged: a copy's bytes no longer match the CRC-32C recorded when it
 // was written.
-var errDamaged = errors.New("cache: copy damaged at rest")
+var errDamaged = errors.New("cache copy damaged at rest")
 
 // Serve returns remote, a file just opened from a store, served from its
 // local copy: from the copy already in the folder (a hit), after waiting
@@ -149,7 +149,7 @@ func (c *Cache) openCopy(k string, m meta, l *flock) (vfs.File, error) {
 	_ = os.Chtimes(c.metaPath(k), now, now) // LRU order; best effort
 	f, err := loader.OpenFile(c.dataPath(k), loader.DirectAuto)
 	if err != nil {
-		return nil, fmt.Errorf("cache: opening copy of %s: %w", m.URL, err)
+		return nil, fmt.Errorf("opening the cached copy of %s: %w", m.URL, err)
 	}
 	return &File{File: f, url: m.URL, identity: m.Identity, mtime: m.ModTime, lock: l}, nil
 }
@@ -157,12 +157,12 @@ func (c *Cache) openCopy(k string, m meta, l *flock) (vfs.File, error) {
 func crcOfFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("cache: %w", err)
+		return "", err
 	}
 	defer f.Close()
 	h := crc32c.New()
 	if _, err := io.CopyBuffer(h, f, make([]byte, 4<<20)); err != nil {
-		return "", fmt.Errorf("cache: reading %s: %w", path, err)
+		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -199,7 +199,7 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want strin
 		got, err := io.ReadFull(rd, buf[:min(int64(len(buf)), size-n)])
 		if got > 0 {
 			if _, werr := r.f.WriteAt(buf[:got], n); werr != nil {
-				return true, fmt.Errorf("cache: writing %s: %w", r.path, werr)
+				return true, fmt.Errorf("writing %s: %w", r.path, werr)
 			}
 			for _, h := range sums {
 				h.Write(buf[:got])
@@ -208,12 +208,12 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want strin
 			n += int64(got)
 		}
 		if err != nil {
-			return true, fmt.Errorf("cache: downloading %s at offset %d: %w", m.URL, n, err)
+			return true, fmt.Errorf("downloading %s at offset %d: %w", m.URL, n, err)
 		}
 	}
 	if v, ok := remote.(loader.Verifier); ok {
 		if err := v.Verify(); err != nil {
-			return true, fmt.Errorf("cache: %s changed while it was downloaded: %w", m.URL, err)
+			return true, fmt.Errorf("%s changed while it was downloaded: %w", m.URL, err)
 		}
 	}
 	if etag != nil {
@@ -224,7 +224,7 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want strin
 	m.SHA256 = hex.EncodeToString(sha.Sum(nil))
 	if want != "" {
 		if m.SHA256 != want {
-			return true, fmt.Errorf("cache: SHA-256 of %s as downloaded is %s, the manifest says %s: %w", m.URL, m.SHA256, want, ErrMismatch)
+			return true, fmt.Errorf("SHA-256 of %s as downloaded is %s, the manifest says %s: %w", m.URL, m.SHA256, want, ErrMismatch)
 		}
 		m.Verified = "sha256"
 	}
@@ -243,7 +243,7 @@ func (c *Cache) fetch(ctx context.Context, k string, remote vfs.File, want strin
 // rename made durable by an fsync of the folder.
 func (c *Cache) commit(ctx context.Context, k string, r *reservation, m meta) error {
 	if err := r.f.Sync(); err != nil {
-		return fmt.Errorf("cache: syncing %s: %w", r.path, err)
+		return fmt.Errorf("syncing %s: %w", r.path, err)
 	}
 	// Under the folder's lock, so that usage never sees the copy in both
 	// folders or in neither.
@@ -254,7 +254,7 @@ func (c *Cache) commit(ctx context.Context, k string, r *reservation, m meta) er
 	err = os.Rename(r.path, c.dataPath(k))
 	g.unlock()
 	if err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return err
 	}
 	_ = r.f.Close()
 	entries := filepath.Join(c.dir, "entries")
@@ -263,7 +263,7 @@ func (c *Cache) commit(ctx context.Context, k string, r *reservation, m meta) er
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return err
 	}
 	return writeAtomic(c.metaPath(k), b)
 }
@@ -274,7 +274,7 @@ func writeAtomic(path string, b []byte) error {
 	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return err
 	}
 	_, err = f.Write(b)
 	if err == nil {
@@ -288,7 +288,7 @@ func writeAtomic(path string, b []byte) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("cache: writing %s: %w", path, err)
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return syncDir(filepath.Dir(path))
 }
@@ -296,11 +296,11 @@ func writeAtomic(path string, b []byte) error {
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return err
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {
-		return fmt.Errorf("cache: syncing folder %s: %w", dir, err)
+		return fmt.Errorf("syncing folder %s: %w", dir, err)
 	}
 	return nil
 }

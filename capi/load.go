@@ -67,6 +67,7 @@ type loadStats struct {
 	Checkpoint string `json:"checkpoint"`
 	Tensors    int    `json:"tensors"`
 	Device     string `json:"device"`
+	BytesRead  int64  `json:"bytes_read"` // headers and data, from storage
 }
 
 // DLPack device types (dlpack.h).
@@ -238,7 +239,7 @@ func (set *allocSet) result(path string, loaded *checkpoint.Loaded, meta map[str
 		// Empty lists, not null, for a file with no tensors.
 		Allocations: make([]allocation, 0, len(loaded.Allocations)),
 		Tensors:     make([]tensorView, 0, len(loaded.Tensors)),
-		Stats:       loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where},
+		Stats:       loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where, BytesRead: loaded.BytesRead},
 	}
 	for i, a := range loaded.Allocations {
 		info := allocation{

@@ -162,7 +162,8 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	}
 	logFiles(cmd, res)
 	if o.asJSON {
-		return printJSON(cmd.OutOrStdout(), res)
+		// Whole files: what was read from storage is what was loaded.
+		return printJSON(cmd.OutOrStdout(), rawResult{Result: res, BytesRead: res.Bytes})
 	}
 	return printLoad(cmd.OutOrStdout(), res, lopts.Checksum)
 }
@@ -173,6 +174,14 @@ type checkpointResult struct {
 	*loader.Result
 	Checkpoint string `json:"checkpoint"`
 	Tensors    int    `json:"tensors"`
+	// BytesRead is what was read from storage: headers and data regions.
+	BytesRead int64 `json:"bytes_read"`
+}
+
+// rawResult is the JSON of a load of whole files.
+type rawResult struct {
+	*loader.Result
+	BytesRead int64 `json:"bytes_read"`
 }
 
 // runLoadCheckpoint loads one checkpoint: each file's data region into its
@@ -194,7 +203,7 @@ func runLoadCheckpoint(cmd *cobra.Command, o *loadOptions, path string, m *vfs.M
 	// free them before the files close.
 	defer l.Close()
 	logFiles(cmd, l.Result)
-	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors)}
+	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors), BytesRead: l.BytesRead}
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}

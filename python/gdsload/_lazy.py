@@ -117,7 +117,11 @@ def selection(index, shape, framework):
     for d, (i, size) in enumerate(zip(index, shape)):
         if isinstance(i, slice):
             if i.step is not None and operator.index(i.step) <= 0:
+                if framework == "np":
+                    raise IndexError(f"Slice step must be a positive integer, got {operator.index(i.step)}")
                 raise ValueError("step must be greater than zero")
+            if framework == "np":
+                _strict(i, size, d)
             start, stop, step = i.indices(size)
             count = max(0, (stop - start + step - 1) // step)
             sel.append([start if count else 0, step, count])
@@ -130,3 +134,17 @@ def selection(index, shape, framework):
             sel.append([k % size, 1, 1])
             squeeze.append(d)
     return sel, squeeze
+
+
+def _strict(i, size, d):
+    """safetensors' numpy face does not clip a slice to the dimension as
+    torch and numpy do: a stop past the end, or a start at or past it, is
+    an error."""
+    start = None if i.start is None else operator.index(i.start)
+    stop = None if i.stop is None else operator.index(i.stop)
+    if start is not None and start < 0:
+        start += size
+    if stop is not None and stop < 0:
+        stop += size
+    if (stop is not None and stop > size) or (start is not None and start >= size and (stop is None or stop > start)):
+        raise IndexError(f"index out of bounds for tensor dimension #{d} of size {size}")

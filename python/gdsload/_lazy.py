@@ -21,6 +21,7 @@ class Handle:
     headers; header_bytes is what opening read."""
 
     def __init__(self, path, options):
+        self.id = 0
         L = _native.lib()
         _need_lazy(L)
         req = {"path": path}
@@ -59,6 +60,14 @@ class Handle:
         if self.id:
             _native.lib().gdsload_checkpoint_close(self.id)
             self.id = 0
+
+    def __del__(self):
+        # A handle never closed still lets its files go; not in a forked
+        # child, where lib() refuses to run Go code.
+        try:
+            self.close()
+        except Exception:
+            pass
 
 
 def _free(doc):

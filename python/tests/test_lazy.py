@@ -205,6 +205,21 @@ class LazyTest(unittest.TestCase):
             self.assertEqual(every.untyped_storage().nbytes() if hasattr(every, "untyped_storage")
                              else every.storage().nbytes(), 64 * 1024 * 4)
 
+    def test_an_unclosed_handle_lets_its_file_go(self):
+        p = self.path("u.safetensors")
+        safetensors.torch.save_file({"a": torch.zeros(10)}, p)
+
+        def holds():
+            fds = os.listdir("/proc/self/fd")
+            return any(os.path.realpath(os.path.join("/proc/self/fd", fd)) == os.path.realpath(p)
+                       for fd in fds if os.path.exists(os.path.join("/proc/self/fd", fd)))
+
+        f = gdsload.safe_open(p)
+        self.assertTrue(holds(), "an open handle holds its file")
+        del f
+        gc.collect()
+        self.assertFalse(holds(), "a collected handle closed its file")
+
     def test_load_file_reports_bytes_read(self):
         p = self.path("l.safetensors")
         safetensors.torch.save_file({"a": torch.zeros(1000), "b": torch.ones(3, 5)}, p)

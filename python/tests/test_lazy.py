@@ -205,6 +205,25 @@ class LazyTest(unittest.TestCase):
             self.assertEqual(every.untyped_storage().nbytes() if hasattr(every, "untyped_storage")
                              else every.storage().nbytes(), 64 * 1024 * 4)
 
+    def test_the_waste_bound(self):
+        """A slice reads through gaps of at most max_gap unselected bytes,
+        never more: 6 KiB between rows is skipped under the default 4 KiB
+        bound and read under an 8 KiB one, where the waste is exactly the
+        63 gaps, each under the bound."""
+        x = torch.arange(64 * 2048, dtype=torch.float32).reshape(64, 2048)
+        p = self.path("w.safetensors")
+        safetensors.torch.save_file({"x": x}, p)
+        asked, gap = 64 * 512 * 4, (2048 - 512) * 4
+        for max_gap, want in [(None, asked), (8192, asked + 63 * gap), (gap, asked + 63 * gap), (gap - 1, asked)]:
+            with self.subTest(max_gap=max_gap):
+                with gdsload.safe_open(p, framework="pt", max_gap=max_gap) as f:
+                    opened = f.stats["bytes_read"]
+                    cols = f.get_slice("x")[:, 1024:1536]
+                    read = f.stats["bytes_read"] - opened
+                self.assertTrue(torch.equal(cols, x[:, 1024:1536]))
+                self.assertEqual(read, want)
+                self.assertLessEqual(read - asked, (max_gap or 4096) * 63, "at most max_gap per gap")
+
     def test_an_unclosed_handle_lets_its_file_go(self):
         p = self.path("u.safetensors")
         safetensors.torch.save_file({"a": torch.zeros(10)}, p)

@@ -14,7 +14,7 @@ DEMO_DIR ?= demo-data
 TOOLS_DIR     ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/gdsload-tools
 MINIO_VERSION := $(shell sed -n 's/^const Version = "\(.*\)"/\1/p' internal/miniotest/minio.go)
 
-.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun python wheel python-test minio venv
+.PHONY: all setup build test race fuzz bench lint demo clean gpu-binaries gpu-check-dryrun python wheel python-test minio venv fakecuda
 
 all: build
 
@@ -48,6 +48,13 @@ $(VENV)/.installed: scripts/test-requirements.txt
 	/usr/bin/python3 -m venv --system-site-packages $(VENV)
 	$(VENV)/bin/pip install -q -r scripts/test-requirements.txt
 	touch $@
+
+# The CUDA test double under the real libraries' names (libcuda.so.1,
+# libcudart.so.13, libcufile.so.0): LD_LIBRARY_PATH=build/fakecuda runs
+# the CLI over it, and NVIDIA's real libcufile (GDSLOAD_LIBCUFILE) over its
+# driver half (scripts/real-cufile-check.sh).
+fakecuda: setup
+	$(GO) run ./internal/fakecuda/mkfakecuda build/fakecuda
 
 # The Python package's shared library (capi/, a c-shared build) beside its
 # modules: then `pip install ./python` works, or PYTHONPATH=python.
@@ -104,8 +111,9 @@ gpu-binaries: python
 	mkdir -p .gpu
 	CGO_ENABLED=1 $(GO) build -buildvcs=auto -ldflags='-s -w' -o .gpu/gdsload ./cmd/gdsload
 	CGO_ENABLED=1 $(GO) test -c -ldflags='-s -w' -o .gpu/checkpoint.test ./shards/checkpoint
+	CGO_ENABLED=1 $(GO) test -c -ldflags='-s -w' -o .gpu/rdmafs.test ./rdmafs
 	rm -rf .gpu/python && mkdir -p .gpu/python && cp -r python/gdsload .gpu/python/ && rm -rf .gpu/python/gdsload/__pycache__
-	@kib=$$(du -ck .gpu/gdsload .gpu/checkpoint.test .gpu/python | tail -1 | cut -f1); \
+	@kib=$$(du -ck .gpu/gdsload .gpu/checkpoint.test .gpu/rdmafs.test .gpu/python | tail -1 | cut -f1); \
 	 echo "gpu-binaries: $$((kib / 1024)) MiB (limit $(GPU_CARRY_MIB) MiB)"; \
 	 if [ "$$kib" -gt $$(($(GPU_CARRY_MIB) * 1024)) ]; then echo "gpu-binaries: over $(GPU_CARRY_MIB) MiB" >&2; exit 1; fi
 

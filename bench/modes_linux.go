@@ -167,11 +167,23 @@ func RingLoad(ctx context.Context, srcs []loader.Source, cfg Config) (Sample, er
 // LoaderRun runs one load and turns its result into a Sample; GPU modes
 // use it with their own destinations.
 func LoaderRun(ctx context.Context, jobs []loader.Job, opts loader.Options) (Sample, error) {
+	return loaderRun(ctx, jobs, opts, false)
+}
+
+// loaderRun is LoaderRun; with gds set, a file that did not take cuFile
+// (one cuFile refused to register went through pinned memory) fails the
+// run, so that a gds row is never a bounce run.
+func loaderRun(ctx context.Context, jobs []loader.Job, opts loader.Options, gds bool) (Sample, error) {
 	var mode string
 	s, err := measure(func() (int64, []time.Duration, error) {
 		res, err := loader.Load(ctx, jobs, opts)
 		if err != nil {
 			return 0, nil, err
+		}
+		for _, f := range res.Files {
+			if gds && f.Route != loader.RouteGDS {
+				return 0, nil, fmt.Errorf("%s did not take gds: %s", f.Name, f.Reason)
+			}
 		}
 		mode = string(res.GDSMode)
 		return res.Bytes, res.Latencies, nil

@@ -206,6 +206,6 @@ func gpuMode(stack *loader.GPUStack, device int, name, help string, route loader
 		if err != nil {
 			return Sample{}, err
 		}
-		return LoaderRun(ctx, jobs, loader.Options{Workers: workers, ChunkSize: chunk})
+		return loaderRun(ctx, jobs, loader.Options{Workers: workers, ChunkSize: chunk}, route == loader.RouteGDS)
 	}}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/gdsload/gdsload/cufile/fakecuda"
+	"github.com/gdsload/gdsload/internal/fakecuda"
 	"github.com/gdsload/gdsload/internal/rdmafstest"
 	"github.com/gdsload/gdsload/vfs"
 	"github.com/gdsload/gdsload/vfs/rdmafsfs"

@@ -45,6 +45,7 @@ type datasetRequest struct {
 	// SkipBadShards leaves out shards that cannot be read, with a
 	// warning on stderr, as `gdsload iterate --skip-bad-shards` does.
 	SkipBadShards bool `json:"skip_bad_shards"`
+	cacheRequest
 }
 
 // datasetResult is gdsload_dataset_open's result.
@@ -72,7 +73,7 @@ func (l *library) openDataset(ctx context.Context, req datasetRequest) ([]byte, 
 	if req.WorldSize == 0 {
 		req.WorldSize = 1
 	}
-	mux, err := newMux(req.Token)
+	mux, _, err := newMux(req.Token, req.cacheRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +95,7 @@ func (l *library) openDataset(ctx context.Context, req datasetRequest) ([]byte, 
 		Epochs: req.FirstEpoch + req.Epochs, DropRemainder: req.DropRemainder,
 		Workers: req.Workers, Prefetch: req.Prefetch, Direct: mode,
 		SkipChecksum: req.Verify != nil && !*req.Verify, OnShardError: onShardError,
+		CacheAhead: req.cacheAhead(),
 	}
 	if opts.Workers == 0 {
 		opts.Workers = 2

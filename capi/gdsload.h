@@ -83,7 +83,8 @@ char *gdsload_build_info(void);
  *   "x.safetensors.index.json" | "rdmafs://host:port/name",
  *   "device": "cpu" | "cuda:N", "gpu_path": "auto" | "gds" | "bounce",
  *   "direct": "auto" | "on" | "off", "workers": N, "chunk_size": bytes,
- *   "token": "rdmafs secret"}
+ *   "token": "rdmafs secret", "cache": folder of the node-local cache of
+ *   s3:// and rdmafs:// files (none when absent), "cache_limit": bytes}
  * Result (JSON): {"checkpoint": path, "allocations": [{"handle": address
  *   of a gdsload_alloc, "size": bytes, "device_type": 1 (CPU) | 2 (CUDA),
  *   "device_id": N, "file": path, "ptr": address of byte 0}],
@@ -102,12 +103,13 @@ char *gdsload_build_info(void);
  * gdsload_dataset_open request: {"source": dir | manifest | pattern |
  *   rdmafs URL, "rank", "world_size", "consumer", "consumers",
  *   "partitions", "seed", "shuffle", "shuffle_bytes", "epochs",
- *   "drop_remainder", "workers", "prefetch", "verify", "token",
- *   "state": a saved state | null, "skip": samples of this consumer to
- *   skip after the state, "skip_bad_shards": leave out shards that cannot
- *   be read, warning on stderr}. Result: {"iterator": id, "samples":
- *   samples in the dataset, "shards": count, "fingerprint": "...",
- *   "root": the folder or URL that shard names are relative to}.
+ *   "drop_remainder", "workers", "prefetch", "verify", "token", "cache",
+ *   "cache_limit", "cache_ahead": shards, "state": a saved state | null,
+ *   "skip": samples of this consumer to skip after the state,
+ *   "skip_bad_shards": leave out shards that cannot be read, warning on
+ *   stderr}. Result: {"iterator": id, "samples": samples in the dataset,
+ *   "shards": count, "fingerprint": "...", "root": the folder or URL that
+ *   shard names are relative to}.
  */
 gdsload_status gdsload_load(char *request, uint64_t *job, char **err);
 gdsload_status gdsload_save(char *request, uint64_t *job, char **err);

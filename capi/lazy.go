@@ -30,6 +30,7 @@ type openRequest struct {
 	Path   string `json:"path"`
 	Direct string `json:"direct"`
 	Token  string `json:"token"`
+	cacheRequest
 }
 
 // openResult describes an opened checkpoint from its headers alone.
@@ -146,7 +147,7 @@ func (l *library) openLazy(ctx context.Context, req openRequest) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	mux, err := newMux(req.Token)
+	mux, _, err := newMux(req.Token, req.cacheRequest)
 	if err != nil {
 		return nil, err
 	}

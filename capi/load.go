@@ -19,6 +19,7 @@ import (
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/gdsload/gdsload/shards/checkpoint"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/cache"
 	"github.com/gdsload/gdsload/vfs/rdmafsfs"
 	_ "github.com/gdsload/gdsload/vfs/s3fs" // s3:// URLs, in every Mux vfs.New makes
 )
@@ -32,6 +33,7 @@ type loadRequest struct {
 	Workers   int    `json:"workers"`
 	ChunkSize int64  `json:"chunk_size"`
 	Token     string `json:"token"`
+	cacheRequest
 }
 
 // loadResult is gdsload_load's result.
@@ -64,10 +66,11 @@ type tensorView struct {
 // landed.
 type loadStats struct {
 	*loader.Result
-	Checkpoint string `json:"checkpoint"`
-	Tensors    int    `json:"tensors"`
-	Device     string `json:"device"`
-	BytesRead  int64  `json:"bytes_read"` // headers and data, from storage
+	Checkpoint string       `json:"checkpoint"`
+	Tensors    int          `json:"tensors"`
+	Device     string       `json:"device"`
+	Cache      *cache.Stats `json:"cache,omitempty"` // a cacheRequest's
+	BytesRead  int64        `json:"bytes_read"`      // headers and data, from storage
 }
 
 // DLPack device types (dlpack.h).
@@ -85,7 +88,7 @@ func (l *library) load(ctx context.Context, req loadRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	mux, err := newMux(req.Token)
+	mux, c, err := newMux(req.Token, req.cacheRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +102,7 @@ func (l *library) load(ctx context.Context, req loadRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	set.cache = c
 	loaded, err := ck.Load(ctx, set.alloc, o.lopts)
 	if err != nil {
 		return nil, err
@@ -108,17 +112,22 @@ func (l *library) load(ctx context.Context, req loadRequest) ([]byte, error) {
 
 // newMux opens paths and URLs for one call; token, when given, is the
 // rdmafs secret (else rdmafs clients present GDSLOAD_TOKEN, as the CLI's
-// do).
-func newMux(token string) (*vfs.Mux, error) {
+// do); cr, the cache remote files are read through (returned, or nil).
+func newMux(token string, cr cacheRequest) (*vfs.Mux, *cache.Cache, error) {
 	syncEnviron() // credentials and endpoints as the host's environment now says
-	if token == "" {
-		return vfs.New()
-	}
-	tok, err := rdmafs.CheckToken([]byte(token), "the token")
+	c, opts, err := cr.open()
 	if err != nil {
-		return nil, requestError{err.Error()}
+		return nil, nil, err
 	}
-	return vfs.New(rdmafsfs.With(rdmafs.WithToken(tok)))
+	if token != "" {
+		tok, err := rdmafs.CheckToken([]byte(token), "the token")
+		if err != nil {
+			return nil, nil, requestError{err.Error()}
+		}
+		opts = append(opts, rdmafsfs.With(rdmafs.WithToken(tok)))
+	}
+	m, err := vfs.New(opts...)
+	return m, c, err
 }
 
 // loadOptions is a parsed load request.
@@ -157,6 +166,7 @@ type allocSet struct {
 	alloc checkpoint.Allocator
 	list  []*C.gdsload_alloc // one per file, in load order
 	gpus  []loader.GPUDestination
+	cache *cache.Cache // the request's, for the stats
 }
 
 // allocations prepares the allocator for o's device: files is the number
@@ -239,7 +249,8 @@ func (set *allocSet) result(path string, loaded *checkpoint.Loaded, meta map[str
 		// Empty lists, not null, for a file with no tensors.
 		Allocations: make([]allocation, 0, len(loaded.Allocations)),
 		Tensors:     make([]tensorView, 0, len(loaded.Tensors)),
-		Stats:       loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where, BytesRead: loaded.BytesRead},
+		Stats: loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where,
+			Cache: cacheStats(set.cache), BytesRead: loaded.BytesRead},
 	}
 	for i, a := range loaded.Allocations {
 		info := allocation{

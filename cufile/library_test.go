@@ -141,7 +141,7 @@ func buildDouble(t *testing.T, dir, name string, flags ...string) string {
 	}
 	out := filepath.Join(dir, name)
 	args := append([]string{"-shared", "-fPIC", "-O1", "-fvisibility=hidden"}, flags...)
-	args = append(args, "-o", out, filepath.Join("fakecuda", "csrc", "fakecuda.c"), "-lpthread")
+	args = append(args, "-o", out, filepath.Join("..", "internal", "fakecuda", "csrc", "fakecuda.c"), "-lpthread")
 	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("building the double: %v\n%s", err, b)
 	}

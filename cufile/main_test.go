@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/cufile"
-	"github.com/gdsload/gdsload/cufile/fakecuda"
+	"github.com/gdsload/gdsload/internal/fakecuda"
 )
 
 // fake is the CUDA test double every test here loads; its state is per

@@ -56,7 +56,7 @@ func TestFlushGPUDirectRDMAWritesMissingSymbol(t *testing.T) {
 		cc = "gcc"
 	}
 	out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-DFAKECUDA_NO_RDMA_FLUSH",
-		"-o", lib, filepath.Join("fakecuda", "csrc", "fakecuda.c"), "-lpthread").CombinedOutput()
+		"-o", lib, filepath.Join("..", "internal", "fakecuda", "csrc", "fakecuda.c"), "-lpthread").CombinedOutput()
 	if err != nil {
 		t.Fatalf("building a double without cudaDeviceFlushGPUDirectRDMAWrites: %v\n%s", err, out)
 	}

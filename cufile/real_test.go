@@ -3,6 +3,7 @@ package cufile_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,9 +30,21 @@ func realLibrary(t *testing.T, name string) string {
 // ones it lacks (cuFile 1.4 has no cuFileGetVersion) leave the version to
 // the file name, never "". Without a GPU, the driver open fails with the
 // real cause named, nothing on standard output and no cufile.log in the
-// current folder.
+// current folder. The driver open runs in a child process that loads no
+// CUDA double: the double's soname is libcuda.so.1, so in this process the
+// real library would find it.
 func TestRealCuFile(t *testing.T) {
 	path := realLibrary(t, "libcufile.so.0")
+	if os.Getenv("GDSLOAD_TEST_HELPER") != "nocuda" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestRealCuFile$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "GDSLOAD_TEST_HELPER=nocuda", "LD_LIBRARY_PATH=", "LD_PRELOAD=")
+		out, err := cmd.CombinedOutput()
+		t.Logf("child process:\n%s", out)
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestRealCuFile") {
+			t.Fatalf("child process without a CUDA double: %v", err)
+		}
+		return
+	}
 	c, err := cufile.OpenCuFile(cufile.Config{CuFile: path})
 	if err != nil {
 		t.Fatalf("the real %s: %v", path, err)
@@ -57,6 +70,9 @@ func TestRealCuFile(t *testing.T) {
 	var openErr error
 	out := captureStdout(t, func() { openErr = c.Driver().Open() })
 	if openErr == nil {
+		if _, err := os.Stat("/proc/driver/nvidia/version"); err != nil {
+			t.Fatal("the driver opened without an NVIDIA driver: the child loaded a CUDA double")
+		}
 		t.Log("the driver opened: this machine has a GPU")
 		must(t, c.Driver().Close())
 	} else {

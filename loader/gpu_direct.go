@@ -39,6 +39,7 @@ type GPUDirect struct {
 
 	mu      sync.Mutex
 	handles map[uintptr]*cachedHandle
+	refused map[string]string // source name: why cuFile would not register it
 }
 
 // Route is RouteGDS. A file without an O_DIRECT descriptor still goes
@@ -116,12 +117,41 @@ func (g *GPUDirect) ReadFromFile(ctx context.Context, src FileDescriptorSource, 
 		return g.readBounce(ctx, src, fileOff, dstOff, n)
 	}
 	h, err := g.handle(src)
+	var reg *registerError
+	if errors.As(err, &reg) {
+		// cuFile refuses the file (NVIDIA's libcufile does on tmpfs, whose
+		// volume udev does not know): it goes through pinned memory, and
+		// the result says why.
+		g.mu.Lock()
+		if g.refused == nil {
+			g.refused = map[string]string{}
+		}
+		if _, ok := g.refused[src.Name()]; !ok {
+			g.refused[src.Name()] = reg.Error()
+		}
+		g.mu.Unlock()
+		return g.readBounce(ctx, src, fileOff, dstOff, n)
+	}
 	if err != nil {
 		return 0, err
 	}
 	return g.transfer(ctx, "into", fileOff, dstOff, n, true, func(k, f, d int64) (int64, error) {
 		return h.Read(g.mem.base, k, f, g.mem.shift+d)
 	})
+}
+
+// registerError is cuFileHandleRegister refusing a file.
+type registerError struct{ err error }
+
+func (e *registerError) Error() string { return e.err.Error() }
+func (e *registerError) Unwrap() error { return e.err }
+
+// Refused says why cuFile would not register the file of source name, so
+// that its reads bounced through pinned memory; "" when it did.
+func (g *GPUDirect) Refused(name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refused[name]
 }
 
 // handle returns src's registered cuFile handle, registering it once.
@@ -151,7 +181,7 @@ func (g *GPUDirect) handleFd(fd uintptr) (*cufile.FileHandle, error) {
 	}
 	h, err := g.cfg.Driver.RegisterFile(int(fd))
 	if err != nil {
-		return nil, err
+		return nil, &registerError{err}
 	}
 	g.handles[fd] = &cachedHandle{h: h, dev: uint64(st.Dev), ino: st.Ino}
 	return h, nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/cufile"
-	"github.com/gdsload/gdsload/cufile/fakecuda"
+	"github.com/gdsload/gdsload/internal/fakecuda"
 	"github.com/stretchr/testify/require"
 )
 

@@ -495,3 +495,29 @@ func TestJobLeadAlignsGDSReads(t *testing.T) {
 		require.ErrorContains(t, err, "lead of")
 	}
 }
+
+// A file that cuFile will not register (NVIDIA's libcufile refuses one on
+// tmpfs, whose volume udev does not know) goes through pinned memory: its
+// bytes land, and its result says bounce and why, without a gds mode.
+func TestGDSFileRefusedByCuFileBounces(t *testing.T) {
+	f := withFakeGPU(t, "fault=handle_register")
+	reads := f.Control.Counter("cufile_reads") // counts from process start
+	name := writeRandom(t, t.TempDir(), 3<<20+5, 21)
+	want := sha256hex(readFile(t, name))
+	src, err := OpenFile(name, DirectOn)
+	require.NoError(t, err)
+	defer src.Close()
+	dst, err := NewGPUDirectDestination(GPUDirectConfig{GPUConfig: GPUConfig{Device: f.device(t, 0), Size: src.Size()}, Driver: f.driver(t)})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dst.Close()) }()
+	res, err := Load(context.Background(), []Job{{Source: src, Length: -1, Dest: dst}}, Options{Checksum: ChecksumSHA256})
+	require.NoError(t, err)
+	require.Len(t, res.Files, 1)
+	fr := res.Files[0]
+	require.Equal(t, want, fr.SHA256)
+	require.Equal(t, RouteBounce, fr.Route)
+	require.Empty(t, fr.GDSMode)
+	require.Contains(t, fr.Reason, "cuFileHandleRegister")
+	require.Contains(t, fr.Reason, "CU_FILE_INTERNAL_ERROR")
+	require.Equal(t, reads, f.Control.Counter("cufile_reads"), "no cuFileRead")
+}

@@ -319,7 +319,13 @@ func (e *engine) result(ctx context.Context, wall, cpu time.Duration) (*Result, 
 		if d, ok := p.Source.(DirectInfo); ok {
 			f.Direct, f.Reason = d.Direct(), d.DirectReason()
 		}
-		if m, ok := p.Dest.(cuFileModer); ok && p.route == routeFile {
+		if r, ok := p.Dest.(interface{ Refused(string) string }); ok && p.route == routeFile {
+			if why := r.Refused(p.Source.Name()); why != "" {
+				f.Route = RouteBounce
+				f.Reason = strings.TrimPrefix(f.Reason+"; "+why+": bounced through pinned memory", "; ")
+			}
+		}
+		if m, ok := p.Dest.(cuFileModer); ok && p.route == routeFile && f.Route == RouteGDS {
 			f.GDSMode = m.CuFileMode()
 			if r.GDSMode == "" {
 				r.GDSMode = f.GDSMode

@@ -172,7 +172,24 @@ type FileInfo struct {
 	size  int64
 	mode  fs.FileMode
 	mtime time.Time
+	id    FileID
+	hasID bool
 }
+
+// FileID is what a server reports, besides size and times, of the version
+// of a file it serves: its status change time, which any write, truncate,
+// chmod or utimes moves (so a rewrite that keeps size and modification
+// time, or sets the modification time back, still shows), and its device
+// and inode on the server, which differ once the name was replaced by a
+// rename. Servers from before file identities report none.
+type FileID struct {
+	Ctime    time.Time
+	Dev, Ino uint64
+}
+
+// FileID returns the file's identity on the server, and false when the
+// server did not report one (a server from before file identities).
+func (fi FileInfo) FileID() (FileID, bool) { return fi.id, fi.hasID }
 
 // Name returns the base name (for List) or the name asked (for Stat).
 func (fi FileInfo) Name() string { return fi.name }
@@ -196,7 +213,23 @@ func toInfo(name string, w wire.FileInfo) FileInfo {
 	if w.Name != "" {
 		name = w.Name
 	}
-	return FileInfo{name: name, size: int64(min(w.Size, 1<<62)), mode: fs.FileMode(w.Mode), mtime: time.Unix(0, w.Mtime)}
+	fi := FileInfo{name: name, size: int64(min(w.Size, 1<<62)), mode: fs.FileMode(w.Mode), mtime: time.Unix(0, w.Mtime)}
+	if w.HasID {
+		fi.hasID = true
+		fi.id = FileID{Ctime: time.Unix(0, w.Ctime), Dev: w.Dev, Ino: w.Ino}
+	}
+	return fi
+}
+
+// checkID refuses a reply whose file identities do not match what the
+// connection's WELCOME granted: a server that granted them sends them in
+// every STAT_OK and LIST_OK, and one that did not sends none.
+func (cc *clientConn) checkID(op, name string, has bool) error {
+	if granted := cc.welcome.Flags&wire.FlagFileID != 0; has != granted {
+		return &Error{Op: op, Name: name, Err: ErrProtocol,
+			Msg: fmt.Sprintf("reply carries file identities: %v, but the server granted them: %v", has, granted)}
+	}
+	return nil
 }
 
 // Stat returns metadata for name, relative to the export root.
@@ -213,6 +246,9 @@ func (cl *Client) Stat(ctx context.Context, name string) (FileInfo, error) {
 		w, err := wire.DecodeFileInfo(c.payload)
 		if err != nil {
 			return &Error{Op: "stat", Name: name, Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
+		}
+		if err := cc.checkID("stat", name, w.HasID); err != nil {
+			return err
 		}
 		fi = toInfo(name, w)
 		return nil
@@ -239,7 +275,7 @@ func (cl *Client) List(ctx context.Context, dir string) ([]FileInfo, error) {
 			if err != nil {
 				return &Error{Op: "list", Name: dir, Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
 			}
-			return nil
+			return cc.checkID("list", dir, page.HasID)
 		})
 		if err != nil {
 			return nil, err

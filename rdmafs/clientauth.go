@@ -94,7 +94,11 @@ func clientHandshake(c net.Conn, token []byte) (wire.Welcome, [2][wire.NonceSize
 }
 
 func clientHandshakeNonces(c net.Conn, token []byte, nonces *[2][wire.NonceSize]byte) (wire.Welcome, error) {
-	hello := wire.Hello{Nonce: newNonce()}
+	// Ask for file identities in STAT_OK and LIST_OK (change time,
+	// device, inode), which File.Verify compares; a server that does not
+	// grant them (one from before they existed ignores the flag) answers
+	// as it always did, and Verify compares type, size and mtime alone.
+	hello := wire.Hello{Nonce: newNonce(), Flags: wire.FlagFileID}
 	nonces[0] = hello.Nonce
 	if _, err := c.Write(wire.AppendFrame(nil, wire.TypeHello, 0, hello.Append(nil))); err != nil {
 		return wire.Welcome{}, err
@@ -148,6 +152,9 @@ func clientHandshakeNonces(c net.Conn, token []byte, nonces *[2][wire.NonceSize]
 	w, err := wire.DecodeWelcome(p)
 	if err != nil {
 		return wire.Welcome{}, &Error{Op: "handshake", Err: fmt.Errorf("%w: %v", ErrProtocol, err)}
+	}
+	if extra := w.Flags &^ hello.Flags; extra != 0 {
+		return wire.Welcome{}, &Error{Op: "handshake", Msg: fmt.Sprintf("server granted flags 0x%x that were not asked for", extra), Err: ErrProtocol}
 	}
 	return w, nil
 }

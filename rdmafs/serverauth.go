@@ -64,7 +64,11 @@ func (sc *serverConn) handshake() error {
 		MaxPayload: wire.MaxPayload,
 		MaxRead:    uint32(cfg.MaxRead),
 		Chunk:      uint32(cfg.BufferSize),
+		// Grant what the client asked for and this server knows; other
+		// bits are ignored, as servers always have.
+		Flags: hello.Flags & wire.KnownFlags,
 	}
+	sc.flags = w.Flags
 	// A transport with a queue pair (verbs) learns of the session before
 	// WELCOME, so the client's queue pair cannot arrive first, and no
 	// request is read before the queue pair is up.

@@ -26,6 +26,7 @@ type serverConn struct {
 
 	regions  RegionWriter  // nil on stream transports
 	connBufs chan struct{} // pool buffers this connection may hold
+	flags    uint32        // HELLO flags granted in WELCOME (wire.FlagFileID)
 
 	wmu sync.Mutex // serializes frames (and the data after DATA frames)
 

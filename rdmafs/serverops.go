@@ -12,13 +12,26 @@ import (
 	"github.com/gdsload/gdsload/rdmafs/wire"
 )
 
-func infoOf(fi os.FileInfo, withName bool) wire.FileInfo {
+// infoOf is what STAT_OK or a LIST_OK entry says of fi. With withID
+// (the client was granted wire.FlagFileID) it adds the change time, device
+// and inode, taken with the size and times from the one stat call behind
+// fi, so the pair a client compares (at open, after its load) is two
+// snapshots, each of one moment.
+func infoOf(fi os.FileInfo, withName, withID bool) wire.FileInfo {
 	w := wire.FileInfo{Size: uint64(max(fi.Size(), 0)), Mtime: fi.ModTime().UnixNano(), Mode: uint32(fi.Mode())}
 	if withName {
 		w.Name = fi.Name()
 	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && withID {
+		w.HasID = true
+		w.Ctime = st.Ctim.Nano()
+		w.Dev, w.Ino = uint64(st.Dev), st.Ino
+	}
 	return w
 }
+
+// fileID reports whether this connection's replies carry file identities.
+func (sc *serverConn) fileID() bool { return sc.flags&wire.FlagFileID != 0 }
 
 func (sc *serverConn) done(op int, start time.Time) {
 	sc.s.metrics.requests[op].Add(1)
@@ -42,7 +55,7 @@ func (sc *serverConn) handleStat(id uint32, m wire.Stat) {
 		sc.reply(id, fsError("stat", name, err))
 		return
 	}
-	_ = sc.sendMsg(wire.TypeStatOK, id, infoOf(fi, false).Append(nil))
+	_ = sc.sendMsg(wire.TypeStatOK, id, infoOf(fi, false, sc.fileID()).Append(nil))
 }
 
 func (sc *serverConn) handleList(id uint32, m wire.List) {
@@ -68,7 +81,7 @@ func (sc *serverConn) handleList(id uint32, m wire.List) {
 		return
 	}
 	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	out := wire.ListOK{Next: m.Cursor}
+	out := wire.ListOK{Next: m.Cursor, HasID: sc.fileID()}
 	size := wire.ListHeaderSize
 	for i := int(m.Cursor); i < len(ents); i++ {
 		fi, err := ents[i].Info()
@@ -76,12 +89,15 @@ func (sc *serverConn) handleList(id uint32, m wire.List) {
 			continue // removed since ReadDir
 		}
 		es := wire.ListEntrySize(fi.Name())
+		if out.HasID {
+			es += wire.FileIDSize
+		}
 		if size+es > wire.MaxPayload || len(out.Entries) == 0xffff {
 			out.More = true
 			break
 		}
 		size += es
-		out.Entries = append(out.Entries, infoOf(fi, true))
+		out.Entries = append(out.Entries, infoOf(fi, true, out.HasID))
 		out.Next = uint32(i + 1)
 	}
 	_ = sc.sendMsg(wire.TypeListOK, id, out.Append(make([]byte, 0, size)))

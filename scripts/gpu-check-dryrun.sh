@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-check-dryrun.sh: runs scripts/gpu-check.sh here, without a GPU,
 # against the C test double of libcudart, libcuda and libcufile
-# (cufile/fakecuda/csrc/fakecuda.c), so changes to the GPU check can be
+# (internal/fakecuda/csrc/fakecuda.c), so changes to the GPU check can be
 # tried before the one run a lent GPU machine allows.
 #
 #   make gpu-check-dryrun          # builds .gpu/ first (make gpu-binaries)
@@ -28,7 +28,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cc=${CC:-gcc}
-"$cc" -shared -fPIC -O1 -fvisibility=hidden -o "$work/libfakecuda.so" "$root/cufile/fakecuda/csrc/fakecuda.c" -lpthread
+"$cc" -shared -fPIC -O1 -fvisibility=hidden -o "$work/libfakecuda.so" "$root/internal/fakecuda/csrc/fakecuda.c" -lpthread
 for name in libcudart.so.13 libcufile.so.0 libcuda.so.1; do
 	ln -s libfakecuda.so "$work/$name"
 done

@@ -425,9 +425,9 @@ section "save from GPU memory, read back by the safetensors library"
 # The checkpoint package's test binary (make gpu-binaries) loads a sharded
 # checkpoint into GPU memory through bounce and gds, saves it from there
 # (pinned copies, cuFileWrite) and checks it with gdsload's own parser; the
-# gds case skips with its reason where cuFile's driver will not open. Then
-# the safetensors library must read whichever files were saved as equal to
-# a reference.
+# gds case skips with its reason where cuFile's driver will not open, which
+# fails this step. Then the safetensors library must read both saved files
+# as equal to a reference.
 if [ -x "$TESTBIN" ]; then
 	SAVE_OUT=$CHECK_DIR/save
 	mkdir -p "$SAVE_OUT"
@@ -439,8 +439,11 @@ from safetensors.torch import load_file
 out = sys.argv[1]
 ref = load_file(os.path.join(out, "reference.safetensors"))
 saved = sorted(glob.glob(os.path.join(out, "saved-*.safetensors")))
-if not saved:
-    sys.exit("no saved file to read back")
+# Both routes must have saved: a gds case that skipped (no cuFile) leaves
+# only the bounce file, and that is a failed check, not a pass.
+missing = [r for r in ("bounce", "gds") if not os.path.exists(os.path.join(out, f"saved-{r}.safetensors"))]
+if missing:
+    sys.exit(f"no file saved through {', '.join(missing)} (the test's skip reason is above)")
 ok = True
 for path in saved:
     got = load_file(path)
@@ -459,6 +462,17 @@ else
 fi
 
 section "python: gdsload.load_file(device=cuda:0) vs safetensors.torch.load_file, cold and warm; save_file from CUDA tensors (scripts/gpu-check-python.py)"; if [ -s "$ST" ]; then run_step 240 env PYTHONPATH=".gpu/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" scripts/gpu-check-python.py "$ST" "$CHECK_DIR"; else fail "no safetensors file: python check skipped"; fi
+
+section "RDMA: scripts/rdma-check.sh where ibv_devices lists a device"
+# Only where the machine already has an RDMA device: no kernel module is
+# loaded here (rdma-check.sh's --rxe and --siw are not used).
+if command -v ibv_devices >/dev/null && [ "$(ibv_devices 2>/dev/null | awk 'NR > 2 && NF' | wc -l)" -gt 0 ]; then
+	ibv_devices
+	run_step 1200 env GDSLOAD="$BIN" RDMAFS_TEST="${RDMAFS_TEST:-./.gpu/rdmafs.test}" scripts/rdma-check.sh ||
+		fail "scripts/rdma-check.sh"
+else
+	echo "no RDMA device (ibv_devices lists none, or rdma-core is not installed): rdma-check.sh not run"
+fi
 
 section "done in $(($(date +%s) - START)) s, $FAILS failure(s)"
 [ "$FAILS" -eq 0 ]

@@ -28,7 +28,8 @@ var ErrUnknownScheme = errors.New("vfs: unknown URL scheme")
 // safe for concurrent use. An FS is made on first use of its authority
 // (an rdmafs server is dialled then) and kept until Close.
 type Mux struct {
-	schemes map[string]Scheme
+	schemes  map[string]Scheme
+	wrappers []func(string, Scheme) Scheme // WithSchemeWrapper
 
 	mu     sync.Mutex
 	fss    map[string]*fsEntry // by scheme://authority
@@ -71,6 +72,7 @@ func New(opts ...Option) (*Mux, error) {
 			return nil, err
 		}
 	}
+	m.applyWrappers()
 	return m, nil
 }
 

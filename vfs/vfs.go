@@ -36,7 +36,8 @@ type File interface {
 	ModTime() time.Time
 	// Identity names the version of the file the handle reads: device,
 	// inode and change time for a local file, the ETag of an object,
-	// size and modification time for an rdmafs file. Two handles with
+	// size, modification time and (from servers that report them)
+	// device, inode and change time for an rdmafs file. Two handles with
 	// the same identity read the same bytes.
 	Identity() string
 	io.Closer

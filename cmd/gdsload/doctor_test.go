@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gdsload/gdsload/cufile"
-	"github.com/gdsload/gdsload/cufile/fakecuda"
+	"github.com/gdsload/gdsload/internal/fakecuda"
 )
 
 func runDoctorCmd(t *testing.T, args ...string) (string, error) {

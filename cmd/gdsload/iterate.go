@@ -96,6 +96,8 @@ stdout.`,
 	f.StringVar(&o.checksum, "checksum", "", "sha256: print the SHA-256 of the samples' field bytes, in the order yielded (to check a run against another reader)")
 	f.BoolVar(&o.skipBad, "skip-bad-shards", false, "warn about shards that cannot be read and go on without them (WebDataset's warn_and_continue); ranks may then yield unequal sample counts")
 	o.remote.addFlags(f)
+	o.remote.cache.addFlags(f) // --cache, --cache-limit
+	o.remote.cache.addAheadFlag(f)
 	return cmd
 }
 
@@ -165,6 +167,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	if err != nil {
 		return err
 	}
+	opts.CacheAhead = o.remote.cache.cacheAhead()
 	var onShardError webdataset.ShardErrorHandler
 	if o.skipBad {
 		onShardError = webdataset.WarnAndContinue(cmd.ErrOrStderr())
@@ -177,6 +180,9 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 		return fmt.Errorf("opening dataset %s: %w", source, err)
 	}
 	log.Debug("dataset", "source", source, "shards", len(ds.Shards), "samples", ds.Samples())
+	if err := o.remote.cache.checkShards(ds); err != nil {
+		return err
+	}
 	for _, w := range ds.Warnings() {
 		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 	}
@@ -238,6 +244,7 @@ func runIterate(cmd *cobra.Command, o *iterateOptions, source string) (err error
 	}
 	sum := newSummary(samples, bytes, time.Since(start))
 	sum.Rank, sum.WorldSize, sum.State = place.Rank, place.WorldSize, it.State()
+	sum.Cache = o.remote.cache.stats()
 	if digest != nil {
 		sum.SHA256 = hex.EncodeToString(digest.Sum(nil))
 	}

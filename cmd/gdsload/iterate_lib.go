@@ -8,6 +8,7 @@ import (
 	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/internal/jsontext"
 	"github.com/gdsload/gdsload/shards/iterator"
+	"github.com/gdsload/gdsload/vfs/cache"
 )
 
 // sampleLine is one --json output line per sample.
@@ -47,6 +48,7 @@ type iterateSummary struct {
 	WorldSize   int            `json:"world_size"`
 	SHA256      string         `json:"sha256,omitempty"` // --checksum sha256
 	State       iterator.State `json:"state"`
+	Cache       *cache.Stats   `json:"cache,omitempty"` // --cache
 }
 
 func newSummary(samples, bytes int64, elapsed time.Duration) iterateSummary {

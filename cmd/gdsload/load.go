@@ -15,11 +15,13 @@ import (
 	"github.com/gdsload/gdsload/shards/checkpoint"
 	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/cache"
 )
 
 type loadOptions struct {
 	ioFlags
 	to       string
+	route    string
 	checksum string
 	format   string
 	verify   bool
@@ -69,6 +71,7 @@ beside them) lists are checked against it for size and SHA-256.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.to, "to", "host", "destination: host, gpu[:N] or auto")
+	f.StringVar(&o.route, "path", "auto", "GPU path for --to gpu[:N]: auto (gds where cuFile runs in nvfs or p2pdma mode, else bounce), gds (also in cuFile's compat mode, its POSIX fallback), or bounce")
 	o.ioFlags.add(f, "O_DIRECT for local files: auto (where the file system takes it, for files of 1 MiB or more; smaller ones through the page cache), on, or off (all through the page cache: faster for files already cached)")
 	f.StringVar(&o.checksum, "checksum", "none", "digest of the bytes as they landed: none, sha256 or crc32c")
 	f.StringVar(&o.format, "format", "auto", "raw (files as bytes), checkpoint (safetensors data regions, .npy tensors), or auto: checkpoint for one .safetensors, .safetensors.index.json or .npy PATH")
@@ -76,6 +79,7 @@ beside them) lists are checked against it for size and SHA-256.`,
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON on stdout")
 	f.StringVar(&o.from, "files-from", "", "also load the paths listed in this file, one per line (- for standard input)")
 	o.remote.addFlags(f)
+	o.remote.cache.addFlags(f) // --cache, --cache-limit
 	return cmd
 }
 
@@ -124,7 +128,17 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 		return err
 	}
 	defer m.Close()
-	dst, err := loader.OpenTarget(target, loader.WithWorkers(o.workers), loader.WithChunkSize(chunk), loader.WithDirect(mode))
+	topts := []loader.TargetOption{loader.WithWorkers(o.workers), loader.WithChunkSize(chunk), loader.WithDirect(mode)}
+	switch route := loader.Route(o.route); {
+	case o.route == "auto":
+	case route != loader.RouteGDS && route != loader.RouteBounce:
+		return usagef("--path %q: want auto, gds or bounce", o.route)
+	case target.Kind != loader.TargetGPU:
+		return usagef("--path %s needs --to gpu[:N], got --to %s", o.route, o.to)
+	default:
+		topts = append(topts, loader.WithRoute(route))
+	}
+	dst, err := loader.OpenTarget(target, topts...)
 	if err != nil {
 		return err
 	}
@@ -163,7 +177,7 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	logFiles(cmd, res)
 	if o.asJSON {
 		// Whole files: what was read from storage is what was loaded.
-		return printJSON(cmd.OutOrStdout(), rawResult{Result: res, BytesRead: res.Bytes})
+		return printJSON(cmd.OutOrStdout(), rawResult{loadCacheJSON{res, o.remote.cache.stats()}, res.Bytes})
 	}
 	return printLoad(cmd.OutOrStdout(), res, lopts.Checksum)
 }
@@ -172,15 +186,16 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 // (the digest of each file covers its data region) and the tensors.
 type checkpointResult struct {
 	*loader.Result
-	Checkpoint string `json:"checkpoint"`
-	Tensors    int    `json:"tensors"`
+	Checkpoint string       `json:"checkpoint"`
+	Tensors    int          `json:"tensors"`
+	Cache      *cache.Stats `json:"cache,omitempty"` // --cache
 	// BytesRead is what was read from storage: headers and data regions.
 	BytesRead int64 `json:"bytes_read"`
 }
 
 // rawResult is the JSON of a load of whole files.
 type rawResult struct {
-	*loader.Result
+	loadCacheJSON
 	BytesRead int64 `json:"bytes_read"`
 }
 
@@ -203,7 +218,8 @@ func runLoadCheckpoint(cmd *cobra.Command, o *loadOptions, path string, m *vfs.M
 	// free them before the files close.
 	defer l.Close()
 	logFiles(cmd, l.Result)
-	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors), BytesRead: l.BytesRead}
+	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors), Cache: o.remote.cache.stats(),
+		BytesRead: l.BytesRead}
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/internal/progress"
+	"github.com/gdsload/gdsload/shards/iterator"
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/gdsload/gdsload/stage"
 	"github.com/gdsload/gdsload/vfs"
@@ -61,7 +62,11 @@ func runManifest(cmd *cobra.Command, o *manifestOptions, dir string) error {
 		bar.Stop()
 		// Shards in the folder that the manifest leaves out are reported
 		// with those that differ.
-		if lerr := webdataset.CheckListed(ctx, mux, dir, m); lerr != nil && ctx.Err() == nil {
+		if ctx.Err() == nil {
+			found, lerr := iterator.ShardFilesAt(ctx, mux, dir)
+			if lerr == nil {
+				lerr = webdataset.CheckListed(dir, found, m)
+			}
 			err = errors.Join(err, lerr)
 		}
 		if err != nil {

@@ -19,7 +19,8 @@ type remoteFlags struct {
 	connections int
 	crc         bool
 	transport   string
-	s3Deadline  string // "": objstore's default ($GDSLOAD_S3_DEADLINE, else 30s)
+	s3Deadline  string     // "": objstore's default ($GDSLOAD_S3_DEADLINE, else 30s)
+	cache       cacheFlags // cache.go
 }
 
 func (r *remoteFlags) addFlags(f *pflag.FlagSet) {
@@ -56,6 +57,10 @@ func (r *remoteFlags) mux(log *slog.Logger, paths ...string) (*vfs.Mux, error) {
 	if !remote {
 		return vfs.New()
 	}
+	cached, err := r.cache.options()
+	if err != nil {
+		return nil, err
+	}
 	if err := intFlagIn("--connections", r.connections, 1, rdmafs.MaxConnections); err != nil {
 		return nil, err
 	}
@@ -71,5 +76,5 @@ func (r *remoteFlags) mux(log *slog.Logger, paths ...string) (*vfs.Mux, error) {
 	if token != nil {
 		opts = append(opts, rdmafs.WithToken(token))
 	}
-	return vfs.New(rdmafsfs.With(opts...), s3fs.With(s3opts...))
+	return vfs.New(append(cached, rdmafsfs.With(opts...), s3fs.With(s3opts...))...)
 }

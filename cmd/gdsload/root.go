@@ -23,6 +23,7 @@ staged, the others were; the failures are listed), 130 interrupted.`,
 	addVerbosityFlags(root)
 	root.AddCommand(
 		newLoadCmd(),
+		newCacheCmd(), // cache.go
 		newBenchCmd(),
 		newVersionCmd(),
 		newDevicesCmd(),

@@ -71,6 +71,7 @@ the first failure instead (exit 1).`,
 	f.BoolVar(&o.failFast, "fail-fast", false, "stop at the first source that cannot be staged (default: stage the others, list the failures, exit 3)")
 	f.BoolVar(&o.reverify, "reverify", false, "re-hash files already staged and stage again those that no longer match their recorded digest")
 	o.remote.addFlags(f)
+	o.remote.cache.addFlags(f) // --cache, --cache-limit
 	return cmd
 }
 
@@ -156,7 +157,7 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	// A partial stage prints its result, then fails with the list of
 	// what could not be staged (exit 3).
 	if o.asJSON {
-		if perr := printJSON(cmd.OutOrStdout(), res); perr != nil {
+		if perr := printJSON(cmd.OutOrStdout(), stageCacheJSON{res, o.remote.cache.stats()}); perr != nil {
 			return perr
 		}
 	} else if perr := printStage(cmd.OutOrStdout(), res); perr != nil {

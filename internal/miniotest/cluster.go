@@ -115,6 +115,7 @@ func (c *Cluster) launch(i int) error {
 		"MINIO_BROWSER=off",
 		"MINIO_UPDATE=off",
 		"MINIO_CI_CD=1",
+		"MINIO_PROMETHEUS_AUTH_TYPE=public", // Traffic reads the metrics
 	}
 	if len(c.nodes) > 1 {
 		cmd.Env = append(cmd.Env, "_MINIO_SERVER_LOCAL="+nd.addr)

@@ -8,6 +8,7 @@ import threading
 
 from . import _dlpack, _lazy, _native
 from ._native import InvalidFile, SafetensorError
+from .dataset import _cache_request
 
 
 class MissingTensor(SafetensorError, KeyError):
@@ -162,12 +163,13 @@ def _free_result(doc):
 def _load(filename, device, options):
     path = _path(filename)
     req = {"path": path, "device": _device(device)}
-    for k in ("gpu_path", "direct", "workers", "chunk_size", "token"):
+    for k in ("gpu_path", "direct", "workers", "chunk_size", "token", "cache"):
         v = options.pop(k, None)
         if v is not None:
-            req[k] = v
+            req[k] = os.fspath(v) if k == "cache" else v
     if req.get("token") is None and path.startswith("rdmafs://") and os.environ.get("GDSLOAD_TOKEN"):
         req["token"] = os.environ["GDSLOAD_TOKEN"]
+    _cache_request(req, options.pop("cache_limit", None))
     if options:
         raise TypeError(f"gdsload: unexpected options {sorted(options)}")
     L = _native.lib()
@@ -192,7 +194,11 @@ def load_file(filename, device="cpu", *, stats=None, **options):
     stats: a LoadStats to fill; last_stats() returns it too. Options:
     gpu_path ("auto", "gds", "bounce"), direct ("auto", "on", "off"),
     workers, chunk_size (bytes), token (rdmafs secret; default
-    $GDSLOAD_TOKEN).
+    $GDSLOAD_TOKEN), cache (a folder on a local disk in which to keep
+    copies of s3:// and rdmafs:// files, shared by the node's processes;
+    default $GDSLOAD_CACHE; stats.raw["cache"] says what it did) and
+    cache_limit (bytes or a size such as "200GiB"; default half the free
+    space).
 
     Raises FileNotFoundError, PermissionError, SafetensorError (also a
     ValueError) for a corrupt or unsupported file (the message the gdsload
@@ -247,7 +253,7 @@ class _Slice:
         return t
 
 
-_OPEN_OPTIONS = ("gpu_path", "direct", "workers", "chunk_size", "token", "max_gap")
+_OPEN_OPTIONS = ("gpu_path", "direct", "workers", "chunk_size", "token", "cache", "cache_limit", "max_gap")
 
 
 class safe_open:
@@ -268,8 +274,8 @@ class safe_open:
     KeyError). stats (and last_stats()) says what was read so far:
     stats["bytes_read"] counts the headers and every range read.
 
-    Options: gpu_path, direct, workers, chunk_size, token (as load_file),
-    max_gap (bytes)."""
+    Options: gpu_path, direct, workers, chunk_size, token, cache,
+    cache_limit (as load_file), max_gap (bytes)."""
 
     def __init__(self, filename, framework="pt", device="cpu", **options):
         fw = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}.get(str(framework))

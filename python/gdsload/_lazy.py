@@ -5,8 +5,10 @@ covers; this module only turns Python indices into per-dimension
 (start, step, count) selections and wraps what comes back."""
 
 import operator
+import os
 
 from . import _dlpack, _native
+from .dataset import _cache_request
 from ._native import InvalidFile
 
 
@@ -25,9 +27,10 @@ class Handle:
         L = _native.lib()
         _need_lazy(L)
         req = {"path": path}
-        for k in ("direct", "token"):
+        for k in ("direct", "token", "cache"):
             if options.get(k) is not None:
-                req[k] = options[k]
+                req[k] = os.fspath(options[k]) if k == "cache" else options[k]
+        _cache_request(req, options.get("cache_limit"))
         doc = _native.run_job(L.gdsload_checkpoint_open, req, filename=path, invalid=InvalidFile)
         self.id = doc["checkpoint"]
         self.path = doc["path"]

@@ -49,6 +49,17 @@ def parse_size(v):
     return int(float(num) * _UNITS[unit])
 
 
+def _cache_request(req, limit):
+    """Adds the node-local cache to a request: req's "cache", else
+    $GDSLOAD_CACHE, and limit (bytes, or a size such as "200GiB")."""
+    if req.get("cache") is None and os.environ.get("GDSLOAD_CACHE"):
+        req["cache"] = os.environ["GDSLOAD_CACHE"]
+    if limit is not None:
+        if req.get("cache") is None:
+            raise ValueError("gdsload: cache_limit needs cache= or $GDSLOAD_CACHE")
+        req["cache_limit"] = parse_size(limit)
+
+
 def placement(rank=None, world_size=None):
     """(rank, world size): the arguments, else torch.distributed's when it is
     initialised, else RANK and WORLD_SIZE as torchrun sets them, else (0, 1)."""
@@ -208,11 +219,20 @@ class ShardDataset(IterableDataset):
     StatefulDataLoader asks); ShardLoader's state_dict for a DataLoader with
     workers. A resumed pass yields exactly what the uninterrupted one would
     have yielded after that point.
+
+    cache: a folder on a local disk in which to keep verified copies of
+    s3:// and rdmafs:// shards, shared by every process of the node that
+    names it, so that ranks and epochs fetch each shard once (default
+    $GDSLOAD_CACHE; docs/S3.md, the cache); cache_limit: the most bytes it
+    holds (bytes, or "500GiB"; default half the free space); cache_ahead:
+    shards to download into it ahead of the one being read, in this rank's
+    order, without holding them in memory.
     """
 
     def __init__(self, url, *, seed=0, shuffle=None, shuffle_buffer=0, epochs=1, decode=True,
                  partitions=None, drop_remainder=False, rank=None, world_size=None,
-                 workers=2, prefetch=None, verify=True, token=None, direct="auto", handler=None):
+                 workers=2, prefetch=None, verify=True, token=None, direct="auto", handler=None,
+                 cache=None, cache_limit=None, cache_ahead=0):
         super().__init__()
         self.url = os.fspath(url)
         self.seed = int(seed)
@@ -241,6 +261,9 @@ class ShardDataset(IterableDataset):
             raise TypeError(f"gdsload: handler {handler!r}: want a function of the exception, such as "
                             "gdsload.warn_and_continue")
         self.handler = handler
+        self.cache = None if cache is None else os.fspath(cache)
+        self.cache_limit = cache_limit
+        self.cache_ahead = int(cache_ahead)
         self._first_epoch = 0
         self._resume = None  # a state to start from (load_state_dict)
         self._counts = None  # samples yielded per consumer in this pass
@@ -272,6 +295,11 @@ class ShardDataset(IterableDataset):
         token = self.token or os.environ.get("GDSLOAD_TOKEN")
         if token and self.url.startswith("rdmafs://"):
             req["token"] = token
+        if self.cache is not None:
+            req["cache"] = self.cache
+        _cache_request(req, self.cache_limit)
+        if self.cache_ahead:
+            req["cache_ahead"] = self.cache_ahead
         return req, (rank, world)
 
     def __iter__(self):

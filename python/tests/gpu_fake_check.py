@@ -1,5 +1,5 @@
 """Run by test_gpu_fake in a fresh interpreter whose environment points
-gdsload at the CUDA test double (cufile/fakecuda): loads into "GPU" memory,
+gdsload at the CUDA test double (internal/fakecuda): loads into "GPU" memory,
 reads it back through the double's cudaMemcpy, saves from device pointers,
 and is interrupted mid-load by SIGINT."""
 

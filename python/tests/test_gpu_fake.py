@@ -1,4 +1,4 @@
-"""The GPU path through the CUDA test double (cufile/fakecuda, compiled
+"""The GPU path through the CUDA test double (internal/fakecuda, compiled
 here with the system C compiler): device="cuda:0" lands the bytes in
 (simulated) device memory on the gds or bounce route, DLPack views say
 CUDA, save_file's device-pointer path writes them back, the memory is
@@ -11,7 +11,7 @@ import unittest
 
 from . import helpers
 
-FAKE_SRC = os.path.join(helpers.REPO, "cufile", "fakecuda", "csrc", "fakecuda.c")
+FAKE_SRC = os.path.join(helpers.REPO, "internal", "fakecuda", "csrc", "fakecuda.c")
 
 
 class FakeGPUTest(unittest.TestCase):

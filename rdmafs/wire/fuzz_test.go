@@ -12,7 +12,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(AppendFrame(nil, TypeRead, 1, Read{Length: 10, Flags: ReadRegion, Region: Region{Key: 1}, Name: "a"}.Append(nil)))
 	f.Add(AppendFrame(nil, TypeListOK, 1, ListOK{Entries: []FileInfo{{Name: "x"}}}.Append(nil)))
 	f.Add(AppendFrame(nil, TypeError, 0, ErrorMsg{Code: 1, Message: "m"}.Append(nil)))
-	f.Add(AppendFrame(nil, TypeWelcome, 0, Welcome{1, 1 << 16, 1, 1}.Append(nil)))
+	f.Add(AppendFrame(nil, TypeWelcome, 0, Welcome{1, 1 << 16, 1, 1, 0}.Append(nil)))
 	f.Add([]byte("RF\x01\x0a\x00\x00\x00\x01\xff\xff\xff\xff"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		buf := make([]byte, MaxPayload)

@@ -18,8 +18,20 @@ const (
 // Hello opens a connection (client → server).
 type Hello struct {
 	Nonce [NonceSize]byte
-	Flags uint32 // reserved, zero
+	Flags uint32 // features the client asks for (FlagFileID); servers ignore bits they do not know
 }
+
+// Feature flags a client asks for in HELLO and a server grants in WELCOME.
+// Servers have always ignored HELLO flag bits they do not know, so a client
+// may ask any server; one that does not grant a flag answers as before it.
+const (
+	// FlagFileID: STAT_OK and LIST_OK entries carry the file's change
+	// time, device and inode (FileInfo.HasID).
+	FlagFileID uint32 = 1 << 0
+
+	// KnownFlags are the flags this package encodes and decodes.
+	KnownFlags = FlagFileID
+)
 
 // Challenge answers Hello (server → client). ServerProof proves the server
 // knows the token (zero when Mode is AuthNone).
@@ -40,6 +52,11 @@ type Welcome struct {
 	MaxPayload uint32 // largest frame payload the server accepts
 	MaxRead    uint32 // largest READ length the server accepts
 	Chunk      uint32 // size of the pieces a READ is served in
+	// Flags are the HELLO flags the server grants. The field is on the
+	// wire only when non-zero, which it is only for a client that asked,
+	// so a client that asked for nothing gets the 16-byte WELCOME it
+	// always got.
+	Flags uint32
 }
 
 // ErrorMsg reports a failed request, or a connection-level failure when the
@@ -61,7 +78,20 @@ type FileInfo struct {
 	Size  uint64
 	Mtime int64  // Unix nanoseconds
 	Mode  uint32 // io/fs.FileMode bits
+	// HasID says Ctime, Dev and Ino follow: the server granted FlagFileID.
+	// In a LIST_OK it is the page's (ListOK.HasID), for every entry.
+	HasID bool
+	Ctime int64  // status change time, Unix nanoseconds
+	Dev   uint64 // device and inode on the server: a file replaced
+	Ino   uint64 // (by rename) has another inode
 }
+
+// FileInfoSize and FileIDSize are the encoded sizes of a STAT_OK payload
+// and of the identity fields a granted FlagFileID adds to it.
+const (
+	FileInfoSize = 8 + 8 + 4
+	FileIDSize   = 8 + 8 + 8
+)
 
 // List asks for the entries of a directory, starting at Cursor (0 first).
 type List struct {
@@ -70,12 +100,21 @@ type List struct {
 }
 
 // ListOK carries one page of entries, sorted by name. More is set when
-// another LIST with Next as cursor returns further entries.
+// another LIST with Next as cursor returns further entries. HasID says
+// every entry carries its change time, device and inode (FlagFileID); the
+// entries' own HasID is ignored when encoding and set from it decoding.
 type ListOK struct {
 	Next    uint32
 	More    bool
+	HasID   bool
 	Entries []FileInfo
 }
+
+// LIST_OK flag bits (the byte after next).
+const (
+	listMore  uint8 = 1 << 0
+	listHasID uint8 = 1 << 1
+)
 
 // Read flags.
 const (
@@ -138,7 +177,11 @@ func (m Auth) Append(b []byte) []byte { return append(b, m.Proof[:]...) }
 
 // Append encodes m.
 func (m Welcome) Append(b []byte) []byte {
-	return putU32(putU32(putU32(putU32(b, m.Credits), m.MaxPayload), m.MaxRead), m.Chunk)
+	b = putU32(putU32(putU32(putU32(b, m.Credits), m.MaxPayload), m.MaxRead), m.Chunk)
+	if m.Flags != 0 {
+		b = putU32(b, m.Flags)
+	}
+	return b
 }
 
 // Append encodes m; an over-long message is truncated.
@@ -153,21 +196,27 @@ func (m ErrorMsg) Append(b []byte) []byte {
 // Append encodes m.
 func (m Stat) Append(b []byte) []byte { return putStr(b, m.Name) }
 
-func appendInfo(b []byte, fi FileInfo, withName bool) []byte {
+func appendInfo(b []byte, fi FileInfo, withName, withID bool) []byte {
 	if withName {
 		b = putStr(b, fi.Name)
 	}
-	return putU32(putU64(putU64(b, fi.Size), uint64(fi.Mtime)), fi.Mode)
+	b = putU32(putU64(putU64(b, fi.Size), uint64(fi.Mtime)), fi.Mode)
+	if withID {
+		b = putU64(putU64(putU64(b, uint64(fi.Ctime)), fi.Dev), fi.Ino)
+	}
+	return b
 }
 
-// Append encodes m as a STAT_OK payload.
-func (m FileInfo) Append(b []byte) []byte { return appendInfo(b, m, false) }
+// Append encodes m as a STAT_OK payload: FileInfoSize bytes, and
+// FileIDSize more when m.HasID.
+func (m FileInfo) Append(b []byte) []byte { return appendInfo(b, m, false, m.HasID) }
 
 // Append encodes m.
 func (m List) Append(b []byte) []byte { return putStr(putU32(b, m.Cursor), m.Name) }
 
-// ListEntrySize is the encoded size of one LIST_OK entry named name.
-func ListEntrySize(name string) int { return 2 + len(name) + 8 + 8 + 4 }
+// ListEntrySize is the encoded size of one LIST_OK entry named name,
+// without the identity fields (FileIDSize more each when ListOK.HasID).
+func ListEntrySize(name string) int { return 2 + len(name) + FileInfoSize }
 
 // ListHeaderSize is the encoded size of a LIST_OK payload without entries.
 const ListHeaderSize = 4 + 1 + 2
@@ -175,13 +224,16 @@ const ListHeaderSize = 4 + 1 + 2
 // Append encodes m.
 func (m ListOK) Append(b []byte) []byte {
 	b = putU32(b, m.Next)
-	more := uint8(0)
+	var flags uint8
 	if m.More {
-		more = 1
+		flags |= listMore
 	}
-	b = putU16(append(b, more), uint16(len(m.Entries)))
+	if m.HasID {
+		flags |= listHasID
+	}
+	b = putU16(append(b, flags), uint16(len(m.Entries)))
 	for _, e := range m.Entries {
-		b = appendInfo(b, e, true)
+		b = appendInfo(b, e, true, m.HasID)
 	}
 	return b
 }
@@ -240,9 +292,16 @@ func DecodeAuth(p []byte) (m Auth, err error) {
 }
 
 // DecodeWelcome parses a WELCOME payload and checks the limits are usable.
+// The granted flags are optional: 16 bytes grant none, 20 bytes carry
+// them, non-zero and known.
 func DecodeWelcome(p []byte) (m Welcome, err error) {
 	d := dec{b: p}
 	m.Credits, m.MaxPayload, m.MaxRead, m.Chunk = d.u32(), d.u32(), d.u32(), d.u32()
+	if d.err == nil && len(d.b) != 0 {
+		if m.Flags = d.u32(); d.err == nil && (m.Flags == 0 || m.Flags&^KnownFlags != 0) {
+			return m, fmt.Errorf("%w: WELCOME grants flags 0x%x (known: 0x%x, and zero is sent as no field)", ErrMalformed, m.Flags, KnownFlags)
+		}
+	}
 	if err := d.done(); err != nil {
 		return m, err
 	}
@@ -267,20 +326,27 @@ func DecodeStat(p []byte) (m Stat, err error) {
 	return m, d.done()
 }
 
-func decodeInfo(d *dec, withName bool) (fi FileInfo) {
+func decodeInfo(d *dec, withName, withID bool) (fi FileInfo) {
 	if withName {
 		fi.Name = d.str(MaxNameLen)
 	}
 	fi.Size = d.u64()
 	fi.Mtime = int64(d.u64())
 	fi.Mode = d.u32()
+	if withID {
+		fi.HasID = true
+		fi.Ctime = int64(d.u64())
+		fi.Dev = d.u64()
+		fi.Ino = d.u64()
+	}
 	return fi
 }
 
-// DecodeFileInfo parses a STAT_OK payload.
+// DecodeFileInfo parses a STAT_OK payload: FileInfoSize bytes, or
+// FileInfoSize+FileIDSize with the identity fields (HasID).
 func DecodeFileInfo(p []byte) (FileInfo, error) {
 	d := dec{b: p}
-	fi := decodeInfo(&d, false)
+	fi := decodeInfo(&d, false, len(p) == FileInfoSize+FileIDSize)
 	return fi, d.done()
 }
 
@@ -296,20 +362,24 @@ func DecodeList(p []byte) (m List, err error) {
 func DecodeListOK(p []byte) (m ListOK, err error) {
 	d := dec{b: p}
 	m.Next = d.u32()
-	more := d.u8()
-	if more > 1 && d.err == nil {
-		return m, fmt.Errorf("%w: LIST_OK more flag %d", ErrMalformed, more)
+	flags := d.u8()
+	if flags&^(listMore|listHasID) != 0 && d.err == nil {
+		return m, fmt.Errorf("%w: unknown LIST_OK flags 0x%02x", ErrMalformed, flags)
 	}
-	m.More = more == 1
+	m.More, m.HasID = flags&listMore != 0, flags&listHasID != 0
 	n := int(d.u16())
-	// Each entry takes at least 22 bytes: refuse counts the payload cannot
-	// hold before allocating for them.
-	if d.err == nil && n*ListEntrySize("") > len(d.b) {
+	// Each entry takes at least 22 bytes (46 with identities): refuse
+	// counts the payload cannot hold before allocating for them.
+	least := ListEntrySize("")
+	if m.HasID {
+		least += FileIDSize
+	}
+	if d.err == nil && n*least > len(d.b) {
 		return m, fmt.Errorf("%w: %d entries cannot fit in %d bytes", ErrMalformed, n, len(d.b))
 	}
 	m.Entries = make([]FileInfo, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		m.Entries = append(m.Entries, decodeInfo(&d, true))
+		m.Entries = append(m.Entries, decodeInfo(&d, true, m.HasID))
 	}
 	return m, d.done()
 }

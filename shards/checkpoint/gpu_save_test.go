@@ -5,6 +5,7 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"github.com/gdsload/gdsload/internal/realcufile"
 	"io"
 	"os"
 	"os/exec"
@@ -119,4 +120,69 @@ func TestSaveFromGPUSkipsGDSWithoutDriver(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "--- SKIP: TestSaveFromGPU/gds")
 	require.Contains(t, string(out), "no gds path: cuFileDriverOpen failed: CU_FILE_DRIVER_NOT_INITIALIZED (5001)")
+}
+
+// A sharded checkpoint loaded through gds by NVIDIA's real libcufile (each
+// library in its own process, over the CUDA test double's driver, on an
+// ext4 loop mount that udev knows), with 4 KiB-aligned reads of data
+// regions that are not: every shard takes cuFile in compat mode, and the
+// file saved from GPU memory holds exactly the tensors.
+func TestRealSaveFromGPU(t *testing.T) {
+	realcufile.Each(t, func(t *testing.T, c realcufile.Child) {
+		rt, err := cufile.OpenRuntime(cufile.Config{})
+		require.NoError(t, err)
+		dev, err := rt.Device(0)
+		require.NoError(t, err)
+		cf, err := cufile.OpenCuFile(cufile.Config{})
+		require.NoError(t, err)
+		drv := cf.Driver()
+		require.NoError(t, drv.Open())
+		defer func() { require.NoError(t, drv.Close()) }()
+		dir := filepath.Join(c.Dir, "save")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		s := writeShardedIn(t, dir)
+		ck := openOrSkip(t, s.index, loader.DirectOn)
+		l, err := ck.Load(context.Background(), gpuAllocator(dev, drv, 64<<10), loader.Options{ChunkSize: 64 << 10, Workers: 4})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, l.Close()) }()
+		for _, f := range l.Result.Files {
+			require.Equal(t, loader.RouteGDS, f.Route, "%s: %s", f.Name, f.Reason)
+			require.Equal(t, cufile.ModeCompat, f.GDSMode)
+		}
+
+		out := filepath.Join(dir, "saved.safetensors")
+		res, err := l.Save(context.Background(), out, map[string]string{"format": "pt"}, loader.SaveOptions{})
+		require.NoError(t, err)
+		// The tensors of three shards are concatenated, so the save goes
+		// through pinned buffers.
+		require.Equal(t, loader.RouteBounce, res.Route, res.Reason)
+
+		// One allocation saved whole is written by cuFileWrite.
+		a := l.Allocations[0]
+		rb, ok := a.Dest.(loader.ReadBacker)
+		require.True(t, ok, "%T reads back", a.Dest)
+		one := filepath.Join(dir, "allocation.bin")
+		wres, err := loader.SaveFile(context.Background(), one, loader.DeviceRegion(rb, 0, a.Size), loader.SaveOptions{})
+		require.NoError(t, err)
+		require.Equal(t, loader.RouteGDS, wres.Route, wres.Reason)
+		require.Equal(t, cufile.ModeCompat, wres.GDSMode)
+		shard, err := os.ReadFile(a.File)
+		require.NoError(t, err)
+		saved, err := os.ReadFile(one)
+		require.NoError(t, err)
+		end := min(a.FileOffset+a.Size, int64(len(shard)))
+		require.True(t, bytes.Equal(shard[a.FileOffset:end], saved[:end-a.FileOffset]), "the allocation written by cuFileWrite")
+		f, err := safetensors.Open(out)
+		require.NoError(t, err)
+		defer f.Close()
+		want := s.want()
+		require.Len(t, f.Header.Tensors, len(want))
+		for name, w := range want {
+			ti, ok := f.Header.Tensor(name)
+			require.True(t, ok, name)
+			got, err := io.ReadAll(f.TensorReader(ti))
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(w.Data, got), name)
+		}
+	})
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/cufile"
-	"github.com/gdsload/gdsload/cufile/fakecuda"
+	"github.com/gdsload/gdsload/internal/fakecuda"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/stretchr/testify/require"
 )

@@ -71,10 +71,13 @@ func (s *sharded) want() map[string]safetensors.TensorData {
 // sizes (so data regions and tensors start and end unaligned), a scalar,
 // an empty tensor and, in the first shard, enough bytes for several chunks
 // of 64 KiB.
-func writeSharded(t *testing.T) *sharded {
+func writeSharded(t *testing.T) *sharded { return writeShardedIn(t, t.TempDir()) }
+
+// writeShardedIn is writeSharded into dir.
+func writeShardedIn(t *testing.T, dir string) *sharded {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
-	s := &sharded{dir: t.TempDir(), weightMap: map[string]string{}}
+	s := &sharded{dir: dir, weightMap: map[string]string{}}
 	s.shards = map[string][]safetensors.TensorData{
 		"model-00001-of-00003.safetensors": {
 			tensor(rng, "embed.weight", "BF16", 333, 257),

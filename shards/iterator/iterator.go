@@ -53,6 +53,12 @@ type Options struct {
 	// consumer hands back: beyond Workers decoded shards they wait for one
 	// rather than take fresh memory, unless the consumer waits for theirs.
 	Workers, Prefetch int
+	// CacheAhead opens the shards this many reads ahead of the one being
+	// read, in the rank's order, and closes them unread (0, the default:
+	// none; at most MaxCacheAhead). Through a cache (package vfs/cache)
+	// each such open downloads the shard into it, so reads find their
+	// shards on local disk, without the memory a deeper Prefetch holds.
+	CacheAhead int
 	// SkipChecksum skips checking each shard's digest against the dataset
 	// (its manifest). By default every shard read is checked where the
 	// manifest gives a digest: its CRC-32C when it has one (it detects
@@ -219,8 +225,10 @@ func New(ds *Dataset, opts Options) (*Iterator, error) {
 		return nil, fmt.Errorf("iterator: consumer %d outside %d consumers", opts.Consumer, opts.Consumers)
 	case opts.Consumers > MaxPartitions || int64(opts.WorldSize)*int64(max(opts.Consumers, 1)) > MaxPartitions:
 		return nil, fmt.Errorf("iterator: %d consumers of world size %d: at most %d readers in all", opts.Consumers, opts.WorldSize, MaxPartitions)
-	case opts.Partitions < 0 || opts.Workers < 0 || opts.Prefetch < 0 || opts.ShuffleBytes < 0 || opts.Epochs < 0:
+	case opts.Partitions < 0 || opts.Workers < 0 || opts.Prefetch < 0 || opts.ShuffleBytes < 0 || opts.Epochs < 0 || opts.CacheAhead < 0:
 		return nil, fmt.Errorf("iterator: negative option in %+v", opts)
+	case opts.CacheAhead > MaxCacheAhead:
+		return nil, fmt.Errorf("iterator: cache ahead %d: at most %d", opts.CacheAhead, MaxCacheAhead)
 	case opts.Partitions > MaxPartitions || opts.WorldSize > MaxPartitions:
 		return nil, fmt.Errorf("iterator: %d partitions for world size %d: at most %d", opts.Partitions, opts.WorldSize, MaxPartitions)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"unsafe"
+
+	"github.com/gdsload/gdsload/vfs"
 )
 
 // MapOpener is an optional capability of a ShardOpener: it maps a shard's
@@ -50,7 +52,7 @@ func readRaw(ctx context.Context, op ShardOpener, pool *bufferPool, sh Shard, li
 			return rawShard{}, err
 		}
 	}
-	buf, err := readShard(ctx, op, pool, sh.Name, sh.Bytes, limit)
+	buf, err := readShard(vfs.ExpectSHA256(ctx, sh.SHA256), op, pool, sh.Name, sh.Bytes, limit)
 	if err != nil {
 		return rawShard{}, err
 	}

@@ -114,7 +114,12 @@ func (it *Iterator) startPipeline(epoch int64, lay *layout, sch schedule) *pipel
 			}
 		}
 	})
-	p.wg.Go(func() { it.readLoop(ctx, reads, work) })
+	var gate *aheadGate // ahead.go
+	if it.opts.CacheAhead > 0 {
+		gate = newAheadGate(it.opts.CacheAhead)
+		p.wg.Go(func() { it.warmLoop(ctx, gate, epoch, lay, sch) })
+	}
+	p.wg.Go(func() { it.readLoop(ctx, reads, work, gate) })
 	for range it.opts.Workers {
 		p.wg.Go(func() { it.decodeLoop(ctx, p, work) })
 	}
@@ -190,7 +195,7 @@ func planJobs(lay *layout, v *visit) []*job {
 
 // readLoop reads each job's shard, in order, and hands the job on. After
 // cancellation it drains reads without reading, so dispatch can finish.
-func (it *Iterator) readLoop(ctx context.Context, reads <-chan *job, work chan<- *job) {
+func (it *Iterator) readLoop(ctx context.Context, reads <-chan *job, work chan<- *job, gate *aheadGate) {
 	defer close(work)
 	for j := range reads {
 		if ctx.Err() != nil {
@@ -199,6 +204,7 @@ func (it *Iterator) readLoop(ctx context.Context, reads <-chan *job, work chan<-
 		sh := it.ds.Shards[j.shard]
 		compressed := webdataset.CompressionFromName(sh.Name) != webdataset.None
 		j.raw, j.readErr = readRaw(ctx, it.opts.Opener, it.rawPool, sh, 2*it.opts.maxShardBytes(), compressed)
+		gate.done()
 		select {
 		case work <- j:
 		case <-ctx.Done():

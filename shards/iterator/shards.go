@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/gdsload/gdsload/vfs"
 )
 
 // ShardData is one whole shard as ShardIterator yields it.
@@ -138,7 +140,7 @@ func (it *ShardIterator) startFeed(order []int, sch schedule) *shardFeed {
 			g := sch.global(k)
 			shard := order[g%sch.n]
 			sh := it.ds.Shards[shard]
-			buf, err := readShard(ctx, it.opts.Opener, it.pool, sh.Name, sh.Bytes, 2*it.opts.maxShardBytes())
+			buf, err := readShard(vfs.ExpectSHA256(ctx, sh.SHA256), it.opts.Opener, it.pool, sh.Name, sh.Bytes, 2*it.opts.maxShardBytes())
 			if err == nil {
 				_, err = checkShard(buf, sh, it.opts)
 			}

@@ -109,7 +109,7 @@ func resolveURL(ctx context.Context, m *vfs.Mux, source string, o openOptions) (
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		names, err := webdataset.ShardFilesAt(ctx, m, source)
+		names, err := ShardFilesAt(ctx, m, source)
 		if err != nil {
 			return nil, err
 		}

@@ -1,5 +1,5 @@
 // Package webdataset reads WebDataset shards: POSIX tar archives, plain or
-// compressed with gzip or zstd, whose consecutive members sharing a key form
+// compressed with gzip, zstd or bzip2, whose consecutive members sharing a key form
 // one sample.
 //
 // It owns the member-to-sample grouping rules (matching the WebDataset
@@ -12,5 +12,6 @@
 // shards/iterator's job. It is a format package, like shards/npy and
 // shards/safetensors: it imports neither loader nor vfs, so checking
 // files read through a vfs.Mux against their manifest (Manifests, Checks,
-// ReadManifest, VerifyShards) is package stage's.
+// ReadManifest, VerifyShards) is package stage's, and listing the shards a
+// Mux serves (iterator.ShardFilesAt) is the iterator's.
 package webdataset

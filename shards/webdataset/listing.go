@@ -1,35 +1,29 @@
 package webdataset
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path"
 	"strings"
-
-	"github.com/gdsload/gdsload/vfs"
 )
 
-// ShardFilesAt is ShardFiles for a directory, prefix or local path that m
-// serves (s3://BUCKET/PREFIX/, rdmafs://HOST:PORT/DIR): the shards below
-// dir, subfolders included but for those whose names begin with a dot, as
-// slash-separated paths relative to dir sorted by name. Shards that
-// UnreadShard refuses are an error wrapping ErrUnreadShards naming each.
-func ShardFilesAt(ctx context.Context, m *vfs.Mux, dir string) ([]string, error) {
-	ents, err := m.Walk(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
+// SelectShards is ShardFiles for files listed elsewhere (a walk of an
+// object-store prefix or a remote directory): given the slash-separated
+// paths of the regular files below dir, relative to it and sorted by name,
+// it returns the shards among them, but for those in folders whose names
+// begin with a dot, in the same order. Shards that UnreadShard refuses are
+// an error wrapping ErrUnreadShards naming each.
+func SelectShards(dir string, rels []string) ([]string, error) {
 	var names, unread, how []string
-	for _, e := range ents {
-		if !e.Info.Mode().IsRegular() || inDotFolder(e.Rel) {
+	for _, rel := range rels {
+		if inDotFolder(rel) {
 			continue
 		}
-		base := path.Base(e.Rel)
+		base := path.Base(rel)
 		if c, ok := UnreadShard(base); ok {
-			unread, how = append(unread, e.Rel), append(how, c)
+			unread, how = append(unread, rel), append(how, c)
 		} else if IsShardName(base) {
-			names = append(names, e.Rel) // Walk sorts by name
+			names = append(names, rel)
 		}
 	}
 	if len(unread) > 0 {
@@ -54,15 +48,11 @@ func inDotFolder(rel string) bool {
 // does not list: a reader that goes by the manifest never sees them.
 var ErrUnlisted = errors.New("shards the manifest does not list")
 
-// CheckListed compares the shards in dir (ShardFilesAt: subfolders
-// included) with those man lists, and returns an error wrapping
-// ErrUnlisted that names each shard found but not listed, so that a
-// verified manifest is also a complete one.
-func CheckListed(ctx context.Context, m *vfs.Mux, dir string, man *Manifest) error {
-	names, err := ShardFilesAt(ctx, m, dir)
-	if err != nil {
-		return err
-	}
+// CheckListed compares names, the shards found in dir (SelectShards or
+// ShardFiles: subfolders included), with those man lists, and returns an
+// error wrapping ErrUnlisted that names each shard found but not listed,
+// so that a verified manifest is also a complete one.
+func CheckListed(dir string, names []string, man *Manifest) error {
 	listed := make(map[string]bool, len(man.Shards))
 	for _, s := range man.Shards {
 		listed[s.Name] = true

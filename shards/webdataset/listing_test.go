@@ -5,15 +5,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/gdsload/gdsload/vfs"
 )
 
 // bzip2Shard is a bzip2-compressed shard of samples s0, s1 and s2, each a
@@ -70,12 +70,26 @@ func TestShardFilesRecurse(t *testing.T) {
 	assert.Equal(t, int64(5+4+3+3), m.Samples())
 	require.NoError(t, m.Validate())
 
-	mux, err := vfs.New()
-	require.NoError(t, err)
-	defer mux.Close()
-	at, err := ShardFilesAt(context.Background(), mux, dir)
+	at, err := SelectShards(dir, walk(t, dir))
 	require.NoError(t, err)
 	assert.Equal(t, want, at)
+}
+
+// walk lists the regular files below dir as SelectShards takes them:
+// slash-separated, relative to dir, sorted by name.
+func walk(t *testing.T, dir string) []string {
+	t.Helper()
+	var rels []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		rels = append(rels, filepath.ToSlash(rel))
+		return err
+	}))
+	sort.Strings(rels)
+	return rels
 }
 
 // Shards compressed in a way that is not read are refused by name, not
@@ -91,10 +105,7 @@ func TestShardFilesRefuseUnread(t *testing.T) {
 			assert.Contains(t, err.Error(), name)
 			_, err = BuildManifest(context.Background(), dir)
 			require.ErrorIs(t, err, ErrUnreadShards)
-			mux, err := vfs.New()
-			require.NoError(t, err)
-			defer mux.Close()
-			_, err = ShardFilesAt(context.Background(), mux, dir)
+			_, err = SelectShards(dir, walk(t, dir))
 			require.ErrorIs(t, err, ErrUnreadShards)
 		})
 	}
@@ -151,13 +162,12 @@ func TestCheckListed(t *testing.T) {
 	writeAt(t, dir, "sub/shard-000001.tar", plainShard(t, "b", 2))
 	m, err := BuildManifest(context.Background(), dir)
 	require.NoError(t, err)
-	mux, err := vfs.New()
-	require.NoError(t, err)
-	defer mux.Close()
-	require.NoError(t, CheckListed(context.Background(), mux, dir, m))
+	require.NoError(t, CheckListed(dir, walk(t, dir), m))
 
 	writeAt(t, dir, "sub/shard-000002.tar", plainShard(t, "c", 2))
-	err = CheckListed(context.Background(), mux, dir, m)
+	found, err := SelectShards(dir, walk(t, dir))
+	require.NoError(t, err)
+	err = CheckListed(dir, found, m)
 	require.ErrorIs(t, err, ErrUnlisted)
 	assert.Contains(t, err.Error(), "shards the manifest does not list (1): sub/shard-000002.tar")
 }

@@ -147,9 +147,15 @@ func (f *remoteFile) Name() string { return f.url }
 // ModTime is the modification time the server reported at open.
 func (f *remoteFile) ModTime() time.Time { return f.Stat().ModTime() }
 
-// Identity is the size and modification time the server reported at open.
+// Identity is the size and modification time the server reported at open
+// and, from a server that reports them (rdmafs.FileID), the file's device,
+// inode and change time there.
 func (f *remoteFile) Identity() string {
-	return fmt.Sprintf("size %d mtime %d", f.Size(), f.Stat().ModTime().UnixNano())
+	s := fmt.Sprintf("size %d mtime %d", f.Size(), f.Stat().ModTime().UnixNano())
+	if id, ok := f.Stat().FileID(); ok {
+		s += fmt.Sprintf(" dev %d ino %d ctime %d", id.Dev, id.Ino, id.Ctime.UnixNano())
+	}
+	return s
 }
 
 // Close does nothing: an rdmafs file holds no server state.

@@ -38,6 +38,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +47,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -62,9 +65,39 @@ static char fault[64];
 static long delay_us;
 static size_t used[MAXDEV];
 static long live_pinned, live_streams, live_events, live_handles, live_bufreg, driver_refs;
+/* What callers of the driver API (libcuda: NVIDIA's libcufile) hold,
+ * counted apart from gdsload's runtime calls: libcufile keeps its bounce
+ * buffers and streams until the process exits. */
+static long cu_pinned, cu_streams, cu_events;
+static unsigned long long next_buffer_id;
 static long long async_bytes, cufile_reads, cufile_unaligned, rdma_flushes, misuse;
 static char misuse_what[256];
 static __thread int cur_dev;
+
+/* Devices and contexts. A CUdevice is the ordinal. Each device has one
+ * primary context; cuCtxCreate makes others. Each thread has a stack of
+ * current contexts; the runtime half's device is the top one's. */
+struct ctx {
+  int dev, primary, refs, live;
+};
+static struct ctx primary_ctx[MAXDEV];
+#define CTXDEPTH 16
+static __thread struct ctx *ctx_stack[CTXDEPTH];
+static __thread int ctx_depth;
+
+static struct ctx *current(void) { return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL; }
+
+/* set_current binds c (NULL: none) as the top of the calling thread's
+ * stack and makes its device the runtime half's current device. */
+static void set_current(struct ctx *c) {
+  if (!c) {
+    if (ctx_depth) ctx_depth--;
+    return;
+  }
+  if (!ctx_depth) ctx_depth = 1;
+  ctx_stack[ctx_depth - 1] = c;
+  cur_dev = c->dev;
+}
 
 /* dma-buf descriptors handed out, to count those still open. */
 struct dmabuf {
@@ -93,6 +126,9 @@ struct alloc {
   char *rw;      /* the double's own view */
   size_t n, mapped;
   int dev_id, fd, bufreg;
+  int drv;                     /* made through the driver API (cuMemAlloc) */
+  unsigned long long buffer_id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
+  unsigned sync_memops;
   struct alloc *next;
 };
 static struct alloc *allocs;
@@ -101,6 +137,7 @@ struct pinned {
   char *p;
   size_t n;
   int registered; /* cudaHostRegister, not cudaHostAlloc */
+  int drv;        /* made through the driver API */
   struct pinned *next;
 };
 static struct pinned *pinned_list;
@@ -119,6 +156,10 @@ static void set_defaults(void) {
   if ((e = getenv("FAKECUDA_FAIL"))) snprintf(fault, sizeof fault, "%s", e);
   if ((e = getenv("FAKECUDA_DELAY_US"))) delay_us = atol(e);
   if (ndev > MAXDEV) ndev = MAXDEV;
+  for (int i = 0; i < MAXDEV; i++) {
+    primary_ctx[i].dev = i;
+    primary_ctx[i].primary = 1;
+  }
 }
 
 static void init(void) { pthread_once(&once, set_defaults); }
@@ -215,9 +256,10 @@ EXPORT int fakecuda_control(const char *cmd) {
 EXPORT long long fakecuda_counter(const char *name) {
   long long v = -1;
   pthread_mutex_lock(&mu);
-  if (strcmp(name, "allocs") == 0) {
+  if (strcmp(name, "allocs") == 0 || strcmp(name, "cu_allocs") == 0) {
+    int drv = name[0] == 'c';
     v = 0;
-    for (struct alloc *a = allocs; a; a = a->next) v++;
+    for (struct alloc *a = allocs; a; a = a->next) v += a->drv == drv;
   } else if (strcmp(name, "bufreg") == 0) v = live_bufreg;
   else if (strcmp(name, "dmabufs") == 0) {
     v = 0;
@@ -234,6 +276,9 @@ EXPORT long long fakecuda_counter(const char *name) {
   } else if (strcmp(name, "pinned") == 0) v = live_pinned;
   else if (strcmp(name, "streams") == 0) v = live_streams;
   else if (strcmp(name, "events") == 0) v = live_events;
+  else if (strcmp(name, "cu_pinned") == 0) v = cu_pinned;
+  else if (strcmp(name, "cu_streams") == 0) v = cu_streams;
+  else if (strcmp(name, "cu_events") == 0) v = cu_events;
   else if (strcmp(name, "handles") == 0) v = live_handles;
   else if (strcmp(name, "driver_refs") == 0) v = driver_refs;
   else if (strcmp(name, "async_bytes") == 0) v = async_bytes;
@@ -303,7 +348,7 @@ EXPORT int cudaSetDevice(int d) {
   init();
   if (ndev <= 0) return cudaErrorNoDevice;
   if (d < 0 || d >= ndev) return cudaErrorInvalidDevice;
-  cur_dev = d;
+  set_current(&primary_ctx[d]); /* as the runtime binds the primary context */
   return 0;
 }
 
@@ -351,7 +396,9 @@ static void dev_unmap(void *dev, size_t m) {
   mmap(dev, m, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 }
 
-EXPORT int cudaMalloc(void **p, size_t n) {
+/* dev_alloc allocates n bytes of device memory on device dev; drv says
+ * the driver API asked (cuMemAlloc), not the runtime. */
+static int dev_alloc(void **p, size_t n, int dev, int drv) {
   init();
   *p = NULL;
   if (ndev <= 0) return cudaErrorNoDevice;
@@ -359,7 +406,7 @@ EXPORT int cudaMalloc(void **p, size_t n) {
   size_t m = (n + PAGE - 1) & ~(PAGE - 1);
   if (fault_is("oom", NULL)) return cudaErrorMemoryAllocation;
   pthread_mutex_lock(&mu);
-  bool oom = used[cur_dev] + m > devmem;
+  bool oom = used[dev] + m > devmem;
   pthread_mutex_unlock(&mu);
   if (oom) return cudaErrorMemoryAllocation;
   int fd = memfd_create("fakecuda-device", MFD_CLOEXEC);
@@ -367,37 +414,46 @@ EXPORT int cudaMalloc(void **p, size_t n) {
     if (fd >= 0) close(fd);
     return cudaErrorMemoryAllocation;
   }
-  void *dev = dev_map(fd, m);
+  void *d = dev_map(fd, m);
   void *rw = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (dev == MAP_FAILED || rw == MAP_FAILED) {
-    if (dev != MAP_FAILED) dev_unmap(dev, m);
+  if (d == MAP_FAILED || rw == MAP_FAILED) {
+    if (d != MAP_FAILED) dev_unmap(d, m);
     if (rw != MAP_FAILED) munmap(rw, m);
     close(fd);
     return cudaErrorMemoryAllocation;
   }
   struct alloc *a = calloc(1, sizeof *a);
-  a->dev = (uintptr_t)dev;
+  a->dev = (uintptr_t)d;
   a->rw = rw;
   a->n = n;
   a->mapped = m;
   a->fd = fd;
-  a->dev_id = cur_dev;
+  a->dev_id = dev;
+  a->drv = drv;
   pthread_mutex_lock(&mu);
+  a->buffer_id = ++next_buffer_id;
   a->next = allocs;
   allocs = a;
-  used[cur_dev] += m;
+  used[dev] += m;
   pthread_mutex_unlock(&mu);
-  *p = dev;
+  *p = d;
   return 0;
 }
 
+EXPORT int cudaMalloc(void **p, size_t n) { return dev_alloc(p, n, cur_dev, 0); }
+
 /* Streams: a queue run by the stream's own thread. An op stays at the head
  * of the queue until its copy is done, so pending() sees it. */
+enum { OP_COPY, OP_SET, OP_HOSTFN, OP_WAIT32, OP_WRITE32 };
 struct op {
-  char *dst;
-  const char *src;
+  int kind;
+  char *dst;       /* OP_WAIT32, OP_WRITE32: the 32-bit word */
+  const char *src; /* OP_COPY */
   size_t n;
-  int fail;
+  int fail, val;   /* val: OP_SET's byte, OP_WAIT32's condition */
+  uint32_t value;  /* OP_WAIT32, OP_WRITE32 */
+  void (*fn)(void *);
+  void *arg;
   unsigned long seq;
   struct op *next;
 };
@@ -409,6 +465,7 @@ struct stream {
   unsigned long enq, done;
   int err, stop;
   int refs; /* the stream itself and each event recorded on it; under mu */
+  int drv;  /* made through the driver API */
   pthread_t th;
   struct stream *next; /* in streams, while not destroyed; under mu */
 };
@@ -420,7 +477,7 @@ static bool pending(const char *p, size_t n) {
     bool hit = false;
     pthread_mutex_lock(&s->mu);
     for (struct op *o = s->head; o && !hit; o = o->next)
-      hit = (o->dst < p + n && p < o->dst + o->n) || (o->src < p + n && p < o->src + o->n);
+      hit = (o->dst < p + n && p < o->dst + o->n) || (o->src && o->src < p + n && p < o->src + o->n);
     pthread_mutex_unlock(&s->mu);
     if (hit) return true;
   }
@@ -454,14 +511,16 @@ EXPORT int cudaFree(void *p) {
   return 0;
 }
 
-static void add_pinned(void *p, size_t n, int registered) {
+static void add_pinned(void *p, size_t n, int registered, int drv) {
   struct pinned *h = calloc(1, sizeof *h);
   h->p = p;
   h->n = n;
   h->registered = registered;
+  h->drv = drv;
   h->next = pinned_list;
   pinned_list = h;
-  live_pinned++;
+  if (drv) cu_pinned++;
+  else live_pinned++;
 }
 
 /* take_pinned removes the entry for p made by cudaHostAlloc (registered 0)
@@ -477,26 +536,31 @@ static int take_pinned(void *p, int registered, struct pinned **out) {
     rc = -1;
   } else if (h) {
     *pp = h->next;
-    live_pinned--;
+    if (h->drv) cu_pinned--;
+    else live_pinned--;
     *out = h;
   }
   pthread_mutex_unlock(&mu);
   return rc;
 }
 
-EXPORT int cudaHostAlloc(void **p, size_t n, unsigned flags) {
+static int host_alloc(void **p, size_t n, int drv) {
   init();
-  (void)flags;
   *p = NULL;
   if (ndev <= 0) return cudaErrorNoDevice;
   if (fault_is("oom", NULL)) return cudaErrorMemoryAllocation;
   void *m = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return cudaErrorMemoryAllocation;
   pthread_mutex_lock(&mu);
-  add_pinned(m, n ? n : 1, 0);
+  add_pinned(m, n ? n : 1, 0, drv);
   pthread_mutex_unlock(&mu);
   *p = m;
   return 0;
+}
+
+EXPORT int cudaHostAlloc(void **p, size_t n, unsigned flags) {
+  (void)flags;
+  return host_alloc(p, n, 0);
 }
 
 EXPORT int cudaFreeHost(void *p) {
@@ -515,9 +579,8 @@ EXPORT int cudaFreeHost(void *p) {
 
 /* cudaHostRegister refuses memory that overlaps pinned memory already, as
  * CUDA does (cudaErrorHostMemoryAlreadyRegistered). */
-EXPORT int cudaHostRegister(void *p, size_t n, unsigned flags) {
+static int host_register(void *p, size_t n, int drv) {
   init();
-  (void)flags;
   if (ndev <= 0) return cudaErrorNoDevice;
   if (!p || !n) return cudaErrorInvalidValue;
   pthread_mutex_lock(&mu);
@@ -527,9 +590,14 @@ EXPORT int cudaHostRegister(void *p, size_t n, unsigned flags) {
       return cudaErrorHostMemoryAlreadyRegistered;
     }
   }
-  add_pinned(p, n, 1);
+  add_pinned(p, n, 1, drv);
   pthread_mutex_unlock(&mu);
   return 0;
+}
+
+EXPORT int cudaHostRegister(void *p, size_t n, unsigned flags) {
+  (void)flags;
+  return host_register(p, n, 0);
 }
 
 EXPORT int cudaHostUnregister(void *p) {
@@ -556,6 +624,40 @@ EXPORT int cudaDeviceFlushGPUDirectRDMAWrites(int target, int scope) {
 }
 #endif
 
+/* wait32_met reports whether word meets a cuStreamWaitValue32 condition:
+ * 0 GEQ (cyclic), 1 EQ, 2 AND, 3 NOR. */
+static bool wait32_met(const char *word, uint32_t v, int cond) {
+  uint32_t w = __atomic_load_n((const uint32_t *)word, __ATOMIC_ACQUIRE);
+  switch (cond & 3) {
+  case 0: return (int32_t)(w - v) >= 0;
+  case 1: return w == v;
+  case 2: return (w & v) != 0;
+  default: return ~(w | v) != 0;
+  }
+}
+
+/* run_op does one stream operation (on s's thread, or the caller's for
+ * the null stream, s NULL). A wait ends early when its stream stops. */
+static void run_op(struct op *o, struct stream *s) {
+  switch (o->kind) {
+  case OP_COPY: memcpy(o->dst, o->src, o->n); break;
+  case OP_SET: memset(o->dst, o->val, o->n); break;
+  case OP_HOSTFN: o->fn(o->arg); break;
+  case OP_WRITE32: __atomic_store_n((uint32_t *)o->dst, o->value, __ATOMIC_RELEASE); break;
+  case OP_WAIT32:
+    while (!wait32_met(o->dst, o->value, o->val)) {
+      if (s) {
+        pthread_mutex_lock(&s->mu);
+        int stop = s->stop;
+        pthread_mutex_unlock(&s->mu);
+        if (stop) break;
+      }
+      usleep(20);
+    }
+    break;
+  }
+}
+
 static void *stream_main(void *arg) {
   struct stream *s = arg;
   pthread_mutex_lock(&s->mu);
@@ -565,7 +667,7 @@ static void *stream_main(void *arg) {
     struct op *o = s->head;
     pthread_mutex_unlock(&s->mu);
     if (delay_us > 0) usleep((useconds_t)delay_us);
-    if (!o->fail) memcpy(o->dst, o->src, o->n);
+    if (!o->fail) run_op(o, s);
     pthread_mutex_lock(&s->mu);
     s->head = o->next;
     if (!s->head) s->tail = NULL;
@@ -589,11 +691,11 @@ static void stream_release(struct stream *s) {
   free(s);
 }
 
-EXPORT int cudaStreamCreateWithFlags(void **out, unsigned flags) {
+static int stream_create(void **out, int drv) {
   init();
-  (void)flags;
   if (ndev <= 0) return cudaErrorNoDevice;
   struct stream *s = calloc(1, sizeof *s);
+  s->drv = drv;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->refs = 1;
@@ -604,10 +706,16 @@ EXPORT int cudaStreamCreateWithFlags(void **out, unsigned flags) {
   pthread_mutex_lock(&mu);
   s->next = streams;
   streams = s;
-  live_streams++;
+  if (drv) cu_streams++;
+  else live_streams++;
   pthread_mutex_unlock(&mu);
   *out = s;
   return 0;
+}
+
+EXPORT int cudaStreamCreateWithFlags(void **out, unsigned flags) {
+  (void)flags;
+  return stream_create(out, 0);
 }
 
 static int stream_wait(struct stream *s, unsigned long seq) {
@@ -619,6 +727,9 @@ static int stream_wait(struct stream *s, unsigned long seq) {
 }
 
 /* live_stream reports whether s is a stream not yet destroyed. */
+static int enqueue(void *sp, char *d, const char *s, size_t n, int val);
+static int enqueue_op(void *sp, const struct op *t);
+
 static bool live_stream(struct stream *s) {
   pthread_mutex_lock(&mu);
   struct stream *x = streams;
@@ -660,7 +771,8 @@ EXPORT int cudaStreamDestroy(void *sp) {
     return cudaErrorNotReady;
   }
   *pp = s->next;
-  live_streams--;
+  if (s->drv) cu_streams--;
+  else live_streams--;
   pthread_mutex_unlock(&mu);
   pthread_mutex_lock(&s->mu);
   s->stop = 1;
@@ -699,17 +811,30 @@ EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void 
   const char *s;
   int e = resolve(dst, src, n, kind, &d, &s);
   if (e) return e;
+  return enqueue(sp, d, s, n, 0);
+}
+
+/* enqueue queues a copy of n bytes from s to d (s NULL: a memset of d to
+ * val) on stream sp, or does it now for the null stream. */
+static int enqueue(void *sp, char *d, const char *s, size_t n, int val) {
+  struct op o = {.kind = s ? OP_COPY : OP_SET, .dst = d, .src = s, .n = n, .val = val};
+  return enqueue_op(sp, &o);
+}
+
+/* enqueue_op queues a copy of t on stream sp, or does it now for the
+ * null stream. */
+static int enqueue_op(void *sp, const struct op *t) {
   struct stream *st = sp;
+  size_t n = t->n;
   if (!st) {
-    memcpy(d, s, n);
+    run_op((struct op *)t, NULL);
     return 0;
   }
   if (!live_stream(st)) return cudaErrorInvalidResourceHandle;
   struct op *o = calloc(1, sizeof *o);
-  o->dst = d;
-  o->src = s;
-  o->n = n;
-  o->fail = fault_is("copy", NULL);
+  *o = *t;
+  o->next = NULL;
+  o->fail = (o->kind == OP_COPY || o->kind == OP_SET) && fault_is("copy", NULL);
   pthread_mutex_lock(&st->mu);
   if (st->err) {
     pthread_mutex_unlock(&st->mu);
@@ -733,16 +858,24 @@ EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void 
 struct event {
   struct stream *s;
   unsigned long seq;
+  unsigned flags;       /* 2: CU_EVENT_DISABLE_TIMING */
+  int drv, recorded;    /* made through the driver API; recorded once */
+  struct timespec when; /* when it was last recorded */
 };
 
-EXPORT int cudaEventCreateWithFlags(void **out, unsigned flags) {
-  (void)flags;
-  *out = calloc(1, sizeof(struct event));
+static int event_create(void **out, unsigned flags, int drv) {
+  struct event *e = calloc(1, sizeof(struct event));
+  e->flags = flags;
+  e->drv = drv;
   pthread_mutex_lock(&mu);
-  live_events++;
+  if (drv) cu_events++;
+  else live_events++;
   pthread_mutex_unlock(&mu);
+  *out = e;
   return 0;
 }
+
+EXPORT int cudaEventCreateWithFlags(void **out, unsigned flags) { return event_create(out, flags, 0); }
 
 EXPORT int cudaEventRecord(void *ev, void *sp) {
   struct event *e = ev;
@@ -757,6 +890,8 @@ EXPORT int cudaEventRecord(void *ev, void *sp) {
   if (e->s) stream_release(e->s);
   e->s = s;
   e->seq = 0;
+  e->recorded = 1;
+  clock_gettime(CLOCK_MONOTONIC, &e->when);
   if (s) {
     pthread_mutex_lock(&s->mu);
     e->seq = s->enq;
@@ -786,10 +921,11 @@ EXPORT int cudaEventDestroy(void *ev) {
   struct event *e = ev;
   if (!e) return cudaErrorInvalidResourceHandle;
   if (e->s) stream_release(e->s);
-  free(e);
   pthread_mutex_lock(&mu);
-  live_events--;
+  if (e->drv) cu_events--;
+  else live_events--;
   pthread_mutex_unlock(&mu);
+  free(e);
   return 0;
 }
 
@@ -874,8 +1010,10 @@ EXPORT CUfileError_t cuFileGetVersion(int *v) {
 }
 #endif
 
+/* cuFileDriverGetProperties answers with the driver closed too: NVIDIA's
+ * libcufile opens it again implicitly for this call. */
 EXPORT CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *p) {
-  if (!driver_open()) return cf(5001, 0);
+  init();
   memset(p, 0, sizeof *p);
   pthread_mutex_lock(&mu);
   if (strcmp(mode, "nvfs") == 0) {
@@ -1104,18 +1242,641 @@ EXPORT ssize_t cuFileWrite(void *h, const void *base, size_t size, off_t foff, o
 
 /* ---------------------------------------------------- CUDA driver (libcuda) */
 
-EXPORT int cuInit(unsigned flags) {
-  init();
-  (void)flags;
-  return ndev <= 0 ? 100 : 0;
+/* The driver API half serves NVIDIA's real libcufile, which dlopens
+ * libcuda.so.1 (the double's soname) and looks its entry points up by
+ * name. It works on the same state as the runtime half: device memory
+ * from cuMemAlloc and cudaMalloc is one list, a stream or an event is the
+ * same object under both APIs, and the current context follows
+ * cudaSetDevice as the runtime's does. What it holds is counted apart
+ * (cu_allocs, cu_pinned, cu_streams, cu_events): libcufile keeps its
+ * bounce buffers and streams until the process exits. */
+
+enum {
+  CUDA_SUCCESS = 0,
+  CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
+  CUDA_ERROR_NO_DEVICE = 100,
+  CUDA_ERROR_INVALID_DEVICE = 101,
+  CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
+  CUDA_ERROR_NOT_SUPPORTED = 801,
+};
+
+static FILE *trace_file;
+static void trace_open(void) {
+  const char *p = getenv("FAKECUDA_TRACE");
+  if (p && *p) trace_file = fopen(p, "a");
 }
 
-EXPORT int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+/* trace appends one line per driver call to $FAKECUDA_TRACE when set:
+ * what the real libcufile calls, in which order, and what it got back. */
+static int trace(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int trace(int rc, const char *fmt, ...) {
+  static pthread_once_t topen = PTHREAD_ONCE_INIT;
+  pthread_once(&topen, trace_open);
+  if (!trace_file) return rc;
+  va_list ap;
+  va_start(ap, fmt);
+  flockfile(trace_file);
+  fprintf(trace_file, "[%ld] ", (long)gettid());
+  vfprintf(trace_file, fmt, ap);
+  fprintf(trace_file, " = %d\n", rc);
+  fflush(trace_file);
+  funlockfile(trace_file);
+  va_end(ap);
+  return rc;
+}
 
+EXPORT int cuInit(unsigned flags) {
+  init();
+  return trace(flags ? CUDA_ERROR_INVALID_VALUE : ndev <= 0 ? CUDA_ERROR_NO_DEVICE : 0, "cuInit(%u)", flags);
+}
+
+EXPORT int cuDriverGetVersion(int *v) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  *v = 13000;
+  return trace(0, "cuDriverGetVersion(%d)", *v);
+}
+
+static const char *const error_names[][2] = {
+    {"CUDA_SUCCESS", "no error"},
+    {"CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {"CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {"CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {"CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {"CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {"CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {"CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {"CUDA_ERROR_NOT_READY", "device not ready"},
+    {"CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+    {"CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED", "part or all of the requested memory range is already mapped"},
+    {"CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED", "pointer does not correspond to a registered memory region"},
+    {"CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+};
+static const int error_codes[] = {0, 1, 2, 100, 101, 201, 400, 500, 600, 700, 712, 713, 801};
+
+static int error_index(int e) {
+  for (size_t i = 0; i < sizeof error_codes / sizeof error_codes[0]; i++)
+    if (error_codes[i] == e) return (int)i;
+  return -1;
+}
+
+/* cuGetErrorString and cuGetErrorName answer CUDA_ERROR_INVALID_VALUE,
+ * and NULL, for a code they do not know, as the real ones do. */
 EXPORT int cuGetErrorString(int e, const char **s) {
-  *s = e == 0 ? "no error" : e == 1 ? "invalid argument" : e == 100 ? "no CUDA-capable device is detected"
-      : e == 801 ? "operation not supported" : "unknown error";
+  int i = error_index(e);
+  *s = i < 0 ? NULL : error_names[i][1];
+  return i < 0 ? CUDA_ERROR_INVALID_VALUE : 0;
+}
+
+EXPORT int cuGetErrorName(int e, const char **s) {
+  int i = error_index(e);
+  *s = i < 0 ? NULL : error_names[i][0];
+  return i < 0 ? CUDA_ERROR_INVALID_VALUE : 0;
+}
+
+
+static bool valid_ctx(struct ctx *c) {
+  if (!c) return false;
+  if (c >= primary_ctx && c < primary_ctx + MAXDEV) return c->dev < ndev;
+  return c->live;
+}
+
+static bool valid_dev(int d) { return d >= 0 && d < ndev; }
+
+EXPORT int cuDeviceGetCount(int *n) {
+  init();
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  *n = ndev > 0 ? ndev : 0;
+  return trace(0, "cuDeviceGetCount(%d)", *n);
+}
+
+EXPORT int cuDeviceGet(int *d, int ordinal) {
+  init();
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_dev(ordinal)) return trace(CUDA_ERROR_INVALID_DEVICE, "cuDeviceGet(%d)", ordinal);
+  *d = ordinal;
+  return trace(0, "cuDeviceGet(%d)", ordinal);
+}
+
+EXPORT int cuDeviceGetName(char *name, int len, int d) {
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  snprintf(name, (size_t)len, "fakecuda GPU %d", d);
+  return trace(0, "cuDeviceGetName(%d)", d);
+}
+
+EXPORT int cuDeviceGetUuid_v2(unsigned char *uuid, int d) {
+  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  memcpy(uuid, "fakecuda-uuid-\0\0", 16);
+  uuid[15] = (unsigned char)d;
+  return trace(0, "cuDeviceGetUuid_v2(%d)", d);
+}
+
+/* The PCI address of device d: 0000:(0x81+d):00.0, a bus with no device
+ * in sysfs, so libcufile finds no PCI topology to place it in. */
+#define PCI_BUS(d) (0x81 + (d))
+
+EXPORT int cuDeviceGetAttribute(int *v, int attr, int d) {
+  if (!v) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  switch (attr) {
+  case 1: *v = 1024; break;         /* MAX_THREADS_PER_BLOCK */
+  case 16: *v = 132; break;         /* MULTIPROCESSOR_COUNT */
+  case 18: *v = 0; break;           /* INTEGRATED */
+  case 19: *v = 1; break;           /* CAN_MAP_HOST_MEMORY */
+  case 33: *v = PCI_BUS(d); break;  /* PCI_BUS_ID */
+  case 34: *v = 0; break;           /* PCI_DEVICE_ID */
+  case 41: *v = 1; break;           /* UNIFIED_ADDRESSING */
+  case 50: *v = 0; break;           /* PCI_DOMAIN_ID */
+  case 75: *v = 9; break;           /* COMPUTE_CAPABILITY_MAJOR */
+  case 76: *v = 0; break;           /* COMPUTE_CAPABILITY_MINOR */
+  case 83: *v = 1; break;           /* MANAGED_MEMORY */
+  case 91: *v = 1; break;           /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM */
+  case 116: *v = 1; break;          /* GPU_DIRECT_RDMA_SUPPORTED */
+  case 124: *v = 1; break;          /* DMA_BUF_SUPPORTED */
+  default: *v = 0;
+  }
+  return trace(0, "cuDeviceGetAttribute(attr %d, dev %d) -> %d", attr, d, *v);
+}
+
+EXPORT int cuDeviceCanAccessPeer(int *can, int d, int peer) {
+  if (!can) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_dev(d) || !valid_dev(peer)) return CUDA_ERROR_INVALID_DEVICE;
+  *can = d != peer;
+  return trace(0, "cuDeviceCanAccessPeer(%d, %d) -> %d", d, peer, *can);
+}
+
+EXPORT int cuDevicePrimaryCtxRetain(void **out, int d) {
+  init();
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_dev(d)) return trace(CUDA_ERROR_INVALID_DEVICE, "cuDevicePrimaryCtxRetain(%d)", d);
+  pthread_mutex_lock(&mu);
+  primary_ctx[d].dev = d;
+  primary_ctx[d].primary = 1;
+  primary_ctx[d].refs++;
+  pthread_mutex_unlock(&mu);
+  *out = &primary_ctx[d];
+  return trace(0, "cuDevicePrimaryCtxRetain(%d) -> %p", d, *out);
+}
+
+EXPORT int cuDevicePrimaryCtxRelease(int d) {
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  pthread_mutex_lock(&mu);
+  int rc = primary_ctx[d].refs > 0 ? 0 : CUDA_ERROR_INVALID_CONTEXT;
+  if (!rc) primary_ctx[d].refs--;
+  pthread_mutex_unlock(&mu);
+  return trace(rc, "cuDevicePrimaryCtxRelease(%d)", d);
+}
+
+EXPORT int cuCtxCreate_v2(void **out, unsigned flags, int d) {
+  init();
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_dev(d)) return CUDA_ERROR_INVALID_DEVICE;
+  struct ctx *c = calloc(1, sizeof *c);
+  c->dev = d;
+  c->live = 1;
+  c->refs = 1;
+  if (ctx_depth < CTXDEPTH) ctx_stack[ctx_depth++] = c;
+  cur_dev = d;
+  *out = c;
+  return trace(0, "cuCtxCreate_v2(flags %u, dev %d) -> %p", flags, d, *out);
+}
+
+/* cuCtxDestroy_v2 marks a created context dead (never freed, so a stale
+ * pointer stays recognisably invalid) and unbinds it from this thread. */
+EXPORT int cuCtxDestroy_v2(void *cp) {
+  struct ctx *c = cp;
+  if (!valid_ctx(c) || c->primary) return trace(CUDA_ERROR_INVALID_CONTEXT, "cuCtxDestroy_v2(%p)", cp);
+  c->live = 0;
+  if (current() == c) set_current(NULL);
+  return trace(0, "cuCtxDestroy_v2(%p)", cp);
+}
+
+EXPORT int cuCtxGetCurrent(void **out) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  *out = current();
+  return trace(0, "cuCtxGetCurrent() -> %p", *out);
+}
+
+EXPORT int cuCtxSetCurrent(void *cp) {
+  if (cp && !valid_ctx(cp)) return trace(CUDA_ERROR_INVALID_CONTEXT, "cuCtxSetCurrent(%p)", cp);
+  set_current(cp);
+  return trace(0, "cuCtxSetCurrent(%p)", cp);
+}
+
+EXPORT int cuCtxPushCurrent_v2(void *cp) {
+  if (!valid_ctx(cp) || ctx_depth >= CTXDEPTH) return trace(CUDA_ERROR_INVALID_VALUE, "cuCtxPushCurrent_v2(%p)", cp);
+  ctx_stack[ctx_depth++] = cp;
+  cur_dev = ((struct ctx *)cp)->dev;
+  return trace(0, "cuCtxPushCurrent_v2(%p)", cp);
+}
+
+EXPORT int cuCtxPopCurrent_v2(void **out) {
+  if (!ctx_depth) return trace(CUDA_ERROR_INVALID_CONTEXT, "cuCtxPopCurrent_v2()");
+  struct ctx *c = ctx_stack[--ctx_depth];
+  if (out) *out = c;
+  if (current()) cur_dev = current()->dev;
+  return trace(0, "cuCtxPopCurrent_v2() -> %p", (void *)c);
+}
+
+EXPORT int cuCtxGetDevice(int *d) {
+  if (!d) return CUDA_ERROR_INVALID_VALUE;
+  struct ctx *c = current();
+  if (!c) return trace(CUDA_ERROR_INVALID_CONTEXT, "cuCtxGetDevice()");
+  *d = c->dev;
+  return trace(0, "cuCtxGetDevice() -> %d", *d);
+}
+
+EXPORT int cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+  if (!current()) return trace(CUDA_ERROR_INVALID_CONTEXT, "cuCtxGetStreamPriorityRange()");
+  if (least) *least = 0;
+  if (greatest) *greatest = -5;
+  return trace(0, "cuCtxGetStreamPriorityRange()");
+}
+
+EXPORT int cuCtxEnablePeerAccess(void *cp, unsigned flags) {
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!valid_ctx(cp) || flags) return CUDA_ERROR_INVALID_VALUE;
+  return trace(0, "cuCtxEnablePeerAccess(%p)", cp);
+}
+
+/* need_ctx is what the driver answers a call that needs a current
+ * context on a thread without one. */
+#define NEED_CTX(name)                                                                                      \
+  do {                                                                                                      \
+    if (!current()) return trace(CUDA_ERROR_INVALID_CONTEXT, "%s without a current context", name);        \
+  } while (0)
+
+/* Memory. */
+
+EXPORT int cuMemAlloc_v2(unsigned long long *p, size_t n) {
+  NEED_CTX("cuMemAlloc_v2");
+  if (!p || !n) return CUDA_ERROR_INVALID_VALUE;
+  void *d;
+  int rc = dev_alloc(&d, n, current()->dev, 1);
+  *p = (uintptr_t)d;
+  return trace(rc, "cuMemAlloc_v2(%zu) -> %#llx", n, *p);
+}
+
+EXPORT int cuMemFree_v2(unsigned long long p) { return trace(cudaFree((void *)(uintptr_t)p), "cuMemFree_v2(%#llx)", p); }
+
+/* cuMemAllocManaged is refused: unified memory lies outside the double. */
+EXPORT int cuMemAllocManaged(unsigned long long *p, size_t n, unsigned flags) {
+  (void)p;
+  return trace(CUDA_ERROR_NOT_SUPPORTED, "cuMemAllocManaged(%zu, %u)", n, flags);
+}
+
+EXPORT int cuMemAllocHost_v2(void **p, size_t n) {
+  NEED_CTX("cuMemAllocHost_v2");
+  if (!p || !n) return CUDA_ERROR_INVALID_VALUE;
+  int rc = host_alloc(p, n, 1);
+  return trace(rc, "cuMemAllocHost_v2(%zu) -> %p", n, *p);
+}
+
+EXPORT int cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+  NEED_CTX("cuMemHostAlloc");
+  if (!p || !n) return CUDA_ERROR_INVALID_VALUE;
+  int rc = host_alloc(p, n, 1);
+  return trace(rc, "cuMemHostAlloc(%zu, %u) -> %p", n, flags, *p);
+}
+
+EXPORT int cuMemFreeHost(void *p) { return trace(cudaFreeHost(p), "cuMemFreeHost(%p)", p); }
+
+EXPORT int cuMemHostRegister_v2(void *p, size_t n, unsigned flags) {
+  NEED_CTX("cuMemHostRegister_v2");
+  return trace(host_register(p, n, 1), "cuMemHostRegister_v2(%p, %zu, %u)", p, n, flags);
+}
+
+EXPORT int cuMemHostUnregister(void *p) { return trace(cudaHostUnregister(p), "cuMemHostUnregister(%p)", p); }
+
+/* pinned_at returns the pinned host range holding [p, p+n), or NULL. */
+static struct pinned *pinned_at(const char *p, size_t n) {
+  struct pinned *hit = NULL;
+  pthread_mutex_lock(&mu);
+  for (struct pinned *h = pinned_list; h && !hit; h = h->next)
+    if (p >= h->p && p - h->p <= (ptrdiff_t)h->n && n <= h->n - (size_t)(p - h->p)) hit = h;
+  pthread_mutex_unlock(&mu);
+  return hit;
+}
+
+/* cuMemHostGetDevicePointer_v2: with unified addressing a pinned host
+ * pointer is its own device pointer. */
+EXPORT int cuMemHostGetDevicePointer_v2(unsigned long long *d, void *p, unsigned flags) {
+  if (!d || flags) return CUDA_ERROR_INVALID_VALUE;
+  if (!pinned_at(p, 0)) return trace(CUDA_ERROR_INVALID_VALUE, "cuMemHostGetDevicePointer_v2(%p) of memory not pinned", p);
+  *d = (uintptr_t)p;
+  return trace(0, "cuMemHostGetDevicePointer_v2(%p)", p);
+}
+
+/* alloc_at returns the allocation that p lies inside (not just past its
+ * end), or NULL. Caller holds mu. */
+static struct alloc *alloc_at(uintptr_t p) {
+  for (struct alloc *a = allocs; a; a = a->next)
+    if (p >= a->dev && p - a->dev < a->n) return a;
+  return NULL;
+}
+
+EXPORT int cuMemGetAddressRange_v2(unsigned long long *base, size_t *size, unsigned long long p) {
+  pthread_mutex_lock(&mu);
+  struct alloc *a = alloc_at((uintptr_t)p);
+  if (a) {
+    if (base) *base = a->dev;
+    if (size) *size = a->n;
+  }
+  pthread_mutex_unlock(&mu);
+  return trace(a ? 0 : CUDA_ERROR_NOT_FOUND, "cuMemGetAddressRange_v2(%#llx)", p);
+}
+
+/* Pointer attributes (cuda.h's CUpointer_attribute). */
+enum {
+  PA_CONTEXT = 1, PA_MEMORY_TYPE, PA_DEVICE_POINTER, PA_HOST_POINTER, PA_P2P_TOKENS, PA_SYNC_MEMOPS,
+  PA_BUFFER_ID, PA_IS_MANAGED, PA_DEVICE_ORDINAL, PA_IS_LEGACY_CUDA_IPC_CAPABLE, PA_RANGE_START_ADDR,
+  PA_RANGE_SIZE, PA_MAPPED, PA_ALLOWED_HANDLE_TYPES, PA_IS_GPU_DIRECT_RDMA_CAPABLE, PA_ACCESS_FLAGS,
+  PA_MEMPOOL_HANDLE, PA_MAPPING_SIZE, PA_MAPPING_BASE_ADDR, PA_MEMORY_BLOCK_ID,
+};
+enum { MEMORYTYPE_HOST = 1, MEMORYTYPE_DEVICE = 2 };
+
+/* attr_size is the size of attribute attr's value, 0 for an unknown one. */
+static size_t attr_size(int attr) {
+  switch (attr) {
+  case PA_CONTEXT: case PA_HOST_POINTER: case PA_MEMPOOL_HANDLE: case PA_RANGE_START_ADDR:
+  case PA_MAPPING_BASE_ADDR: case PA_DEVICE_POINTER: return sizeof(void *);
+  case PA_MEMORY_TYPE: case PA_SYNC_MEMOPS: case PA_IS_MANAGED: case PA_DEVICE_ORDINAL:
+  case PA_IS_LEGACY_CUDA_IPC_CAPABLE: case PA_MAPPED: case PA_IS_GPU_DIRECT_RDMA_CAPABLE:
+  case PA_ACCESS_FLAGS: return sizeof(int);
+  case PA_P2P_TOKENS: return 2 * sizeof(unsigned long long);
+  case PA_BUFFER_ID: case PA_ALLOWED_HANDLE_TYPES: case PA_MEMORY_BLOCK_ID: return sizeof(unsigned long long);
+  case PA_RANGE_SIZE: case PA_MAPPING_SIZE: return sizeof(size_t);
+  }
   return 0;
+}
+
+/* pointer_attr answers one attribute of p; it returns CUDA_ERROR_INVALID_VALUE
+ * for a pointer the double does not know (host memory never pinned). */
+static int pointer_attr(void *data, int attr, uintptr_t p) {
+  union {
+    void *ptr;
+    unsigned u;
+    int i;
+    unsigned long long ull;
+    size_t sz;
+    unsigned long long tokens[2];
+  } v;
+  size_t size = attr_size(attr);
+  if (!data || !size) return CUDA_ERROR_INVALID_VALUE;
+  memset(&v, 0, sizeof v);
+  pthread_mutex_lock(&mu);
+  struct alloc *a = alloc_at(p);
+  struct alloc snap = a ? *a : (struct alloc){0};
+  pthread_mutex_unlock(&mu);
+  struct pinned *h = a ? NULL : pinned_at((const char *)p, 0);
+  if (!a && !h) return CUDA_ERROR_INVALID_VALUE;
+  int dev = a ? snap.dev_id : 0;
+  switch (attr) {
+  case PA_CONTEXT: v.ptr = &primary_ctx[dev]; break;
+  case PA_MEMORY_TYPE: v.u = a ? MEMORYTYPE_DEVICE : MEMORYTYPE_HOST; break;
+  case PA_DEVICE_POINTER: v.ptr = (void *)p; break;
+  case PA_HOST_POINTER:
+    if (a) return CUDA_ERROR_INVALID_VALUE; /* device memory has no host view */
+    v.ptr = (void *)p;
+    break;
+  case PA_P2P_TOKENS:
+    if (!a) return CUDA_ERROR_INVALID_VALUE;
+    v.tokens[0] = snap.buffer_id;
+    v.tokens[1] = 1;
+    break;
+  case PA_SYNC_MEMOPS: v.u = a ? snap.sync_memops : 1; break;
+  case PA_BUFFER_ID: case PA_MEMORY_BLOCK_ID: v.ull = a ? snap.buffer_id : (uintptr_t)h; break;
+  case PA_IS_MANAGED: v.u = 0; break;
+  case PA_DEVICE_ORDINAL: v.i = dev; break;
+  case PA_IS_LEGACY_CUDA_IPC_CAPABLE: v.u = a != NULL; break;
+  case PA_RANGE_START_ADDR: case PA_MAPPING_BASE_ADDR: v.ptr = a ? (void *)snap.dev : h->p; break;
+  case PA_RANGE_SIZE: case PA_MAPPING_SIZE: v.sz = a ? snap.n : h->n; break;
+  case PA_MAPPED: v.u = 1; break;
+  case PA_ALLOWED_HANDLE_TYPES: v.ull = 0; break;
+  case PA_IS_GPU_DIRECT_RDMA_CAPABLE: v.u = a != NULL; break;
+  case PA_ACCESS_FLAGS: v.u = 3; break; /* CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE */
+  case PA_MEMPOOL_HANDLE: v.ptr = NULL; break;
+  }
+  memcpy(data, &v, size);
+  return 0;
+}
+
+EXPORT int cuPointerGetAttribute(void *data, int attr, unsigned long long p) {
+  return trace(pointer_attr(data, attr, (uintptr_t)p), "cuPointerGetAttribute(attr %d, %#llx)", attr, p);
+}
+
+/* cuPointerGetAttributes, unlike cuPointerGetAttribute, succeeds for a
+ * pointer CUDA does not know, with every value zero (memory type 0). */
+EXPORT int cuPointerGetAttributes(unsigned n, int *attrs, void **data, unsigned long long p) {
+  if (!attrs || !data) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < n; i++) {
+    size_t size = attr_size(attrs[i]);
+    if (!size || !data[i]) return trace(CUDA_ERROR_INVALID_VALUE, "cuPointerGetAttributes(attr %d, %#llx)", attrs[i], p);
+    int rc = pointer_attr(data[i], attrs[i], (uintptr_t)p);
+    if (rc) memset(data[i], 0, size);
+    trace(rc, "cuPointerGetAttributes[%u](attr %d, %#llx)", i, attrs[i], p);
+  }
+  return 0;
+}
+
+/* Copies. An address is device memory when an allocation holds it, else
+ * host memory (pinned or not), as unified addressing decides. */
+
+/* view returns where the double reaches n bytes at p: the allocation's
+ * own view for device memory, p itself for host memory (want_dev -1),
+ * or NULL where p is not of the kind wanted (1 device, 0 host). */
+static char *view(uintptr_t p, size_t n, int want_dev) {
+  char *r = rw_of(p, n);
+  if (r) return want_dev == 0 ? NULL : r;
+  if (want_dev == 1) return NULL;
+  return (char *)p;
+}
+
+static int copy(const char *name, uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t n, void *stream) {
+  if (!current()) return trace(CUDA_ERROR_INVALID_CONTEXT, "%s without a current context", name);
+  char *d = view(dst, n, dst_dev);
+  const char *s = view(src, n, src_dev);
+  if (!d || !s) return trace(CUDA_ERROR_INVALID_VALUE, "%s(%#lx <- %#lx, %zu) outside memory of that kind", name,
+                             (unsigned long)dst, (unsigned long)src, n);
+  if (n == 0) return trace(0, "%s(0 bytes)", name);
+  return trace(enqueue(stream, d, s, n, 0), "%s(%#lx <- %#lx, %zu, stream %p)", name, (unsigned long)dst,
+               (unsigned long)src, n, stream);
+}
+
+EXPORT int cuMemcpy(unsigned long long dst, unsigned long long src, size_t n) {
+  return copy("cuMemcpy", dst, -1, src, -1, n, NULL);
+}
+EXPORT int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n, void *s) {
+  return copy("cuMemcpyAsync", dst, -1, src, -1, n, s);
+}
+EXPORT int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t n) {
+  return copy("cuMemcpyHtoD_v2", dst, 1, (uintptr_t)src, 0, n, NULL);
+}
+EXPORT int cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t n) {
+  return copy("cuMemcpyDtoH_v2", (uintptr_t)dst, 0, src, 1, n, NULL);
+}
+EXPORT int cuMemcpyHtoDAsync_v2(unsigned long long dst, const void *src, size_t n, void *s) {
+  return copy("cuMemcpyHtoDAsync_v2", dst, 1, (uintptr_t)src, 0, n, s);
+}
+EXPORT int cuMemcpyDtoHAsync_v2(void *dst, unsigned long long src, size_t n, void *s) {
+  return copy("cuMemcpyDtoHAsync_v2", (uintptr_t)dst, 0, src, 1, n, s);
+}
+EXPORT int cuMemcpyPeer(unsigned long long dst, void *dctx, unsigned long long src, void *sctx, size_t n) {
+  if (!valid_ctx(dctx) || !valid_ctx(sctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  return copy("cuMemcpyPeer", dst, 1, src, 1, n, NULL);
+}
+EXPORT int cuMemcpyPeerAsync(unsigned long long dst, void *dctx, unsigned long long src, void *sctx, size_t n,
+                             void *s) {
+  if (!valid_ctx(dctx) || !valid_ctx(sctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  return copy("cuMemcpyPeerAsync", dst, 1, src, 1, n, s);
+}
+
+static int memset8(const char *name, unsigned long long dst, unsigned char v, size_t n, void *s) {
+  if (!current()) return trace(CUDA_ERROR_INVALID_CONTEXT, "%s without a current context", name);
+  char *d = view(dst, n, -1);
+  if (!d) return trace(CUDA_ERROR_INVALID_VALUE, "%s(%#llx, %zu)", name, dst, n);
+  return trace(n ? enqueue(s, d, NULL, n, v) : 0, "%s(%#llx, %u, %zu, stream %p)", name, dst, v, n, s);
+}
+EXPORT int cuMemsetD8_v2(unsigned long long dst, unsigned char v, size_t n) {
+  return memset8("cuMemsetD8_v2", dst, v, n, NULL);
+}
+EXPORT int cuMemsetD8Async(unsigned long long dst, unsigned char v, size_t n, void *s) {
+  return memset8("cuMemsetD8Async", dst, v, n, s);
+}
+
+/* Streams and events: the runtime half's. */
+
+EXPORT int cuStreamCreate(void **out, unsigned flags) {
+  NEED_CTX("cuStreamCreate");
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  int rc = stream_create(out, 1);
+  return trace(rc, "cuStreamCreate(%u) -> %p", flags, *out);
+}
+
+EXPORT int cuStreamCreateWithPriority(void **out, unsigned flags, int prio) {
+  NEED_CTX("cuStreamCreateWithPriority");
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  int rc = stream_create(out, 1);
+  return trace(rc, "cuStreamCreateWithPriority(%u, %d) -> %p", flags, prio, *out);
+}
+
+EXPORT int cuStreamDestroy_v2(void *s) { return trace(cudaStreamDestroy(s), "cuStreamDestroy_v2(%p)", s); }
+
+EXPORT int cuStreamSynchronize(void *s) { return trace(cudaStreamSynchronize(s), "cuStreamSynchronize(%p)", s); }
+
+/* cuStreamWaitEvent makes later work on s wait for ev; the double waits
+ * here, on the calling thread, which orders the same. */
+EXPORT int cuStreamWaitEvent(void *s, void *ev, unsigned flags) {
+  if (s && !live_stream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  return trace(cudaEventSynchronize(ev), "cuStreamWaitEvent(%p, %p, %u)", s, ev, flags);
+}
+
+EXPORT int cuEventCreate(void **out, unsigned flags) {
+  NEED_CTX("cuEventCreate");
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  int rc = event_create(out, flags, 1);
+  return trace(rc, "cuEventCreate(%u) -> %p", flags, *out);
+}
+EXPORT int cuEventRecord(void *ev, void *s) { return trace(cudaEventRecord(ev, s), "cuEventRecord(%p, %p)", ev, s); }
+EXPORT int cuEventQuery(void *ev) { return trace(cudaEventQuery(ev), "cuEventQuery(%p)", ev); }
+EXPORT int cuEventSynchronize(void *ev) { return trace(cudaEventSynchronize(ev), "cuEventSynchronize(%p)", ev); }
+EXPORT int cuEventDestroy_v2(void *ev) { return trace(cudaEventDestroy(ev), "cuEventDestroy_v2(%p)", ev); }
+
+/* cuEventElapsedTime: milliseconds between the two recordings; both must
+ * have been recorded, have completed and keep timing. */
+EXPORT int cuEventElapsedTime(float *ms, void *start, void *end) {
+  struct event *a = start, *b = end;
+  if (!ms || !a || !b) return CUDA_ERROR_INVALID_HANDLE;
+  if (!a->recorded || !b->recorded || (a->flags & 2) || (b->flags & 2)) return CUDA_ERROR_INVALID_HANDLE;
+  int rc = cudaEventQuery(a);
+  if (!rc) rc = cudaEventQuery(b);
+  if (rc) return rc;
+  *ms = (float)((b->when.tv_sec - a->when.tv_sec) * 1e3 + (b->when.tv_nsec - a->when.tv_nsec) / 1e6);
+  return trace(0, "cuEventElapsedTime() -> %f", *ms);
+}
+
+/* Inter-process sharing is refused: the double's memory is per process. */
+EXPORT int cuIpcGetMemHandle(void *h, unsigned long long p) {
+  (void)h;
+  return trace(CUDA_ERROR_NOT_SUPPORTED, "cuIpcGetMemHandle(%#llx)", p);
+}
+EXPORT int cuIpcOpenMemHandle(unsigned long long *p, const void *h, unsigned flags) {
+  (void)p, (void)h;
+  return trace(CUDA_ERROR_NOT_SUPPORTED, "cuIpcOpenMemHandle(%u)", flags);
+}
+EXPORT int cuIpcCloseMemHandle(unsigned long long p) {
+  return trace(CUDA_ERROR_INVALID_VALUE, "cuIpcCloseMemHandle(%#llx)", p);
+}
+EXPORT int cuIpcGetEventHandle(void *h, void *ev) {
+  (void)h;
+  return trace(CUDA_ERROR_NOT_SUPPORTED, "cuIpcGetEventHandle(%p)", ev);
+}
+EXPORT int cuIpcOpenEventHandle(void **ev, const void *h) {
+  (void)ev, (void)h;
+  return trace(CUDA_ERROR_NOT_SUPPORTED, "cuIpcOpenEventHandle()");
+}
+
+/* cuLaunchHostFunc runs fn(arg) on the stream's thread once the work
+ * queued before it is done. */
+EXPORT int cuLaunchHostFunc(void *s, void (*fn)(void *), void *arg) {
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  struct op o = {.kind = OP_HOSTFN, .fn = fn, .arg = arg};
+  return trace(enqueue_op(s, &o), "cuLaunchHostFunc(%p)", s);
+}
+
+/* word32 is where the double reaches the 32-bit word at addr: device
+ * memory, or pinned host memory (its own address). */
+static char *word32(unsigned long long addr) {
+  if (addr % 4) return NULL;
+  char *d = rw_of((uintptr_t)addr, 4);
+  if (d) return d;
+  return pinned_at((const char *)(uintptr_t)addr, 4) ? (char *)(uintptr_t)addr : NULL;
+}
+
+/* cuStreamWaitValue32 holds later work on s until the word meets the
+ * condition in flags; cuStreamWriteValue32 writes it in stream order. */
+static int wait_value32(const char *name, void *s, unsigned long long addr, uint32_t v, unsigned flags) {
+  char *w = word32(addr);
+  if (!w) return trace(CUDA_ERROR_INVALID_VALUE, "%s(%#llx) outside device or pinned memory", name, addr);
+  struct op o = {.kind = OP_WAIT32, .dst = w, .n = 4, .value = v, .val = (int)(flags & 3)};
+  return trace(enqueue_op(s, &o), "%s(%p, %#llx, %u, %u)", name, s, addr, v, flags);
+}
+static int write_value32(const char *name, void *s, unsigned long long addr, uint32_t v, unsigned flags) {
+  char *w = word32(addr);
+  if (!w) return trace(CUDA_ERROR_INVALID_VALUE, "%s(%#llx) outside device or pinned memory", name, addr);
+  struct op o = {.kind = OP_WRITE32, .dst = w, .n = 4, .value = v};
+  return trace(enqueue_op(s, &o), "%s(%p, %#llx, %u, %u)", name, s, addr, v, flags);
+}
+EXPORT int cuStreamWaitValue32(void *s, unsigned long long a, uint32_t v, unsigned f) {
+  return wait_value32("cuStreamWaitValue32", s, a, v, f);
+}
+EXPORT int cuStreamWaitValue32_v2(void *s, unsigned long long a, uint32_t v, unsigned f) {
+  return wait_value32("cuStreamWaitValue32_v2", s, a, v, f);
+}
+EXPORT int cuStreamWriteValue32(void *s, unsigned long long a, uint32_t v, unsigned f) {
+  return write_value32("cuStreamWriteValue32", s, a, v, f);
+}
+EXPORT int cuStreamWriteValue32_v2(void *s, unsigned long long a, uint32_t v, unsigned f) {
+  return write_value32("cuStreamWriteValue32_v2", s, a, v, f);
+}
+
+EXPORT int cuDevicePrimaryCtxRelease_v2(int d) { return cuDevicePrimaryCtxRelease(d); }
+
+EXPORT int cuIpcOpenMemHandle_v2(unsigned long long *p, const void *h, unsigned flags) {
+  return cuIpcOpenMemHandle(p, h, flags);
+}
+
+/* cuGetExportTable hands out the driver's private tables, which only
+ * NVIDIA's runtime knows: the double has none. */
+EXPORT int cuGetExportTable(const void **table, const void *id) {
+  (void)id;
+  if (table) *table = NULL;
+  return trace(CUDA_ERROR_NOT_SUPPORTED, "cuGetExportTable()");
 }
 
 /* cuMemGetHandleForAddressRange hands out a dma-buf fd (type 1): here a dup
@@ -1159,5 +1920,9 @@ EXPORT int cuMemGetHandleForAddressRange(void *handle, unsigned long long dptr, 
 EXPORT int cuPointerSetAttribute(const void *value, int attr, unsigned long long ptr) {
   if (!value || attr != 6) return 1; /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS */
   if (fault_is("sync_memops", NULL)) return 801;
-  return rw_of((uintptr_t)ptr, 0) ? 0 : 1;
+  pthread_mutex_lock(&mu);
+  struct alloc *a = alloc_at((uintptr_t)ptr);
+  if (a) a->sync_memops = *(const unsigned *)value;
+  pthread_mutex_unlock(&mu);
+  return trace(a ? 0 : 1, "cuPointerSetAttribute(attr %d, %#llx)", attr, ptr);
 }

@@ -1,14 +1,47 @@
-// Package fakecuda builds and drives a C test double of the parts of
-// libcudart, libcufile and libcuda that gdsload calls, so the cufile
-// bindings and the GPU data paths can be tested on machines without a GPU.
+// Package fakecuda (internal/fakecuda; it was cufile/fakecuda) builds and
+// drives a C test double of the parts of libcudart, libcufile and libcuda
+// that gdsload calls, so the cufile bindings and the GPU data paths can be
+// tested on machines without a GPU.
 //
 // The double is compiled from csrc/fakecuda.c with the system C compiler
 // into one shared object, linked under the real libraries' names, and
 // loaded through the same run-time loading code as the real ones (point
 // GDSLOAD_LIBCUDART, GDSLOAD_LIBCUFILE and GDSLOAD_LIBCUDA at it, or use
-// Libs.Config). Device memory is mapped PROT_NONE so host dereferences of
-// device pointers fault; asynchronous copies run later on another thread;
-// faults are injected with Control.
+// Libs.Config; make fakecuda writes it to build/fakecuda). Device memory
+// is mapped PROT_NONE so host dereferences of device pointers fault;
+// asynchronous copies run later on another thread; faults are injected
+// with Control.
+//
+// The double also serves as libcuda.so.1 (its soname) for NVIDIA's real
+// libcufile: it implements every driver entry point that cuFile 1.4
+// (Debian's libcufile0) and 1.14 (PyPI's nvidia-cufile-cu12) look up, over
+// the same device memory, streams and events as its runtime half
+// (internal/realcufile runs gdsload's tests that way; FAKECUDA_TRACE names
+// a file that gets one line per driver call). What the driver API holds
+// is counted apart from Leaks (cu_allocs, cu_pinned, cu_streams,
+// cu_events): libcufile keeps its bounce buffers until the process exits.
+//
+// Where the real libcufile and the double's own cuFile were found to
+// differ, the double was changed, or gdsload was:
+//   - cuFileHandleRegister: the real library fails with
+//     CU_FILE_INTERNAL_ERROR (5030) on tmpfs and on any volume udev has
+//     not recorded; the double registers any O_DIRECT descriptor (fault
+//     handle_register gives the real failure). gdsload failed the whole
+//     load; it now bounces that file and says why.
+//   - cuFileDriverGetProperties: the real library answers after the
+//     driver's last close (it opens it again implicitly); the double
+//     refused with CU_FILE_DRIVER_NOT_INITIALIZED, and now answers.
+//   - Driver references: the double counts them (counter driver_refs);
+//     the real library logs "cuFile closing Driver" when one closes it.
+//   - The real library never writes device memory from the host: it
+//     copies its bounce buffers with cuMemcpyHtoDAsync on its own streams
+//     (compat mode), which the double's driver half carries out.
+//   - The double has no nvidia-fs or P2PDMA: against the real library the
+//     mode is always compat.
+//
+// Known limits of the driver half: IPC and managed memory are refused
+// (CUDA_ERROR_NOT_SUPPORTED), cuStreamWaitEvent waits on the calling
+// thread, and cuGetExportTable has no tables.
 package fakecuda
 
 /*
@@ -75,7 +108,7 @@ func Build(dir string) (*Libs, error) {
 	if cc == "" {
 		cc = "gcc"
 	}
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-g", "-fvisibility=hidden",
+	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-g", "-fvisibility=hidden", "-Wl,-soname,libcuda.so.1",
 		"-o", l.Object, src, "-lpthread")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building the CUDA test double with %s: %v\n%s", cc, err, out)

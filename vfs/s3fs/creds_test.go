@@ -1,8 +1,7 @@
-package vfs
+package s3fs_test
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"testing"
 
@@ -10,9 +9,11 @@ import (
 
 	"github.com/gdsload/gdsload/internal/miniotest"
 	"github.com/gdsload/gdsload/objstore"
+	"github.com/gdsload/gdsload/vfs"
+	"github.com/gdsload/gdsload/vfs/s3fs"
 )
 
-// A long-lived Mux with the default s3:// scheme (what the Python face
+// A long-lived Mux with the s3:// scheme's defaults (what the Python face
 // keeps for a process) picks up keys fixed in the environment after the
 // store refused the old ones: no new Mux, no restart.
 func TestS3MuxCredentialsFixedInEnvironment(t *testing.T) {
@@ -24,12 +25,12 @@ func TestS3MuxCredentialsFixedInEnvironment(t *testing.T) {
 	mc.SetEnv(t)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
 
-	m, err := New()
+	m, err := vfs.New(s3fs.With())
 	require.NoError(t, err)
 	defer m.Close()
 	_, err = m.ReadFile(ctx, "s3://creds/a.bin", 1<<10)
 	require.ErrorIs(t, err, objstore.ErrAuth)
-	require.True(t, errors.Is(err, fs.ErrPermission))
+	require.ErrorIs(t, err, fs.ErrPermission)
 
 	t.Setenv("AWS_SECRET_ACCESS_KEY", miniotest.SecretKey)
 	b, err := m.ReadFile(ctx, "s3://creds/a.bin", 1<<10)

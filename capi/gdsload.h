@@ -42,6 +42,10 @@ extern "C" {
 #endif
 
 #define GDSLOAD_ABI_VERSION 1
+/* Additions to version 1, each a set of new functions: 1 added the
+ * gdsload_checkpoint_* functions. gdsload_abi_minor() says what the
+ * library has; a caller that needs an addition checks it. */
+#define GDSLOAD_ABI_MINOR 1
 
 typedef enum {
 	GDSLOAD_OK = 0,
@@ -57,6 +61,9 @@ typedef enum {
 
 /* The ABI version of the library (C only). */
 int32_t gdsload_abi_version(void);
+
+/* The additions to the ABI version the library has (GDSLOAD_ABI_MINOR). */
+int32_t gdsload_abi_minor(void);
 
 /* Frees what the library returned: messages, results, samples (C only). */
 void gdsload_free(void *p);
@@ -109,6 +116,35 @@ gdsload_status gdsload_save(char *request, uint64_t *job, char **err);
 gdsload_status gdsload_dataset_open(char *request, uint64_t *job, char **err);
 gdsload_status gdsload_wait(uint64_t job, int32_t timeout_ms, char **result, char **err);
 void gdsload_cancel(uint64_t job);
+
+/*
+ * Lazily opened checkpoints (ABI minor 1). gdsload_checkpoint_open reads
+ * the headers only. Request: {"path", "direct", "token"} as for
+ * gdsload_load. Result: {"checkpoint": handle, "path": the file or index
+ * opened, "tensors": [{"name", "dtype", "shape"}] in file order,
+ * "metadata": {...} | null, "header_bytes": bytes read}.
+ *
+ * gdsload_checkpoint_fetch reads only what is asked, every range of every
+ * request in one pipelined load. Request: {"checkpoint": handle, "device",
+ * "gpu_path", "workers", "chunk_size" as for gdsload_load, "max_gap":
+ * bytes (0: 4096), "requests": [{"name", "slice": null (the whole tensor)
+ * | [[start, step, count], ...] one per dimension, step >= 1}]}. A slice
+ * reads through at most max_gap unselected bytes in a row; a dim-0 slice
+ * is one range. Result: {"allocations": one per request, as gdsload_load's
+ * (file: the tensor's name), "pieces": [{"name", "dtype", "shape",
+ * "strides" (bytes), "base", "compact", "alloc"}], "stats": {"path",
+ * "reason", "bytes", "bytes_read", "seconds", "gib_per_s", "ranges",
+ * "device", "tensors"}}. Element i of a piece is at byte base +
+ * sum(i[d] * strides[d]) of its allocation; compact says the allocation
+ * is exactly the selection, row-major. The caller owns one reference to
+ * each allocation.
+ *
+ * gdsload_checkpoint_close closes a handle, after the fetches in flight
+ * on it ended; tensors already fetched stay valid.
+ */
+gdsload_status gdsload_checkpoint_open(char *request, uint64_t *job, char **err);
+gdsload_status gdsload_checkpoint_fetch(char *request, uint64_t *job, char **err);
+void gdsload_checkpoint_close(uint64_t checkpoint);
 
 /*
  * Iterators (from gdsload_dataset_open). gdsload_next waits up to

@@ -70,6 +70,7 @@ type loadStats struct {
 	Tensors    int          `json:"tensors"`
 	Device     string       `json:"device"`
 	Cache      *cache.Stats `json:"cache,omitempty"` // a cacheRequest's
+	BytesRead  int64        `json:"bytes_read"`      // headers and data, from storage
 }
 
 // DLPack device types (dlpack.h).
@@ -248,7 +249,8 @@ func (set *allocSet) result(path string, loaded *checkpoint.Loaded, meta map[str
 		// Empty lists, not null, for a file with no tensors.
 		Allocations: make([]allocation, 0, len(loaded.Allocations)),
 		Tensors:     make([]tensorView, 0, len(loaded.Tensors)),
-		Stats:       loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where, Cache: cacheStats(set.cache)},
+		Stats: loadStats{Result: loaded.Result, Checkpoint: path, Tensors: len(loaded.Tensors), Device: set.where,
+			Cache: cacheStats(set.cache), BytesRead: loaded.BytesRead},
 	}
 	for i, a := range loaded.Allocations {
 		info := allocation{

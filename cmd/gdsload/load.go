@@ -176,7 +176,8 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	}
 	logFiles(cmd, res)
 	if o.asJSON {
-		return printJSON(cmd.OutOrStdout(), loadCacheJSON{res, o.remote.cache.stats()})
+		// Whole files: what was read from storage is what was loaded.
+		return printJSON(cmd.OutOrStdout(), rawResult{loadCacheJSON{res, o.remote.cache.stats()}, res.Bytes})
 	}
 	return printLoad(cmd.OutOrStdout(), res, lopts.Checksum)
 }
@@ -188,6 +189,14 @@ type checkpointResult struct {
 	Checkpoint string       `json:"checkpoint"`
 	Tensors    int          `json:"tensors"`
 	Cache      *cache.Stats `json:"cache,omitempty"` // --cache
+	// BytesRead is what was read from storage: headers and data regions.
+	BytesRead int64 `json:"bytes_read"`
+}
+
+// rawResult is the JSON of a load of whole files.
+type rawResult struct {
+	loadCacheJSON
+	BytesRead int64 `json:"bytes_read"`
 }
 
 // runLoadCheckpoint loads one checkpoint: each file's data region into its
@@ -209,7 +218,8 @@ func runLoadCheckpoint(cmd *cobra.Command, o *loadOptions, path string, m *vfs.M
 	// free them before the files close.
 	defer l.Close()
 	logFiles(cmd, l.Result)
-	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors), Cache: o.remote.cache.stats()}
+	res := &checkpointResult{Result: l.Result, Checkpoint: ck.Path(), Tensors: len(l.Tensors), Cache: o.remote.cache.stats(),
+		BytesRead: l.BytesRead}
 	if o.asJSON {
 		return printJSON(cmd.OutOrStdout(), res)
 	}

@@ -6,7 +6,7 @@ import os
 import tempfile
 import threading
 
-from . import _dlpack, _native
+from . import _dlpack, _lazy, _native
 from ._native import InvalidFile, SafetensorError
 from .dataset import _cache_request
 
@@ -47,14 +47,15 @@ class LoadStats:
     route: the data path, "gds" (cuFile, storage to GPU), "bounce" (pinned
     host buffers, then copies to the GPU) or "host"; reason: why that route
     (and why better ones were refused); bytes, seconds, gib_per_s: the
-    bandwidth; device; checkpoint: the file or index loaded; files: one dict
+    bandwidth; bytes_read: the bytes read from storage (headers and data;
+    stats["bytes_read"] works too); device; checkpoint: the file or index loaded; files: one dict
     per file (name, bytes, whether O_DIRECT was used); allocations: one
     (address, size, file) per file, the memory its tensors view. raw holds
     the whole document.
     """
 
-    __slots__ = ("route", "reason", "bytes", "seconds", "gib_per_s", "device", "checkpoint", "files",
-                 "allocations", "raw")
+    __slots__ = ("route", "reason", "bytes", "bytes_read", "seconds", "gib_per_s", "device", "checkpoint",
+                 "files", "allocations", "raw")
 
     def __init__(self, doc=None):
         self.update(doc or {})
@@ -65,11 +66,19 @@ class LoadStats:
         self.route = doc.get("path")
         self.reason = doc.get("reason")
         self.bytes = doc.get("bytes", 0)
+        self.bytes_read = doc.get("bytes_read", 0)
         self.seconds = doc.get("seconds", 0.0)
         self.gib_per_s = doc.get("gib_per_s", 0.0)
         self.device = doc.get("device")
         self.checkpoint = doc.get("checkpoint")
         self.files = doc.get("files") or []
+
+    def __getitem__(self, key):
+        """stats["bytes_read"] and the like: an attribute, else a key of
+        the whole document (KeyError if neither)."""
+        if key in self.__slots__ and key != "raw":
+            return getattr(self, key)
+        return self.raw[key]
 
     def __repr__(self):
         return (f"LoadStats(route={self.route!r}, reason={self.reason!r}, bytes={self.bytes}, "
@@ -208,38 +217,65 @@ def load_file(filename, device="cpu", *, stats=None, **options):
 
 
 class _Slice:
-    """safe_open's get_slice: the shape and dtype without taking the tensor,
-    and indexing."""
+    """safe_open's get_slice: the shape and dtype from the header, and
+    indexing that reads only the byte ranges the index covers."""
 
     def __init__(self, f, name):
         self._f, self._name = f, name
 
     def get_shape(self):
-        return list(self._f._open().views[self._name].shape)
+        return list(self._f._open().shapes[self._name])
 
     def get_dtype(self):
         return self._f._open().dtypes[self._name]
 
     def __getitem__(self, index):
-        t = self._f.get_tensor(self._name)
-        if self._f._framework == "pt":
-            return t[index]
+        f = self._f
+        shape = f._open().shapes[self._name]
         try:
-            return t[index]
+            plan = _lazy.selection(index, shape, f._framework)
         except IndexError as e:
-            raise BadSlice(f"Error during slicing {index!r} with shape {list(t.shape)}: {e}") from e
+            if f._framework == "pt":
+                raise
+            raise BadSlice(f"Error during slicing {index!r} with shape {list(shape)}: {e}") from e
+        if plan is None:  # an index the library does not plan: take the tensor
+            t = f.get_tensor(self._name)
+            if f._framework == "pt":
+                return t[index]
+            try:
+                return t[index]
+            except IndexError as e:
+                raise BadSlice(f"Error during slicing {index!r} with shape {list(t.shape)}: {e}") from e
+        sel, squeeze = plan
+        t = f._take(self._name, sel)
+        if squeeze:
+            t = t.reshape(tuple(n for d, (_, _, n) in enumerate(sel) if d not in squeeze))
+        return t
+
+
+_OPEN_OPTIONS = ("gpu_path", "direct", "workers", "chunk_size", "token", "cache", "cache_limit", "max_gap")
 
 
 class safe_open:
     """A checkpoint opened like safetensors.safe_open(filename, framework,
     device): keys(), get_tensor(name), get_slice(name), metadata(), as a
     context manager. framework "pt" gives torch tensors, "np" numpy arrays
-    (device "cpu" only). The whole checkpoint is loaded when it opens (one
-    allocation per file); get_tensor returns views of it, valid after the
-    file closes. The file is opened by what it holds, whatever its name.
-    As safetensors, a handle used after close() (or its with block) raises
-    SafetensorError, as does a name the file does not hold (MissingTensor,
-    also a KeyError)."""
+    (device "cpu" only).
+
+    Opening reads the headers only. get_tensor(name) reads that tensor's
+    bytes; get_slice(name)[index] reads only the byte ranges the index
+    covers (one range for consecutive rows, and for other slices ranges
+    that read through at most max_gap unselected bytes in a row, 4096 by
+    default); prefetch(items) reads many of them in one pipelined load.
+    Each result owns its own memory, of the size of what was asked. The
+    file is opened by what it holds, whatever its name. As safetensors, a
+    handle used after close() (or its with block) raises SafetensorError,
+    as does a name the file does not hold (MissingTensor, also a
+    KeyError). stats (and last_stats()) says what was read so far:
+    stats["bytes_read"] counts the headers and every range read.
+
+    Options: gpu_path, direct, workers, chunk_size, token, cache,
+    cache_limit (as load_file), max_gap (bytes)."""
 
     def __init__(self, filename, framework="pt", device="cpu", **options):
         fw = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}.get(str(framework))
@@ -247,14 +283,63 @@ class safe_open:
             raise ValueError(f"gdsload: framework {framework!r}: want \"pt\" or \"np\"")
         if fw == "np" and _device(device) not in ("cpu", "host"):
             raise InvalidFile(f"gdsload: numpy arrays live in host memory; open with device=\"cpu\", not {device!r}")
+        unknown = sorted(set(options) - set(_OPEN_OPTIONS))
+        if unknown:
+            raise TypeError(f"gdsload: unexpected options {unknown}")
         self._framework = fw
-        self._loaded = None
-        self._loaded = _load(filename, device, dict(options))
+        self._handle = None
+        self._cache = {}
+        path = _path(filename)
+        opts = {k: v for k, v in options.items() if v is not None}
+        if opts.get("token") is None and path.startswith("rdmafs://") and os.environ.get("GDSLOAD_TOKEN"):
+            opts["token"] = os.environ["GDSLOAD_TOKEN"]
+        self._device, self._options = _device(device), opts
+        self._handle = _lazy.Handle(path, opts)
+        self._stats = LoadStats({"checkpoint": self._handle.path, "device": self._device,
+                                 "bytes_read": self._handle.header_bytes, "bytes": 0, "tensors": 0})
+        _last.stats = self._stats
 
     def _open(self):
-        if self._loaded is None:
+        if self._handle is None:
             raise SafetensorError(_CLOSED)
-        return self._loaded
+        return self._handle
+
+    def _key(self, name, sel):
+        return (name, None if sel is None else tuple(map(tuple, sel)))
+
+    def _fetch(self, items):
+        """Reads items ((name, selection or None)) in one load into the
+        cache, and adds what it read to stats."""
+        h = self._open()
+        todo = [it for it in items if self._key(*it) not in self._cache]
+        if not todo:
+            return
+        try:
+            pieces, st = h.fetch(self._device, todo, self._options)
+        except ValueError as e:  # a selection the library refused: an index outside the tensor
+            if "select outside" in str(e):
+                raise BadSlice(str(e)) from e
+            raise
+        doc = dict(self._stats.raw)
+        for k in ("bytes_read", "bytes", "seconds", "tensors"):
+            doc[k] = doc.get(k, 0) + st.get(k, 0)
+        doc.update(path=st.get("path"), reason=st.get("reason"))
+        doc["gib_per_s"] = doc["bytes"] / doc["seconds"] / 2**30 if doc["seconds"] else 0.0
+        self._stats.update(doc)
+        _last.stats = self._stats
+        for it, piece in zip(todo, pieces):
+            key = self._key(*it)
+            if key in self._cache:  # asked twice in one prefetch
+                piece[0].release()
+            else:
+                self._cache[key] = piece
+
+    def _take(self, name, sel):
+        """The tensor (sel None) or selection, read now unless prefetched;
+        a prefetched one leaves the cache, so its memory is the caller's."""
+        self._fetch([(name, sel)])
+        alloc, piece = self._cache.pop(self._key(name, sel))
+        return _lazy.materialize(alloc, piece, self._framework)
 
     def keys(self):
         """Tensor names, sorted."""
@@ -273,24 +358,48 @@ class safe_open:
         return dict(m) if m is not None else None
 
     def get_tensor(self, name):
-        loaded = self._open()
-        if name not in loaded.dtypes:
+        if name not in self._open().dtypes:
             raise MissingTensor(f"File does not contain tensor {name}")
-        return loaded.tensor(name, self._framework)
+        return self._take(name, None)
 
     def get_slice(self, name):
         if name not in self._open().dtypes:
             raise MissingTensor(f"File does not contain tensor {name}")
         return _Slice(self, name)
 
+    def prefetch(self, items):
+        """Reads many tensors and slices in one pipelined load, so later
+        get_tensor and get_slice calls for them take them from memory
+        instead of storage. items: tensor names (the whole tensor) or
+        (name, index) pairs, index as get_slice(name)[index] takes it.
+        Each prefetched result is handed out once; what is never taken is
+        freed by close()."""
+        h = self._open()
+        plan = []
+        for it in items:
+            name, index = (it, None) if isinstance(it, str) else it
+            if name not in h.dtypes:
+                raise MissingTensor(f"File does not contain tensor {name}")
+            if index is None:
+                plan.append((name, None))
+                continue
+            got = _lazy.selection(index, h.shapes[name], self._framework)
+            if got is not None:
+                plan.append((name, got[0]))
+        self._fetch(plan)
+
     @property
     def stats(self):
-        return self._open().stats
+        self._open()
+        return self._stats
 
     def close(self):
-        loaded, self._loaded = self._loaded, None
-        if loaded is not None:
-            loaded.release()
+        h, self._handle = self._handle, None
+        cache, self._cache = self._cache, {}
+        for alloc, _ in cache.values():
+            alloc.release()
+        if h is not None:
+            h.close()
 
     def __enter__(self):
         return self

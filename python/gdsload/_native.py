@@ -70,6 +70,10 @@ def _declare(cdll):
     u64p, vpp = c.POINTER(c.c_uint64), c.POINTER(c.c_void_p)
     sigs = {
         "gdsload_abi_version": (c.c_int32, []),
+        "gdsload_abi_minor": (c.c_int32, []),
+        "gdsload_checkpoint_open": (c.c_int, [c.c_char_p, u64p, vpp]),
+        "gdsload_checkpoint_fetch": (c.c_int, [c.c_char_p, u64p, vpp]),
+        "gdsload_checkpoint_close": (None, [c.c_uint64]),
         "gdsload_free": (None, [c.c_void_p]),
         "gdsload_build_info": (c.c_void_p, []),
         "gdsload_load": (c.c_int, [c.c_char_p, u64p, vpp]),

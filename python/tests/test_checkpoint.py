@@ -206,8 +206,9 @@ class CheckpointTest(unittest.TestCase):
     def test_dlpack_protocol(self):
         p = self.path("d.safetensors")
         gdsload.save_file({"x": torch.arange(6, dtype=torch.int32).reshape(2, 3)}, p)
-        with gdsload.safe_open(p) as f:
-            view = f._loaded.views["x"]
+        loaded = gdsload._checkpoint._load(p, "cpu", {})
+        try:
+            view = loaded.views["x"]
             self.assertEqual(view.__dlpack_device__(), (1, 0))
             legacy = view.__dlpack__()
             versioned = view.__dlpack__(max_version=(1, 0))
@@ -216,7 +217,9 @@ class CheckpointTest(unittest.TestCase):
             with self.assertRaises(BufferError):
                 view.__dlpack__(dl_device=(2, 0))
             self.assertEqual(gdsload.live_allocations(), 1)
-        del legacy, versioned  # never consumed: the capsules free their views
+        finally:
+            loaded.release()
+        del legacy, versioned, view  # never consumed: the capsules free their views
         gc.collect()
         self.assertEqual(gdsload.live_allocations(), 0)
 

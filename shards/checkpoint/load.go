@@ -106,5 +106,6 @@ func (c *Checkpoint) Load(ctx context.Context, alloc Allocator, lopts loader.Opt
 		return nil, fmt.Errorf("checkpoint %s: %w", c.path, err)
 	}
 	l.Result = res
+	l.BytesRead = c.HeaderBytes() + res.Bytes
 	return l, nil
 }

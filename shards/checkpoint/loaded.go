@@ -20,6 +20,9 @@ type Loaded struct {
 	// different metadata have the same digest. It is not the digest of
 	// the whole file that sha256sum computes.
 	Result *loader.Result
+	// BytesRead is the bytes read from storage for the checkpoint: its
+	// files' headers (Checkpoint.HeaderBytes) and data regions.
+	BytesRead int64
 	// Metadata is the checkpoint's (Checkpoint.Metadata), for saving it
 	// back.
 	Metadata map[string]string

@@ -65,10 +65,10 @@ type SlicePlan struct {
 // dimensions from k on; ranges that touch in the file are merged.
 func PlanSlice(shape []int64, elemSize int64, sel []DimSlice, maxGap int64) (SlicePlan, error) {
 	if elemSize <= 0 {
-		return SlicePlan{}, fmt.Errorf("safetensors: slice: element size %d bytes: want whole bytes (packed sub-byte dtypes cannot be sliced)", elemSize)
+		return SlicePlan{}, fmt.Errorf("slice: element size %d bytes: want whole bytes (packed sub-byte dtypes cannot be sliced)", elemSize)
 	}
 	if maxGap < 0 {
-		return SlicePlan{}, fmt.Errorf("safetensors: slice: max gap %d bytes must not be negative", maxGap)
+		return SlicePlan{}, fmt.Errorf("slice: max gap %d bytes must not be negative", maxGap)
 	}
 	if maxGap == 0 {
 		maxGap = DefaultMaxGap
@@ -81,18 +81,18 @@ func PlanSlice(shape []int64, elemSize int64, sel []DimSlice, maxGap int64) (Sli
 		}
 	}
 	if len(sel) != n {
-		return SlicePlan{}, fmt.Errorf("safetensors: slice: %d dimensions selected of a tensor of shape %v", len(sel), shape)
+		return SlicePlan{}, fmt.Errorf("slice: %d dimensions selected of a tensor of shape %v", len(sel), shape)
 	}
 	// Row-major byte strides, checking the tensor's size fits an int64.
 	strides := make([]int64, n)
 	total := elemSize
 	for d := n - 1; d >= 0; d-- {
 		if shape[d] < 0 {
-			return SlicePlan{}, fmt.Errorf("safetensors: slice: shape %v has a negative dimension", shape)
+			return SlicePlan{}, fmt.Errorf("slice: shape %v has a negative dimension", shape)
 		}
 		strides[d] = total
 		if shape[d] > 0 && total > math.MaxInt64/shape[d] {
-			return SlicePlan{}, fmt.Errorf("safetensors: slice: shape %v of %d-byte elements overflows", shape, elemSize)
+			return SlicePlan{}, fmt.Errorf("slice: shape %v of %d-byte elements overflows", shape, elemSize)
 		}
 		total *= shape[d]
 	}
@@ -100,7 +100,7 @@ func PlanSlice(shape []int64, elemSize int64, sel []DimSlice, maxGap int64) (Sli
 	asked := elemSize
 	for d, s := range sel {
 		if s.Count < 0 || s.Step < 1 || s.Start < 0 || (s.Count > 0 && (s.Start >= shape[d] || (s.Count-1) > (shape[d]-1-s.Start)/s.Step)) {
-			return SlicePlan{}, fmt.Errorf("safetensors: slice: dimension %d of shape %v: start %d, step %d, count %d select outside it", d, shape, s.Start, s.Step, s.Count)
+			return SlicePlan{}, fmt.Errorf("slice: dimension %d of shape %v: start %d, step %d, count %d select outside it", d, shape, s.Start, s.Step, s.Count)
 		}
 		p.Shape[d] = s.Count
 		asked *= s.Count

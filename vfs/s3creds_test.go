@@ -2,7 +2,6 @@ package vfs
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"testing"
 
@@ -29,7 +28,7 @@ func TestS3MuxCredentialsFixedInEnvironment(t *testing.T) {
 	defer m.Close()
 	_, err = m.ReadFile(ctx, "s3://creds/a.bin", 1<<10)
 	require.ErrorIs(t, err, objstore.ErrAuth)
-	require.True(t, errors.Is(err, fs.ErrPermission))
+	require.ErrorIs(t, err, fs.ErrPermission)
 
 	t.Setenv("AWS_SECRET_ACCESS_KEY", miniotest.SecretKey)
 	b, err := m.ReadFile(ctx, "s3://creds/a.bin", 1<<10)

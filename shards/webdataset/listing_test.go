@@ -88,7 +88,7 @@ func TestShardFilesRefuseUnread(t *testing.T) {
 			writeAt(t, dir, name, []byte("\xfd7zXZ\x00 not read"))
 			_, _, err := ShardFiles(dir)
 			require.ErrorIs(t, err, ErrUnreadShards)
-			assert.Contains(t, err.Error(), name)
+			assert.ErrorContains(t, err, name)
 			_, err = BuildManifest(context.Background(), dir)
 			require.ErrorIs(t, err, ErrUnreadShards)
 			mux, err := vfs.New()
@@ -159,5 +159,5 @@ func TestCheckListed(t *testing.T) {
 	writeAt(t, dir, "sub/shard-000002.tar", plainShard(t, "c", 2))
 	err = CheckListed(context.Background(), mux, dir, m)
 	require.ErrorIs(t, err, ErrUnlisted)
-	assert.Contains(t, err.Error(), "shards the manifest does not list (1): sub/shard-000002.tar")
+	assert.ErrorContains(t, err, "shards the manifest does not list (1): sub/shard-000002.tar")
 }

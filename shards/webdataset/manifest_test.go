@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,13 +50,11 @@ func TestManifestRoundTrip(t *testing.T) {
 	for _, e := range m.Shards {
 		b := shards[e.Name]
 		sum := sha256.Sum256(b)
-		if assert.Equal(t, int64(len(want)), e.Samples, "entry %+v; want %d samples, %d bytes, sample bytes %d, sha %x", e, len(want), len(b), sampleBytes, sum) {
-			if assert.Equal(t, int64(len(b)), e.Bytes, "entry %+v; want %d samples, %d bytes, sample bytes %d, sha %x", e, len(want), len(b), sampleBytes, sum) {
-				if assert.Equal(t, hex.EncodeToString(sum[:]), e.SHA256, "entry %+v; want %d samples, %d bytes, sample bytes %d, sha %x", e, len(want), len(b), sampleBytes, sum) {
-					assert.Equal(t, sampleBytes, e.SampleBytes, "entry %+v; want %d samples, %d bytes, sample bytes %d, sha %x", e, len(want), len(b), sampleBytes, sum)
-				}
-			}
-		}
+		msg := fmt.Sprintf("entry %+v; want %d samples, %d bytes, sample bytes %d, sha %x", e, len(want), len(b), sampleBytes, sum)
+		assert.Equal(t, int64(len(want)), e.Samples, msg)
+		assert.Equal(t, int64(len(b)), e.Bytes, msg)
+		assert.Equal(t, hex.EncodeToString(sum[:]), e.SHA256, msg)
+		assert.Equal(t, sampleBytes, e.SampleBytes, msg)
 		assert.NoError(t, VerifyShard(filepath.Join(dir, e.Name), e), "VerifyShard(%s)", e.Name)
 	}
 	require.NoError(t, WriteManifest(context.Background(), dir, m))

@@ -1,12 +1,16 @@
 package devices
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 func TestPCISysfsName(t *testing.T) {
 	for in, want := range map[string]string{"00000000:3B:00.0": "0000:3b:00.0", "0000:3B:00.0": "0000:3b:00.0"} {
-		if got := pciSysfsName(in); got != want {
-			t.Errorf("pciSysfsName(%q) = %q, want %q", in, got, want)
-		}
+		got := pciSysfsName(in)
+		assert.Equal(t, want, got, "pciSysfsName(%q) = %q, want %q", in, got, want)
 	}
 }
 
@@ -14,7 +18,9 @@ func TestPCISysfsName(t *testing.T) {
 // reported as such, with empty lists rather than nulls in JSON.
 func TestCollectEmpty(t *testing.T) {
 	r := Collect(Options{SysRoot: t.TempDir(), NoNVML: true})
-	if r.NVMLError == "" || r.GPUs == nil || r.NVMe == nil || r.RDMA == nil || len(r.NVMe)+len(r.RDMA) != 0 {
-		t.Fatalf("report %+v", r)
-	}
+	require.NotEmpty(t, r.NVMLError, "report %+v", r)
+	require.NotNil(t, r.GPUs, "report %+v", r)
+	require.NotNil(t, r.NVMe, "report %+v", r)
+	require.NotNil(t, r.RDMA, "report %+v", r)
+	require.Equal(t, 0, len(r.NVMe)+len(r.RDMA), "report %+v", r)
 }

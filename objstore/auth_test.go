@@ -42,11 +42,10 @@ func TestWrongCredentials(t *testing.T) {
 				require.ErrorIs(t, err, objstore.ErrAuth, "%s: err = %v, want ErrAuth and fs.ErrPermission", op.name, err)
 				require.ErrorIs(t, err, fs.ErrPermission, "%s: err = %v, want ErrAuth and fs.ErrPermission", op.name, err)
 				for _, want := range []string{px.url(), "static credentials", "access key " + c.key, "s3://" + b} {
-					require.Contains(t, err.Error(), want, "%s: error %q does not say %q", op.name, err, want)
+					require.ErrorContains(t, err, want, "%s: error %q does not say %q", op.name, err, want)
 				}
-				if n := px.heads.Load() + px.lists.Load() + px.gets.Load() - before; n != 1 {
-					t.Fatalf("%s: %d requests for a refused signature, want 1 (no retries)", op.name, n)
-				}
+				n := px.heads.Load() + px.lists.Load() + px.gets.Load() - before
+				require.EqualValues(t, 1, n, "%s: %d requests for a refused signature, want 1 (no retries)", op.name, n)
 				t.Logf("%s: %v", op.name, err)
 			}
 		})

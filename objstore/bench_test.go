@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/objstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // cpuTime is the user and system CPU time of this process so far.
@@ -29,20 +31,15 @@ func BenchmarkRead(b *testing.B) {
 	const size = 256 << 20
 	mc := sharedCluster(b, 1)
 	bucket := "bench-read"
-	if err := mc.MakeBucket(context.Background(), bucket); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := mc.Put(context.Background(), bucket, "obj", testData(size, 1)); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, mc.MakeBucket(context.Background(), bucket))
+	_, err := mc.Put(context.Background(), bucket, "obj", testData(size, 1))
+	require.NoError(b, err)
 	for _, rs := range []int64{1 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20} {
 		for _, w := range []int{4, 8, 16, 32} {
 			b.Run(fmt.Sprintf("range=%dMiB/workers=%d", rs>>20, w), func(b *testing.B) {
 				cl := client(b, mc.Endpoint(), objstore.WithRangeSize(rs), objstore.WithConcurrency(w))
 				o, err := cl.Open(context.Background(), bucket, "obj")
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				bufs := make([][]byte, w)
 				for i := range bufs {
 					bufs[i] = make([]byte, rs)
@@ -60,8 +57,7 @@ func BenchmarkRead(b *testing.B) {
 								if off >= size {
 									return
 								}
-								if _, err := o.ReadAt(bufs[i][:min(rs, size-off)], off); err != nil {
-									b.Error(err)
+								if _, err := o.ReadAt(bufs[i][:min(rs, size-off)], off); !assert.NoError(b, err) {
 									return
 								}
 							}

@@ -2,12 +2,13 @@ package objstore_test
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"slices"
 	"testing"
 
 	"github.com/gdsload/gdsload/objstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestBucketAsFileSystem: a bucket seen as a directory tree: prefixes are
@@ -50,13 +51,15 @@ func TestBucketAsFileSystem(t *testing.T) {
 	for _, c := range stats {
 		fi, err := bk.Stat(ctx, c.name)
 		if c.err != nil {
-			if !errors.Is(err, c.err) {
-				t.Errorf("Stat(%q) = %v, %v; want %v", c.name, fi, err, c.err)
-			}
+			assert.ErrorIs(t, err, c.err, "Stat(%q) = %v, %v; want %v", c.name, fi, err, c.err)
 			continue
 		}
-		if err != nil || fi.IsDir() != c.dir || fi.Size() != c.size || fi.Name() != c.base {
-			t.Errorf("Stat(%q) = %v, %v; want dir=%v size=%d name=%q", c.name, fi, err, c.dir, c.size, c.base)
+		if assert.NoError(t, err, "Stat(%q) = %v, %v; want dir=%v size=%d name=%q", c.name, fi, err, c.dir, c.size, c.base) {
+			if assert.Equal(t, c.dir, fi.IsDir(), "Stat(%q) = %v, %v; want dir=%v size=%d name=%q", c.name, fi, err, c.dir, c.size, c.base) {
+				if assert.Equal(t, c.size, fi.Size(), "Stat(%q) = %v, %v; want dir=%v size=%d name=%q", c.name, fi, err, c.dir, c.size, c.base) {
+					assert.Equal(t, c.base, fi.Name(), "Stat(%q) = %v, %v; want dir=%v size=%d name=%q", c.name, fi, err, c.dir, c.size, c.base)
+				}
+			}
 		}
 	}
 
@@ -74,8 +77,7 @@ func TestBucketAsFileSystem(t *testing.T) {
 	}
 	for _, c := range lists {
 		fis, err := bk.List(ctx, c.name)
-		if !errors.Is(err, c.err) || (c.err == nil && err != nil) {
-			t.Errorf("List(%q): %v, want %v", c.name, err, c.err)
+		if !assert.ErrorIs(t, err, c.err, "List(%q): %v, want %v", c.name, err, c.err) || !assert.False(t, c.err == nil && err != nil, "List(%q): %v, want %v", c.name, err, c.err) {
 			continue
 		}
 		var got []string
@@ -86,67 +88,51 @@ func TestBucketAsFileSystem(t *testing.T) {
 			}
 			got = append(got, n)
 		}
-		if !slices.Equal(got, c.want) {
-			t.Errorf("List(%q) = %q, want %q", c.name, got, c.want)
-		}
+		assert.True(t, slices.Equal(got, c.want), "List(%q) = %q, want %q", c.name, got, c.want)
 	}
 
 	// A listing and a HEAD give an object the same time (a listing has
 	// milliseconds, a HEAD whole seconds).
 	ckpt, err := bk.List(ctx, "ckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	head, err := bk.Stat(ctx, "ckpt/index.json")
-	if err != nil || !head.ModTime().Equal(ckpt[0].ModTime()) || head.ModTime().IsZero() {
-		t.Fatalf("Stat gives %v, List %v (%v)", head.ModTime(), ckpt[0].ModTime(), err)
-	}
+	require.NoError(t, err, "Stat")
+	require.True(t, head.ModTime().Equal(ckpt[0].ModTime()), "Stat gives %v, List %v", head.ModTime(), ckpt[0].ModTime())
+	require.False(t, head.ModTime().IsZero(), "Stat gives %v, List %v", head.ModTime(), ckpt[0].ModTime())
 
 	var walked []string
 	err = bk.WalkFiles(ctx, "ckpt", func(rel string, fi fs.FileInfo) error {
 		walked = append(walked, rel)
 		return nil
 	})
-	if want := []string{"index.json", "model.safetensors", "sub/a", "sub/b"}; err != nil || !slices.Equal(walked, want) {
-		t.Fatalf("WalkFiles(ckpt) = %q, %v; want %q", walked, err, want)
-	}
-	if err := bk.WalkFiles(ctx, "nope", func(string, fs.FileInfo) error { return nil }); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("WalkFiles(nope): %v, want fs.ErrNotExist", err)
-	}
+	want := []string{"index.json", "model.safetensors", "sub/a", "sub/b"}
+	require.NoError(t, err, "WalkFiles(ckpt) = %q, %v; want %q", walked, err, want)
+	require.True(t, slices.Equal(walked, want), "WalkFiles(ckpt) = %q, %v; want %q", walked, err, want)
+	require.ErrorIs(t, bk.WalkFiles(ctx, "nope", func(string, fs.FileInfo) error { return nil }), fs.ErrNotExist, "WalkFiles(nope)")
 
 	fis, err := bk.List(ctx, "ckpt/sub")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	heads := px.heads.Load()
 	for _, fi := range fis {
 		o, err := bk.OpenInfo(ctx, "ckpt/sub/"+fi.Name(), fi)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		got, err := readAll(ctx, o)
-		if want := files["ckpt/sub/"+fi.Name()]; err != nil || string(got) != want {
-			t.Fatalf("OpenInfo(%s): %q, %v; want %q", fi.Name(), got, err, want)
-		}
+		want := files["ckpt/sub/"+fi.Name()]
+		require.NoError(t, err, "OpenInfo(%s): %q, %v; want %q", fi.Name(), got, err, want)
+		require.Equal(t, want, string(got), "OpenInfo(%s): %q, %v; want %q", fi.Name(), got, err, want)
 	}
-	if px.heads.Load() != heads {
-		t.Fatalf("OpenInfo sent %d HEADs, want none", px.heads.Load()-heads)
-	}
+	require.Equal(t, heads, px.heads.Load(), "OpenInfo sent %d HEADs, want none", px.heads.Load()-heads)
 	dir, err := bk.Stat(ctx, "ckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bk.OpenInfo(ctx, "ckpt", dir); !errors.Is(err, objstore.ErrInvalid) {
-		t.Fatalf("OpenInfo of a directory: %v, want ErrInvalid", err)
-	}
+	require.NoError(t, err)
+	_, err = bk.OpenInfo(ctx, "ckpt", dir)
+	require.ErrorIs(t, err, objstore.ErrInvalid, "OpenInfo of a directory: %v, want ErrInvalid", err)
 
 	gone := client(t, mc.Endpoint()).Bucket("no-such-bucket-here")
 	for _, name := range []string{"", "x", "x/y"} {
-		if _, err := gone.Stat(ctx, name); !errors.Is(err, objstore.ErrNoBucket) || !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("Stat(%q) in a missing bucket: %v, want ErrNoBucket and fs.ErrNotExist", name, err)
-		}
+		_, err := gone.Stat(ctx, name)
+		assert.ErrorIs(t, err, objstore.ErrNoBucket, "Stat(%q) in a missing bucket: %v, want ErrNoBucket and fs.ErrNotExist", name, err)
+		assert.ErrorIs(t, err, fs.ErrNotExist, "Stat(%q) in a missing bucket: %v, want ErrNoBucket and fs.ErrNotExist", name, err)
 	}
-	if _, err := gone.List(ctx, ""); !errors.Is(err, objstore.ErrNoBucket) {
-		t.Errorf("List in a missing bucket: %v, want ErrNoBucket", err)
-	}
+	_, err = gone.List(ctx, "")
+	assert.ErrorIs(t, err, objstore.ErrNoBucket, "List in a missing bucket: %v, want ErrNoBucket", err)
 }

@@ -50,9 +50,9 @@ func chainClient(t *testing.T, bucket, key string, opts ...objstore.Option) *obj
 	t.Cleanup(func() { cl.Close() })
 	o, err := cl.Open(context.Background(), bucket, key)
 	require.NoError(t, err, "open through the credential chain: %v", err)
-	if got, err := readAll(context.Background(), o); err != nil || string(got) != "chain" {
-		t.Fatalf("read through the credential chain: %q, %v", got, err)
-	}
+	got, err := readAll(context.Background(), o)
+	require.NoError(t, err, "read through the credential chain: %q, %v", got, err)
+	require.Equal(t, "chain", string(got), "read through the credential chain: %q, %v", got, err)
 	return cl
 }
 
@@ -165,7 +165,7 @@ func TestCredentialChain(t *testing.T) {
 		defer cl.Close()
 		_, err = cl.Open(context.Background(), b, "k")
 		require.ErrorIs(t, err, objstore.ErrAuth, "with no credentials anywhere: %v, want ErrAuth saying none were found", err)
-		require.Contains(t, err.Error(), "no usable credentials", "with no credentials anywhere: %v, want ErrAuth saying none were found", err)
+		require.ErrorContains(t, err, "no usable credentials", "with no credentials anywhere: %v, want ErrAuth saying none were found", err)
 		t.Logf("%v", err)
 	})
 }
@@ -179,7 +179,7 @@ func wantAuthError(t *testing.T, bucket, source string) {
 	defer cl.Close()
 	_, err = cl.Open(context.Background(), bucket, "k")
 	require.ErrorIs(t, err, objstore.ErrAuth, "err = %v, want ErrAuth naming %q", err, source)
-	require.Contains(t, err.Error(), source, "err = %v, want ErrAuth naming %q", err, source)
+	require.ErrorContains(t, err, source, "err = %v, want ErrAuth naming %q", err, source)
 }
 
 func write(t *testing.T, path, s string) {

@@ -3,7 +3,6 @@ package objstore_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io/fs"
 	"sync"
 	"testing"
@@ -28,24 +27,23 @@ func TestOverwriteDuringRead(t *testing.T) {
 	cl := client(t, mc.Endpoint(), objstore.WithRangeSize(1<<20))
 	o := open(t, cl, b, "obj")
 	first := make([]byte, 1<<20)
-	if _, err := o.ReadAt(first, 0); err != nil || !bytes.Equal(first, old[:1<<20]) {
-		t.Fatalf("first range: %v", err)
-	}
+	_, err := o.ReadAt(first, 0)
+	require.NoError(t, err, "first range")
+	require.True(t, bytes.Equal(first, old[:1<<20]), "first range: bytes differ")
 	put(t, mc, b, "obj", repl)
 	rest := make([]byte, 2<<20)
-	_, err := o.ReadAt(rest, 1<<20)
+	_, err = o.ReadAt(rest, 1<<20)
 	require.ErrorIs(t, err, objstore.ErrChanged, "read after an overwrite: %v, want ErrChanged", err)
 	t.Logf("%v", err)
 	o2 := open(t, cl, b, "obj")
-	if got, err := readAll(context.Background(), o2); err != nil || !bytes.Equal(got, repl) {
-		t.Fatalf("reopened: %v (or bytes differ)", err)
-	}
-	if _, err := mc.Client().DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("obj")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := o2.ReadAt(rest, 0); !errors.Is(err, objstore.ErrChanged) || !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("read after a delete: %v, want ErrChanged and fs.ErrNotExist", err)
-	}
+	got, err := readAll(context.Background(), o2)
+	require.NoError(t, err, "reopened: %v (or bytes differ)", err)
+	require.True(t, bytes.Equal(got, repl), "reopened: %v (or bytes differ)", err)
+	_, err = mc.Client().DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &b, Key: aws.String("obj")})
+	require.NoError(t, err)
+	_, err = o2.ReadAt(rest, 0)
+	require.ErrorIs(t, err, objstore.ErrChanged, "read after a delete: %v, want ErrChanged and fs.ErrNotExist", err)
+	require.ErrorIs(t, err, fs.ErrNotExist, "read after a delete: %v, want ErrChanged and fs.ErrNotExist", err)
 }
 
 // TestOverwriteDuringLoad: the object is replaced while a loader load of it

@@ -41,8 +41,8 @@ func TestFirstRequestCannotConnect(t *testing.T) {
 			require.ErrorIs(t, err, objstore.ErrUnavailable)
 			assert.NotErrorIs(t, err, context.DeadlineExceeded)
 			assert.NotErrorIs(t, err, objstore.ErrRetryDeadline)
-			assert.Contains(t, err.Error(), tc.endpoint)
-			assert.Contains(t, err.Error(), "cannot reach the store")
+			assert.ErrorContains(t, err, tc.endpoint)
+			assert.ErrorContains(t, err, "cannot reach the store")
 		})
 	}
 }
@@ -84,9 +84,9 @@ func TestRetriesAfterAResponse(t *testing.T) {
 			_, err = cl.Stat(context.Background(), "bucket", "key")
 			require.ErrorIs(t, err, objstore.ErrRetryDeadline)
 			require.ErrorIs(t, err, objstore.ErrUnavailable)
-			assert.Contains(t, err.Error(), "gave up after")
-			assert.Contains(t, err.Error(), tc.want)
-			assert.Contains(t, err.Error(), objstore.DeadlineEnv)
+			assert.ErrorContains(t, err, "gave up after")
+			assert.ErrorContains(t, err, tc.want)
+			assert.ErrorContains(t, err, objstore.DeadlineEnv)
 		})
 	}
 	srv := headServer(t)
@@ -128,7 +128,7 @@ func TestParseDeadline(t *testing.T) {
 	t.Setenv(objstore.DeadlineEnv, "soon")
 	_, err := objstore.New(context.Background(), objstore.WithEndpoint("http://127.0.0.1:1"))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), objstore.DeadlineEnv)
+	assert.ErrorContains(t, err, objstore.DeadlineEnv)
 	require.Error(t, objstore.CheckOptions())
 	require.NoError(t, objstore.CheckOptions(objstore.WithRetryDeadline(time.Second)), "an option overrides the variable")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gdsload/gdsload/internal/toxitest"
 	"github.com/gdsload/gdsload/objstore"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,9 +28,7 @@ func TestDistributedNodeKilled(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := mc.Restart(ctx, victim); err != nil {
-			t.Errorf("restarting node %d: %v", victim+1, err)
-		}
+		assert.NoError(t, mc.Restart(ctx, victim), "restarting node %d", victim+1)
 	})
 	retries := &retryCounter{}
 	cl := client(t, mc.Endpoint(), objstore.WithRangeSize(1<<20), objstore.WithLogger(slog.New(retries)))
@@ -47,9 +46,9 @@ func TestDistributedNodeKilled(t *testing.T) {
 	t.Logf("byte-exact with node %d killed at 8 MiB; %d retries", victim+1, retries.n.Load())
 	// A fresh read after the kill, with one node still down.
 	o = open(t, cl, b, "obj")
-	if got, err := readAll(context.Background(), o); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("read with a node down: %v (or bytes differ)", err)
-	}
+	got, err = readAll(context.Background(), o)
+	require.NoError(t, err, "read with a node down: %v (or bytes differ)", err)
+	require.True(t, bytes.Equal(got, data), "read with a node down: %v (or bytes differ)", err)
 }
 
 // TestSingleServerKilled: the only server is killed a quarter into a load.
@@ -76,13 +75,12 @@ func TestSingleServerKilled(t *testing.T) {
 		})
 		took := time.Since(killedAt)
 		require.ErrorIs(t, err, objstore.ErrUnavailable, "load with the server gone: %v, want ErrUnavailable naming %s", err, mc.Endpoint())
-		require.Contains(t, err.Error(), mc.Endpoint(), "load with the server gone: %v, want ErrUnavailable naming %s", err, mc.Endpoint())
+		require.ErrorContains(t, err, mc.Endpoint(), "load with the server gone: %v, want ErrUnavailable naming %s", err, mc.Endpoint())
 		// A client that ignored the deadlines set here would retry for
 		// DefaultRetryDeadline (30 s) or hang; a loaded machine adds
 		// seconds to the 1.5 s they allow, never fifteen.
-		if limit := objstore.DefaultRetryDeadline / 2; took > limit {
-			t.Fatalf("failed %v after the kill, over the %v the %v retry deadline and %v stall timeout allow", took, limit, deadline, stall)
-		}
+		limit := objstore.DefaultRetryDeadline / 2
+		require.LessOrEqual(t, took, limit, "failed %v after the kill, over the %v the %v retry deadline and %v stall timeout allow", took, limit, deadline, stall)
 		t.Logf("failed %v after the kill: %v", took, err)
 	})
 	t.Run("restarted", func(t *testing.T) {
@@ -103,9 +101,7 @@ func TestSingleServerKilled(t *testing.T) {
 			}
 		})
 		wg.Wait()
-		if restartErr != nil {
-			t.Fatal(restartErr)
-		}
+		require.NoError(t, restartErr)
 		require.NoError(t, err, "load across a server restart: %v (or bytes differ)", err)
 		require.True(t, bytes.Equal(got, data), "load across a server restart: %v (or bytes differ)", err)
 		require.NotEqualValues(t, 0, retries.n.Load(), "no retries: the server was not down during the load")
@@ -130,12 +126,11 @@ func TestToxiproxy(t *testing.T) {
 		cl := client(t, "http://"+px.Addr(), objstore.WithRangeSize(1<<20))
 		start := time.Now()
 		o := open(t, cl, b, "obj")
-		if rtt := time.Since(start); rtt < 20*time.Millisecond {
-			t.Fatalf("a HEAD took %v through 20±10 ms each way: the toxics are not in the path", rtt)
-		}
-		if got, err := loadWith(context.Background(), o, 4, nil); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("load with latency: %v (or bytes differ)", err)
-		}
+		rtt := time.Since(start)
+		require.GreaterOrEqual(t, rtt, time.Duration(20*time.Millisecond), "a HEAD took %v through 20±10 ms each way: the toxics are not in the path", rtt)
+		got, err := loadWith(context.Background(), o, 4, nil)
+		require.NoError(t, err, "load with latency: %v (or bytes differ)", err)
+		require.True(t, bytes.Equal(got, data), "load with latency: %v (or bytes differ)", err)
 	})
 	t.Run("bandwidth", func(t *testing.T) {
 		const rateKBs, conc = 16000, 2 // toxiproxy rates are KB/s per connection
@@ -149,9 +144,7 @@ func TestToxiproxy(t *testing.T) {
 		require.NoError(t, err, "read under a bandwidth cap: %v (or bytes differ)", err)
 		require.True(t, bytes.Equal(got, data), "read under a bandwidth cap: %v (or bytes differ)", err)
 		floor := time.Duration(float64(len(data)) / (conc * rateKBs * 1000) * float64(time.Second))
-		if took < floor*9/10 {
-			t.Fatalf("16 MiB in %v, faster than %d connections at %d KB/s allow (%v): the cap is not in the path", took, conc, rateKBs, floor)
-		}
+		require.GreaterOrEqual(t, took, floor*9/10, "16 MiB in %v, faster than %d connections at %d KB/s allow (%v): the cap is not in the path", took, conc, rateKBs, floor)
 		t.Logf("16 MiB in %v (floor %v)", took, floor)
 	})
 	t.Run("connections cut after 1 MiB", func(t *testing.T) {
@@ -162,9 +155,9 @@ func TestToxiproxy(t *testing.T) {
 		retries := &retryCounter{}
 		cl := client(t, "http://"+px.Addr(), objstore.WithRangeSize(4<<20), objstore.WithLogger(slog.New(retries)))
 		o := open(t, cl, b, "obj")
-		if got, err := readAll(context.Background(), o); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("read over connections cut every 1.5 MiB: %v (or bytes differ)", err)
-		}
+		got, err := readAll(context.Background(), o)
+		require.NoError(t, err, "read over connections cut every 1.5 MiB: %v (or bytes differ)", err)
+		require.True(t, bytes.Equal(got, data), "read over connections cut every 1.5 MiB: %v (or bytes differ)", err)
 		require.NotEqualValues(t, 0, retries.n.Load(), "no retries: the toxic did not cut any connection")
 		t.Logf("byte-exact after %d retries", retries.n.Load())
 	})
@@ -209,9 +202,8 @@ func TestToxiproxy(t *testing.T) {
 		require.ErrorIs(t, err, objstore.ErrUnavailable, "load through a stalled path: %v, want ErrUnavailable", err)
 		// As for a killed server: the deadlines set here allow 1.6 s;
 		// ignoring them takes 30 s or forever.
-		if limit := objstore.DefaultRetryDeadline / 2; took > limit {
-			t.Fatalf("failed %v after the stall, over the %v the %v retry deadline and %v stall timeout allow", took, limit, deadline, stall)
-		}
+		limit := objstore.DefaultRetryDeadline / 2
+		require.LessOrEqual(t, took, limit, "failed %v after the stall, over the %v the %v retry deadline and %v stall timeout allow", took, limit, deadline, stall)
 		t.Logf("failed %v after the stall: %v", took, err)
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,17 +34,16 @@ func TestListTenThousand(t *testing.T) {
 	l, err := cl.List(context.Background(), b, "many/", "")
 	require.NoError(t, err)
 	t.Logf("listed %d keys in %v, %d requests", len(l.Objects), time.Since(start), px.lists.Load())
-	require.EqualValues(t, n, len(l.Objects), "listed %d objects and %d prefixes, want %d and 0", len(l.Objects), len(l.Prefixes), n)
-	require.EqualValues(t, 0, len(l.Prefixes), "listed %d objects and %d prefixes, want %d and 0", len(l.Objects), len(l.Prefixes), n)
+	require.Len(t, l.Objects, n, "listed %d objects and %d prefixes, want %d and 0", len(l.Objects), len(l.Prefixes), n)
+	require.Len(t, l.Prefixes, 0, "listed %d objects and %d prefixes, want %d and 0", len(l.Objects), len(l.Prefixes), n)
 	for i, o := range l.Objects {
 		require.EqualValues(t, keys[i], o.Key, "entry %d: %+v, want key %s of %d bytes", i, o, keys[i], i%7)
 		require.EqualValues(t, int64(i%7), o.Size, "entry %d: %+v, want key %s of %d bytes", i, o, keys[i], i%7)
 		require.NotEqualValues(t, "", o.ETag, "entry %d: %+v, want key %s of %d bytes", i, o, keys[i], i%7)
 		require.EqualValues(t, b, o.Bucket, "entry %d: %+v, want key %s of %d bytes", i, o, keys[i], i%7)
 	}
-	if p := px.lists.Load(); p < n/1000 {
-		t.Fatalf("%d list requests for %d keys: pages of at most 1,000 keys were not followed", p, n)
-	}
+	p := px.lists.Load()
+	require.GreaterOrEqual(t, p, int64(n/1000), "%d list requests for %d keys: pages of at most 1,000 keys were not followed", p, n)
 }
 
 // TestListDelimiter: S3's prefix and delimiter semantics: with "/" the
@@ -107,9 +105,9 @@ func TestMissing(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.op(c.bucket, c.key)
 			require.ErrorIs(t, err, fs.ErrNotExist, "err = %v, want fs.ErrNotExist", err)
-			if url := "s3://" + c.bucket + "/" + c.key; !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), c.says) {
-				t.Fatalf("error %q does not name %s and say %q", err, url, c.says)
-			}
+			url := "s3://" + c.bucket + "/" + c.key
+			require.ErrorContains(t, err, url, "error %q does not name %s and say %q", err, url, c.says)
+			require.ErrorContains(t, err, c.says, "error %q does not name %s and say %q", err, url, c.says)
 		})
 	}
 }

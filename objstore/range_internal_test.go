@@ -1,6 +1,12 @@
 package objstore
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 func TestParseContentRange(t *testing.T) {
 	cases := []struct {
@@ -21,9 +27,10 @@ func TestParseContentRange(t *testing.T) {
 	}
 	for _, c := range cases {
 		f, l, tot, ok := parseContentRange(c.in)
-		if ok != c.ok || f != c.first || l != c.last || tot != c.total {
-			t.Errorf("parseContentRange(%q) = %d, %d, %d, %v; want %d, %d, %d, %v", c.in, f, l, tot, ok, c.first, c.last, c.total, c.ok)
-		}
+		assert.Equal(t, c.ok, ok, "parseContentRange(%q) = %d, %d, %d, %v; want %d, %d, %d, %v", c.in, f, l, tot, ok, c.first, c.last, c.total, c.ok)
+		assert.Equal(t, c.first, f, "parseContentRange(%q) = %d, %d, %d, %v; want %d, %d, %d, %v", c.in, f, l, tot, ok, c.first, c.last, c.total, c.ok)
+		assert.Equal(t, c.last, l, "parseContentRange(%q) = %d, %d, %d, %v; want %d, %d, %d, %v", c.in, f, l, tot, ok, c.first, c.last, c.total, c.ok)
+		assert.Equal(t, c.total, tot, "parseContentRange(%q) = %d, %d, %d, %v; want %d, %d, %d, %v", c.in, f, l, tot, ok, c.first, c.last, c.total, c.ok)
 	}
 }
 
@@ -35,16 +42,14 @@ func FuzzParseContentRange(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		first, last, total, ok := parseContentRange(s)
-		if ok && (first < 0 || last < first || total <= last) {
-			t.Fatalf("parseContentRange(%q) accepted %d-%d/%d", s, first, last, total)
-		}
+		require.False(t, ok && (first < 0 || last < first || total <= last), "parseContentRange(%q) accepted %d-%d/%d", s, first, last, total)
 	})
 }
 
 func TestJitter(t *testing.T) {
 	for n := 1; n < 100; n++ {
-		if d := jitter(n); d <= 0 || d > backoffMax+1e6 {
-			t.Fatalf("jitter(%d) = %v, outside (0, %v]", n, d, backoffMax)
-		}
+		d := jitter(n)
+		require.Greater(t, d, time.Duration(0), "jitter(%d) = %v, outside (0, %v]", n, d, backoffMax)
+		require.LessOrEqual(t, d, time.Duration(backoffMax+1e6), "jitter(%d) = %v, outside (0, %v]", n, d, backoffMax)
 	}
 }

@@ -3,7 +3,6 @@ package objstore_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"io/fs"
 	"runtime"
@@ -96,18 +95,15 @@ func TestReadAtContract(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := make([]byte, c.n)
 			n, err := o.ReadAt(p, c.off)
-			if n != c.wantN || !errors.Is(err, c.wantErr) || (c.wantErr == nil && err != nil) {
-				t.Fatalf("ReadAt(%d bytes at %d) = %d, %v; want %d, %v", c.n, c.off, n, err, c.wantN, c.wantErr)
-			}
-			if n > 0 && !bytes.Equal(p[:n], data[c.off:c.off+int64(n)]) {
-				t.Fatal("bytes differ")
-			}
+			require.Equal(t, c.wantN, n, "ReadAt(%d bytes at %d) = %d, %v; want %d, %v", c.n, c.off, n, err, c.wantN, c.wantErr)
+			require.ErrorIs(t, err, c.wantErr, "ReadAt(%d bytes at %d) = %d, %v; want %d, %v", c.n, c.off, n, err, c.wantN, c.wantErr)
+			require.False(t, c.wantErr == nil && err != nil, "ReadAt(%d bytes at %d) = %d, %v; want %d, %v", c.n, c.off, n, err, c.wantN, c.wantErr)
+			require.False(t, n > 0 && !bytes.Equal(p[:n], data[c.off:c.off+int64(n)]), "bytes differ")
 		})
 	}
 	o.Close()
-	if _, err := o.ReadAt(make([]byte, 1), 0); !errors.Is(err, fs.ErrClosed) {
-		t.Fatalf("read after Close: %v, want fs.ErrClosed", err)
-	}
+	_, err := o.ReadAt(make([]byte, 1), 0)
+	require.ErrorIs(t, err, fs.ErrClosed, "read after Close: %v, want fs.ErrClosed", err)
 }
 
 // TestWholeObjectChecksum: a read of a whole object that fits one range is
@@ -134,33 +130,30 @@ func TestWholeObjectChecksum(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			key := "obj-" + string(alg)
-			if _, err := mc.PutWithChecksum(context.Background(), b, key, data, alg); err != nil {
-				t.Fatal(err)
-			}
+			_, err := mc.PutWithChecksum(context.Background(), b, key, data, alg)
+			require.NoError(t, err)
 			o := open(t, cl, b, key)
 			px.corrupt.Store(false)
-			if got, err := readAll(context.Background(), o); err != nil || !bytes.Equal(got, data) {
-				t.Fatalf("whole read: %v (or bytes differ)", err)
-			}
+			got, err := readAll(context.Background(), o)
+			require.NoError(t, err, "whole read")
+			require.True(t, bytes.Equal(got, data), "whole read: bytes differ")
 			require.EqualValues(t, string(alg), o.Verified(), "whole read verified with %q, want %q", o.Verified(), alg)
 			px.corrupt.Store(true)
 			defer px.corrupt.Store(false)
 			gets := px.gets.Load()
-			_, err := readAll(context.Background(), o)
+			_, err = readAll(context.Background(), o)
 			if alg == "" {
 				require.NoError(t, err, "damaged read of an object without a checksum: %v", err)
 				return
 			}
 			require.ErrorIs(t, err, objstore.ErrChecksum, "damaged whole read: %v, want ErrChecksum naming %s", err, o.Name())
-			require.Contains(t, err.Error(), o.Name(), "damaged whole read: %v, want ErrChecksum naming %s", err, o.Name())
-			if n := px.gets.Load() - gets; n != 3 {
-				t.Fatalf("a damaged body was fetched %d times; want 3 (two retries)", n)
-			}
+			require.ErrorContains(t, err, o.Name(), "damaged whole read: %v, want ErrChecksum naming %s", err, o.Name())
+			n := px.gets.Load() - gets
+			require.EqualValues(t, 3, n, "a damaged body was fetched %d times; want 3 (two retries)", n)
 			t.Logf("damaged read: %v", err)
 			part := make([]byte, 1000)
-			if _, err := o.ReadAt(part, 10); err != nil {
-				t.Fatalf("partial read: %v", err)
-			}
+			_, err = o.ReadAt(part, 10)
+			require.NoError(t, err, "partial read")
 		})
 	}
 }
@@ -179,19 +172,17 @@ func TestRequestsPerRead(t *testing.T) {
 	cl := client(t, px.url(), objstore.WithConcurrency(conc))
 	o := open(t, cl, b, "obj")
 	for round := range 3 {
-		if got, err := readAll(context.Background(), o); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("round %d: %v (or bytes differ)", round, err)
-		}
+		got, err := readAll(context.Background(), o)
+		require.NoError(t, err, "round %d: %v (or bytes differ)", round, err)
+		require.True(t, bytes.Equal(got, data), "round %d: %v (or bytes differ)", round, err)
 	}
 	wantGets := 3 * int64((len(data)+objstore.DefaultRangeSize-1)/objstore.DefaultRangeSize)
 	require.EqualValues(t, 1, px.heads.Load(), "%d HEADs and %d GETs for 3 reads of two ranges + 1 byte, want 1 and %d", px.heads.Load(), px.gets.Load(), wantGets)
 	require.EqualValues(t, wantGets, px.gets.Load(), "%d HEADs and %d GETs for 3 reads of two ranges + 1 byte, want 1 and %d", px.heads.Load(), px.gets.Load(), wantGets)
-	if c := px.conns.Load(); c > conc {
-		t.Fatalf("%d connections for a concurrency of %d: connections are not reused", c, conc)
-	}
-	if m := px.maxIn.Load(); m > conc {
-		t.Fatalf("%d GETs in flight at once, over the concurrency of %d", m, conc)
-	}
+	c := px.conns.Load()
+	require.LessOrEqual(t, c, int64(conc), "%d connections for a concurrency of %d: connections are not reused", c, conc)
+	m := px.maxIn.Load()
+	require.LessOrEqual(t, m, int64(conc), "%d GETs in flight at once, over the concurrency of %d", m, conc)
 	px.mu.Lock()
 	defer px.mu.Unlock()
 	for _, r := range px.ranges[:3] {
@@ -214,9 +205,8 @@ func TestReadIntoCallerMemory(t *testing.T) {
 	require.NoError(t, err)
 	defer ring.Close()
 	load := func() {
-		if _, err := loader.Load(context.Background(), []loader.Job{loader.WholeFile(o, ring)}, loader.Options{Workers: 8}); err != nil {
-			t.Fatal(err)
-		}
+		_, err := loader.Load(context.Background(), []loader.Job{loader.WholeFile(o, ring)}, loader.Options{Workers: 8})
+		require.NoError(t, err)
 	}
 	load() // connections made, pools warmed
 	var before, after runtime.MemStats
@@ -225,7 +215,5 @@ func TestReadIntoCallerMemory(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("a 64 MiB load allocated %d KiB on the heap", allocated>>10)
-	if allocated > size/16 {
-		t.Fatalf("a 64 MiB load allocated %d bytes on the heap: bodies are buffered, not read into the ring", allocated)
-	}
+	require.LessOrEqual(t, allocated, uint64(size/16), "a 64 MiB load allocated %d bytes on the heap: bodies are buffered, not read into the ring", allocated)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/objstore"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,12 +42,10 @@ func TestParseURL(t *testing.T) {
 	}
 	for _, c := range cases {
 		b, k, err := objstore.ParseURL(c.in)
-		if c.ok != (err == nil) || b != c.bucket || k != c.key {
-			t.Errorf("ParseURL(%q) = %q, %q, %v; want %q, %q, ok=%v", c.in, b, k, err, c.bucket, c.key, c.ok)
-		}
-		if err != nil && !errors.Is(err, objstore.ErrInvalid) {
-			t.Errorf("ParseURL(%q): %v does not match ErrInvalid", c.in, err)
-		}
+		assert.Equal(t, (err == nil), c.ok, "ParseURL(%q) = %q, %q, %v; want %q, %q, ok=%v", c.in, b, k, err, c.bucket, c.key, c.ok)
+		assert.Equal(t, c.bucket, b, "ParseURL(%q) = %q, %q, %v; want %q, %q, ok=%v", c.in, b, k, err, c.bucket, c.key, c.ok)
+		assert.Equal(t, c.key, k, "ParseURL(%q) = %q, %q, %v; want %q, %q, ok=%v", c.in, b, k, err, c.bucket, c.key, c.ok)
+		assert.False(t, err != nil && !errors.Is(err, objstore.ErrInvalid), "ParseURL(%q): %v does not match ErrInvalid", c.in, err)
 	}
 }
 

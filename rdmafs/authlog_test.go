@@ -46,17 +46,16 @@ func TestFailedLoginsLoggedAndCounted(t *testing.T) {
 		c, err := Dial(context.Background(), ts.addr, opts...)
 		if err == nil {
 			c.Close()
-			t.Fatalf("attempt %d: dial with a wrong token succeeded", i)
 		}
+		require.Error(t, err, "attempt %d: dial with a wrong token succeeded", i)
 		require.ErrorIs(t, err, ErrAuth, "attempt %d: %v, want ErrAuth", i, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for ts.srv.metrics.authFail.Load() < attempts && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := ts.srv.metrics.authFail.Load(); n != attempts {
-		t.Fatalf("rdmafs_auth_failures_total = %d, want %d", n, attempts)
-	}
+	n := ts.srv.metrics.authFail.Load()
+	require.EqualValues(t, attempts, n, "rdmafs_auth_failures_total = %d, want %d", n, attempts)
 	lines := strings.Count(logs.String(), `msg="rdmafs login failed"`)
 	assert.EqualValues(t, 10, lines, "%d failed-login lines logged, want 10 (the per-minute burst):\n%s", lines, logs.String())
 	for _, want := range []string{"remote=127.0.0.1:", "its token differs from the server's, or it has none"} {
@@ -82,8 +81,7 @@ func TestLogLimiter(t *testing.T) {
 	}
 	for i, s := range steps {
 		ok, sup := l.allow(t0.Add(s.at))
-		if ok != s.ok || sup != s.wantSuppressed {
-			t.Errorf("step %d (+%v): allow = %v, %d; want %v, %d", i, s.at, ok, sup, s.ok, s.wantSuppressed)
-		}
+		assert.Equal(t, s.ok, ok, "step %d (+%v): allow = %v, %d; want %v, %d", i, s.at, ok, sup, s.ok, s.wantSuppressed)
+		assert.Equal(t, s.wantSuppressed, sup, "step %d (+%v): allow = %v, %d; want %v, %d", i, s.at, ok, sup, s.ok, s.wantSuppressed)
 	}
 }

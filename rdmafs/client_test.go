@@ -3,7 +3,6 @@ package rdmafs
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,8 +46,10 @@ func TestReadSizesByteExact(t *testing.T) {
 					// Whole file, then through io.SectionReader (exercises
 					// short reads at EOF), then a read past the end.
 					got := make([]byte, n)
-					if k, err := f.ReadAt(got, 0); k != n || (err != nil && err != io.EOF) {
-						t.Fatalf("ReadAt whole: n=%d err=%v", k, err)
+					k, err := f.ReadAt(got, 0)
+					require.Equal(t, n, k, "ReadAt whole: n=%d err=%v", k, err)
+					if err != io.EOF {
+						require.NoError(t, err, "ReadAt whole: n=%d", k)
 					}
 					require.True(t, bytes.Equal(got, files[n]), "data mismatch for size %d", n)
 					all, err := io.ReadAll(io.NewSectionReader(f, 0, f.Size()+100))
@@ -58,11 +59,11 @@ func TestReadSizesByteExact(t *testing.T) {
 						return
 					}
 					over := make([]byte, 10)
-					k, err := f.ReadAt(over, int64(n)-3)
+					k, err = f.ReadAt(over, int64(n)-3)
 					wantK := 3
-					if k != wantK || err != io.EOF || !bytes.Equal(over[:k], files[n][n-wantK:]) {
-						t.Fatalf("read across EOF: n=%d err=%v", k, err)
-					}
+					require.Equal(t, wantK, k, "read across EOF: n=%d err=%v", k, err)
+					require.Equal(t, io.EOF, err, "read across EOF: n=%d err=%v", k, err)
+					require.True(t, bytes.Equal(over[:k], files[n][n-wantK:]), "read across EOF: n=%d err=%v", k, err)
 				})
 			}
 		})
@@ -84,9 +85,10 @@ func TestStatListAndErrors(t *testing.T) {
 			require.EqualValues(t, 20, fi.Size(), "Stat dir/b.bin = %+v, %v", fi, err)
 			require.False(t, fi.IsDir(), "Stat dir/b.bin = %+v, %v", fi, err)
 			ents, err := cl.List(ctx, "")
-			if err != nil || len(ents) != 2 || ents[0].Name() != "a.bin" || !ents[1].IsDir() {
-				t.Fatalf("List root = %+v, %v", ents, err)
-			}
+			require.NoError(t, err, "List root = %+v, %v", ents, err)
+			require.Len(t, ents, 2, "List root = %+v, %v", ents, err)
+			require.Equal(t, "a.bin", ents[0].Name(), "List root = %+v, %v", ents, err)
+			require.True(t, ents[1].IsDir(), "List root = %+v, %v", ents, err)
 			tests := []struct {
 				name string
 				op   func() error
@@ -107,9 +109,8 @@ func TestStatListAndErrors(t *testing.T) {
 				}, ErrInvalid},
 			}
 			for _, tc := range tests {
-				if err := tc.op(); !errors.Is(err, tc.want) {
-					t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
-				}
+				err := tc.op()
+				assert.ErrorIs(t, err, tc.want, "%s: err = %v, want %v", tc.name, err, tc.want)
 			}
 		})
 	}
@@ -126,11 +127,10 @@ func TestListPagination(t *testing.T) {
 	cl := dialTest(t, ts, nil)
 	ents, err := cl.List(context.Background(), ".")
 	require.NoError(t, err, "List: %d entries, err %v; want %d", len(ents), err, n)
-	require.EqualValues(t, n, len(ents), "List: %d entries, err %v; want %d", len(ents), err, n)
+	require.Len(t, ents, n, "List: %d entries, err %v; want %d", len(ents), err, n)
 	for i, e := range ents {
-		if want := fmt.Sprintf("%04d-", i); e.Name()[:5] != want {
-			t.Fatalf("entry %d is %q", i, e.Name()[:5])
-		}
+		want := fmt.Sprintf("%04d-", i)
+		require.Equal(t, want, e.Name()[:5], "entry %d is %q", i, e.Name()[:5])
 	}
 }
 
@@ -156,9 +156,8 @@ func TestDialErrors(t *testing.T) {
 			require.ErrorIs(t, err, tc.want, "Dial err = %v, want %v", err, tc.want)
 			// The address is named, once: the transport's own error
 			// names it already.
-			if n := strings.Count(err.Error(), tc.addr); tc.want == ErrServerGone && n != 1 {
-				t.Errorf("Dial err = %q names %s %d times, want once", err, tc.addr, n)
-			}
+			n := strings.Count(err.Error(), tc.addr)
+			assert.False(t, tc.want == ErrServerGone && n != 1, "Dial err = %q names %s %d times, want once", err, tc.addr, n)
 		})
 	}
 	cl, err := Dial(ctx, open.addr, WithLogger(quietLogger()))
@@ -186,8 +185,8 @@ func TestParseURL(t *testing.T) {
 			assert.Error(t, err, "ParseURL(%q) = %+v, want error", tc.in, u)
 			continue
 		}
-		if err != nil || u.Addr != tc.addr || u.Path != tc.path {
-			t.Errorf("ParseURL(%q) = %+v, %v; want %s %s", tc.in, u, err, tc.addr, tc.path)
-		}
+		assert.NoError(t, err, "ParseURL(%q) = %+v, %v; want %s %s", tc.in, u, err, tc.addr, tc.path)
+		assert.Equal(t, tc.addr, u.Addr, "ParseURL(%q) = %+v, %v; want %s %s", tc.in, u, err, tc.addr, tc.path)
+		assert.Equal(t, tc.path, u.Path, "ParseURL(%q) = %+v, %v; want %s %s", tc.in, u, err, tc.addr, tc.path)
 	}
 }

@@ -62,11 +62,11 @@ func TestServerTCPCongestion(t *testing.T) {
 			f, err := cl.Open(context.Background(), "f")
 			require.NoError(t, err)
 			buf := make([]byte, len(data))
-			if _, err := f.ReadAt(buf, 0); err != nil || string(buf) != string(data) {
-				t.Fatalf("read: %v (or the bytes differ)", err)
-			}
+			_, err = f.ReadAt(buf, 0)
+			require.NoError(t, err, "read: %v (or the bytes differ)", err)
+			require.Equal(t, string(data), string(buf), "read: %v (or the bytes differ)", err)
 			got := serverCongestions(t, ts.srv)
-			require.EqualValues(t, 2, len(got), "server has %d connections, want 2", len(got))
+			require.Len(t, got, 2, "server has %d connections, want 2", len(got))
 			for _, g := range got {
 				assert.EqualValues(t, want, g, "server connection on %q, want %q (kernel default %q)", g, want, dflt)
 			}
@@ -83,11 +83,9 @@ func TestCheckTCPCongestion(t *testing.T) {
 		{"", false}, {"Cubic", false}, {"cubic ", false}, {"../x", false}, {"a-b", false},
 		{"abcdefghijklmnop", false}, {"abcdefghijklmno", true},
 	} {
-		if err := CheckTCPCongestion(tc.name); (err == nil) != tc.ok {
-			t.Errorf("CheckTCPCongestion(%q) = %v, want ok=%v", tc.name, err, tc.ok)
-		}
+		err := CheckTCPCongestion(tc.name)
+		assert.Equal(t, tc.ok, (err == nil), "CheckTCPCongestion(%q) = %v, want ok=%v", tc.name, err, tc.ok)
 	}
-	if _, err := newServer(serverConfig{Root: t.TempDir(), InsecureNoToken: true, TCPCongestion: "not valid"}); err == nil {
-		t.Error("NewServer took an invalid congestion control name")
-	}
+	_, err := newServer(serverConfig{Root: t.TempDir(), InsecureNoToken: true, TCPCongestion: "not valid"})
+	assert.Error(t, err, "NewServer took an invalid congestion control name")
 }

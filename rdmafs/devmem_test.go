@@ -76,9 +76,8 @@ func (m *fakeDeviceMemory) checkDmaBufsClosed(t *testing.T) {
 	for _, f := range m.fds {
 		n, err := unix.Read(f.r, make([]byte, 1))
 		unix.Close(f.r)
-		if n != 0 || err != nil {
-			t.Errorf("dma-buf fd %d still open after the read (read on its pipe: %d, %v)", f.w, n, err)
-		}
+		assert.Zero(t, n, "dma-buf fd %d still open after the read (read on its pipe: %d, %v)", f.w, n, err)
+		assert.NoError(t, err, "dma-buf fd %d still open after the read (read on its pipe: %d, %v)", f.w, n, err)
 	}
 	m.fds = nil
 }
@@ -179,36 +178,28 @@ func TestDeviceRegistrationChoice(t *testing.T) {
 			_, err1 := tg.register(tc.reg, 0, 4096)
 			_, err2 := tg.register(tc.reg, 4096, 8192)
 			reg, chosen := tg.outcome()
-			if !chosen || reg.Method != tc.method {
-				t.Errorf("method %q (chosen %v), want %q", reg.Method, chosen, tc.method)
-			}
+			assert.True(t, chosen, "method %q (chosen %v), want %q", reg.Method, chosen, tc.method)
+			assert.Equal(t, tc.method, reg.Method, "method %q (chosen %v), want %q", reg.Method, chosen, tc.method)
 			for _, s := range tc.reasonHas {
 				assert.Contains(t, reg.Reason, s, "reason %q does not say %q", reg.Reason, s)
 			}
-			if tc.method != "" && (err1 != nil || err2 != nil) {
-				t.Errorf("registrations failed: %v, %v", err1, err2)
-			}
+			assert.False(t, tc.method != "" && (err1 != nil || err2 != nil), "registrations failed: %v, %v", err1, err2)
 			if tc.method == "" {
 				for _, err := range []error{err1, err2} {
-					if !errors.Is(err, ErrNoGPUDirect) {
-						t.Errorf("err %v, want ErrNoGPUDirect", err)
+					if !assert.ErrorIs(t, err, ErrNoGPUDirect, "err %v, want ErrNoGPUDirect", err) {
 						continue
 					}
 					for _, s := range append(tc.errHas, tc.reasonHas...) {
-						assert.Contains(t, err.Error(), s, "error %q does not say %q", err, s)
+						assert.ErrorContains(t, err, s, "error %q does not say %q", err, s)
 					}
 				}
 			}
-			if strings.Join(tc.reg.calls, "; ") != strings.Join(tc.calls, "; ") {
-				t.Errorf("registrations:\n got %q\nwant %q", tc.reg.calls, tc.calls)
-			}
+			assert.Equal(t, strings.Join(tc.calls, "; "), strings.Join(tc.reg.calls, "; "), "registrations:\n got %q\nwant %q", tc.reg.calls, tc.calls)
 			exports, syncs, _ := tc.dm.counts()
-			if exports != tc.exports || syncs != tc.syncs {
-				t.Errorf("GPU driver asked for %d exports and %d SYNC_MEMOPS, want %d and %d", exports, syncs, tc.exports, tc.syncs)
-			}
-			if holds := tg.fd >= 0; holds != tc.holdsDmaBuf {
-				t.Errorf("dma-buf held open by the target: %v, want %v", holds, tc.holdsDmaBuf)
-			}
+			assert.Equal(t, tc.exports, exports, "GPU driver asked for %d exports and %d SYNC_MEMOPS, want %d and %d", exports, syncs, tc.exports, tc.syncs)
+			assert.Equal(t, tc.syncs, syncs, "GPU driver asked for %d exports and %d SYNC_MEMOPS, want %d and %d", exports, syncs, tc.exports, tc.syncs)
+			holds := tg.fd >= 0
+			assert.Equal(t, tc.holdsDmaBuf, holds, "dma-buf held open by the target: %v, want %v", holds, tc.holdsDmaBuf)
 			tg.close()
 			tc.dm.checkDmaBufsClosed(t)
 		})
@@ -222,10 +213,9 @@ func TestDeviceRegistrationLaterPieceFails(t *testing.T) {
 	tg := newDeviceTarget(dm, 0x1000, 8192)
 	defer dm.checkDmaBufsClosed(t)
 	defer tg.close()
-	if _, err := tg.register(&fakeRegistrar{}, 0, 4096); err != nil {
-		t.Fatal(err)
-	}
-	_, err := tg.register(&fakeRegistrar{dmaErr: errors.New("ENOMEM")}, 4096, 8192)
+	_, err := tg.register(&fakeRegistrar{}, 0, 4096)
+	require.NoError(t, err)
+	_, err = tg.register(&fakeRegistrar{dmaErr: errors.New("ENOMEM")}, 4096, 8192)
 	require.ErrorIs(t, err, ErrNoGPUDirect, "err %v, want ErrNoGPUDirect naming dma-buf and ENOMEM", err)
-	require.Contains(t, err.Error(), "with dma-buf: ENOMEM", "err %v, want ErrNoGPUDirect naming dma-buf and ENOMEM", err)
+	require.ErrorContains(t, err, "with dma-buf: ENOMEM", "err %v, want ErrNoGPUDirect naming dma-buf and ENOMEM", err)
 }

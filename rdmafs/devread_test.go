@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 
@@ -135,14 +134,11 @@ func TestReadAtDeviceOverRegions(t *testing.T) {
 			data := writeFile(t, ts.root, "weights.bin", size, 11)
 			dm := &fakeDeviceMemory{base: gpu.base, dmaErr: tc.dmaErr}
 			dm.onFlush = func() {
-				if n := gpu.liveRegions(); n != 0 {
-					t.Errorf("flush with %d regions still registered", n)
-				}
+				n := gpu.liveRegions()
+				assert.Zero(t, n, "flush with %d regions still registered", n)
 			}
 			cl := dialTest(t, ts, tr, WithDeviceMemory(dm), WithChunkSize(64<<10), WithConnections(3))
-			if r := cl.DeviceRegistration(); r != (DeviceRegistration{}) {
-				t.Errorf("registration before any device read: %+v", r)
-			}
+			assert.Zero(t, cl.DeviceRegistration(), "registration before any device read")
 			f, err := cl.Open(context.Background(), "weights.bin")
 			require.NoError(t, err)
 
@@ -151,40 +147,33 @@ func TestReadAtDeviceOverRegions(t *testing.T) {
 			require.NoError(t, err, "ReadAtDevice = %d, %v; want %d, nil", got, err, n)
 			require.EqualValues(t, n, got, "ReadAtDevice = %d, %v; want %d, nil", got, err, n)
 			assert.True(t, bytes.Equal(gpu.mem[dst:dst+n], data[off:off+n]), "GPU memory differs from the file")
-			if gpu.mem[dst-1] != 0 || gpu.mem[dst+n] != 0 {
-				t.Error("bytes outside the destination were written")
-			}
+			assert.Zero(t, gpu.mem[dst-1], "bytes outside the destination were written")
+			assert.Zero(t, gpu.mem[dst+n], "bytes outside the destination were written")
 			exports, syncs, flushes := dm.counts()
 			pieces := (n + 64<<10 - 1) / (64 << 10)
-			if exports != 1 || flushes != 1 {
-				t.Errorf("%d dma-buf exports and %d flushes for one read, want 1 and 1", exports, flushes)
-			}
+			assert.Equal(t, 1, exports, "%d dma-buf exports and %d flushes for one read, want 1 and 1", exports, flushes)
+			assert.Equal(t, 1, flushes, "%d dma-buf exports and %d flushes for one read, want 1 and 1", exports, flushes)
 			wantDma, wantPeer, wantSyncs := pieces, 0, 0
 			if tc.method == RegPeermem {
 				wantDma, wantPeer, wantSyncs = 0, pieces, 1
 			}
-			if gpu.dmaBufRegs != wantDma || gpu.peerRegs != wantPeer || syncs != wantSyncs {
-				t.Errorf("%d dma-buf and %d peermem registrations, %d SYNC_MEMOPS; want %d, %d, %d",
-					gpu.dmaBufRegs, gpu.peerRegs, syncs, wantDma, wantPeer, wantSyncs)
-			}
+			assert.Equal(t, wantDma, gpu.dmaBufRegs, "%d dma-buf and %d peermem registrations, %d SYNC_MEMOPS; want %d, %d, %d", gpu.dmaBufRegs, gpu.peerRegs, syncs, wantDma, wantPeer, wantSyncs)
+			assert.Equal(t, wantPeer, gpu.peerRegs, "%d dma-buf and %d peermem registrations, %d SYNC_MEMOPS; want %d, %d, %d", gpu.dmaBufRegs, gpu.peerRegs, syncs, wantDma, wantPeer, wantSyncs)
+			assert.Equal(t, wantSyncs, syncs, "%d dma-buf and %d peermem registrations, %d SYNC_MEMOPS; want %d, %d, %d", gpu.dmaBufRegs, gpu.peerRegs, syncs, wantDma, wantPeer, wantSyncs)
 			r := cl.DeviceRegistration()
-			if r.Method != tc.method || !strings.Contains(r.Reason, tc.reason) {
-				t.Errorf("DeviceRegistration = %+v, want method %q with a reason saying %q", r, tc.method, tc.reason)
-			}
+			assert.Equal(t, tc.method, r.Method, "DeviceRegistration = %+v, want method %q with a reason saying %q", r, tc.method, tc.reason)
+			assert.Contains(t, r.Reason, tc.reason, "DeviceRegistration = %+v, want method %q with a reason saying %q", r, tc.method, tc.reason)
 			dm.checkDmaBufsClosed(t)
 
 			// Past the end: the tail, io.EOF, and still a flush.
 			clear(gpu.mem)
 			got, err = f.ReadAtDevice(context.Background(), gpu.base, 100000, size-5000)
-			if got != 5000 || err != io.EOF {
-				t.Fatalf("read across the end = %d, %v; want 5000, io.EOF", got, err)
-			}
-			if !bytes.Equal(gpu.mem[:5000], data[size-5000:]) || gpu.mem[5000] != 0 {
-				t.Error("tail bytes wrong in GPU memory")
-			}
-			if _, _, flushes := dm.counts(); flushes != 2 {
-				t.Errorf("%d flushes after two reads, want 2", flushes)
-			}
+			require.Equal(t, 5000, got, "read across the end = %d, %v; want 5000, io.EOF", got, err)
+			require.Equal(t, io.EOF, err, "read across the end = %d, %v; want 5000, io.EOF", got, err)
+			assert.True(t, bytes.Equal(gpu.mem[:5000], data[size-5000:]), "tail bytes wrong in GPU memory")
+			assert.Zero(t, gpu.mem[5000], "tail bytes wrong in GPU memory")
+			_, _, flushes = dm.counts()
+			assert.Equal(t, 2, flushes, "%d flushes after two reads, want 2", flushes)
 			assert.EqualValues(t, 0, gpu.liveRegions(), "%d regions still registered after the reads", gpu.liveRegions())
 			dm.checkDmaBufsClosed(t)
 		})
@@ -206,15 +195,16 @@ func TestReadAtDeviceNoRegistration(t *testing.T) {
 	require.EqualValues(t, 0, n, "ReadAtDevice = %d, %v; want 0 and ErrNoGPUDirect", n, err)
 	require.ErrorIs(t, err, ErrNoGPUDirect, "ReadAtDevice = %d, %v; want 0 and ErrNoGPUDirect", n, err)
 	for _, s := range []string{"a.bin", "CUDA_ERROR_NOT_SUPPORTED", "CUDA_ERROR_INVALID_VALUE", "bounce path"} {
-		assert.Contains(t, err.Error(), s, "error %q does not say %q", err, s)
+		assert.ErrorContains(t, err, s, "error %q does not say %q", err, s)
 	}
 	r := cl.DeviceRegistration()
-	if r.Method != "" || !strings.Contains(r.Reason, "dma-buf: export failed") || !strings.Contains(r.Reason, "nvidia-peermem: SYNC_MEMOPS failed") {
-		t.Errorf("DeviceRegistration = %+v, want no method and both causes", r)
-	}
-	if exports, syncs, flushes := dm.counts(); exports != 1 || syncs != 1 || flushes != 0 {
-		t.Errorf("%d exports, %d SYNC_MEMOPS, %d flushes; want 1, 1, 0", exports, syncs, flushes)
-	}
+	assert.Empty(t, r.Method, "DeviceRegistration = %+v, want no method and both causes", r)
+	assert.Contains(t, r.Reason, "dma-buf: export failed", "DeviceRegistration = %+v, want no method and both causes", r)
+	assert.Contains(t, r.Reason, "nvidia-peermem: SYNC_MEMOPS failed", "DeviceRegistration = %+v, want no method and both causes", r)
+	exports, syncs, flushes := dm.counts()
+	assert.Equal(t, 1, exports, "%d exports, %d SYNC_MEMOPS, %d flushes; want 1, 1, 0", exports, syncs, flushes)
+	assert.Equal(t, 1, syncs, "%d exports, %d SYNC_MEMOPS, %d flushes; want 1, 1, 0", exports, syncs, flushes)
+	assert.Zero(t, flushes, "%d exports, %d SYNC_MEMOPS, %d flushes; want 1, 1, 0", exports, syncs, flushes)
 }
 
 // A failed flush fails the read: the data may not be visible to the GPU.
@@ -228,10 +218,10 @@ func TestReadAtDeviceFlushFails(t *testing.T) {
 	f, err := cl.Open(context.Background(), "a.bin")
 	require.NoError(t, err)
 	n, err := f.ReadAtDevice(context.Background(), gpu.base, 8192, 0)
-	if n != 0 || !errors.Is(err, ErrNoGPUDirect) || !strings.Contains(err.Error(), "cudaErrorIllegalAddress") ||
-		!strings.Contains(err.Error(), "may not be visible") {
-		t.Fatalf("ReadAtDevice with a failing flush = %d, %v", n, err)
-	}
+	require.Zero(t, n, "ReadAtDevice with a failing flush = %d, %v", n, err)
+	require.ErrorIs(t, err, ErrNoGPUDirect, "ReadAtDevice with a failing flush = %d, %v", n, err)
+	require.ErrorContains(t, err, "cudaErrorIllegalAddress", "ReadAtDevice with a failing flush = %d, %v", n, err)
+	require.ErrorContains(t, err, "may not be visible", "ReadAtDevice with a failing flush = %d, %v", n, err)
 	dm.checkDmaBufsClosed(t)
 }
 
@@ -250,13 +240,13 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 			require.NoError(t, err)
 			n, err := f.ReadAtDevice(context.Background(), 0x7e0000000000, 4096, 0)
 			want := "GPU destinations need the verbs transport and this client uses " + tt.name
-			if n != 0 || !errors.Is(err, ErrNoGPUDirect) || !strings.Contains(err.Error(), want) ||
-				!strings.Contains(err.Error(), "pinned host memory") || !strings.Contains(err.Error(), "bounce path") {
-				t.Fatalf("ReadAtDevice over %s = %d, %v; want ErrNoGPUDirect saying %q and naming the bounce path", tt.name, n, err, want)
-			}
-			if exports, syncs, flushes := dm.counts(); exports+syncs+flushes != 0 {
-				t.Errorf("the GPU was asked %d times", exports+syncs+flushes)
-			}
+			require.Zero(t, n, "ReadAtDevice over %s = %d, %v; want ErrNoGPUDirect saying %q and naming the bounce path", tt.name, n, err, want)
+			require.ErrorIs(t, err, ErrNoGPUDirect, "ReadAtDevice over %s = %d, %v; want ErrNoGPUDirect saying %q and naming the bounce path", tt.name, n, err, want)
+			require.ErrorContains(t, err, want, "ReadAtDevice over %s = %d, %v; want ErrNoGPUDirect saying %q and naming the bounce path", tt.name, n, err, want)
+			require.ErrorContains(t, err, "pinned host memory", "ReadAtDevice over %s = %d, %v; want ErrNoGPUDirect saying %q and naming the bounce path", tt.name, n, err, want)
+			require.ErrorContains(t, err, "bounce path", "ReadAtDevice over %s = %d, %v; want ErrNoGPUDirect saying %q and naming the bounce path", tt.name, n, err, want)
+			exports, syncs, flushes := dm.counts()
+			assert.Zero(t, exports+syncs+flushes, "the GPU was asked %d times", exports+syncs+flushes)
 		})
 	}
 	t.Run("no DeviceMemory", func(t *testing.T) {
@@ -267,18 +257,17 @@ func TestReadAtDeviceRefusals(t *testing.T) {
 		require.NoError(t, err)
 		_, err = f.ReadAtDevice(context.Background(), 0x7e0000000000, 4096, 0)
 		require.ErrorIs(t, err, ErrNoGPUDirect, "ReadAtDevice without DeviceMemory: %v", err)
-		require.Contains(t, err.Error(), "WithDeviceMemory", "ReadAtDevice without DeviceMemory: %v", err)
+		require.ErrorContains(t, err, "WithDeviceMemory", "ReadAtDevice without DeviceMemory: %v", err)
 		for _, c := range []struct {
 			ptr    uintptr
 			n, off int64
 		}{{0x1000, 10, -1}, {0x1000, -1, 0}, {^uintptr(0) - 10, 100, 0}} {
-			if _, err := f.ReadAtDevice(context.Background(), c.ptr, c.n, c.off); !errors.Is(err, ErrInvalid) {
-				t.Errorf("ReadAtDevice(0x%x, %d, %d): %v, want ErrInvalid", c.ptr, c.n, c.off, err)
-			}
+			_, err := f.ReadAtDevice(context.Background(), c.ptr, c.n, c.off)
+			assert.ErrorIs(t, err, ErrInvalid, "ReadAtDevice(0x%x, %d, %d): %v, want ErrInvalid", c.ptr, c.n, c.off, err)
 		}
-		if n, err := f.ReadAtDevice(context.Background(), 0x1000, 0, 0); n != 0 || err != nil {
-			t.Errorf("empty read = %d, %v", n, err)
-		}
+		n, err := f.ReadAtDevice(context.Background(), 0x1000, 0, 0)
+		assert.Zero(t, n, "empty read = %d, %v", n, err)
+		assert.NoError(t, err, "empty read = %d, %v", n, err)
 	})
 }
 
@@ -292,21 +281,18 @@ func TestFileWithDeviceMemory(t *testing.T) {
 	f, err := dialTest(t, ts, tr, WithChunkSize(64<<10)).Open(context.Background(), "w.bin")
 	require.NoError(t, err)
 	require.True(t, f.DeviceReads(), "a region transport that registers GPU memory reports no device reads")
-	if _, err := f.ReadAtDevice(context.Background(), gpu.base, 1000, 0); !errors.Is(err, ErrNoGPUDirect) {
-		t.Fatalf("without DeviceMemory: %v", err)
-	}
+	_, err = f.ReadAtDevice(context.Background(), gpu.base, 1000, 0)
+	require.ErrorIs(t, err, ErrNoGPUDirect, "without DeviceMemory")
 	dm := &fakeDeviceMemory{base: gpu.base}
 	g := f.WithDeviceMemory(dm)
-	if n, err := g.ReadAtDevice(context.Background(), gpu.base, int64(len(data)), 0); err != nil || n != len(data) {
-		t.Fatalf("ReadAtDevice through the file's DeviceMemory = %d, %v", n, err)
-	}
+	n, err := g.ReadAtDevice(context.Background(), gpu.base, int64(len(data)), 0)
+	require.NoError(t, err, "ReadAtDevice through the file's DeviceMemory")
+	require.Equal(t, len(data), n, "ReadAtDevice through the file's DeviceMemory = %d, %v", n, err)
 	assert.True(t, bytes.Equal(gpu.mem[:len(data)], data), "GPU memory differs from the file")
-	if _, _, flushes := dm.counts(); flushes != 1 {
-		t.Errorf("%d flushes through the file's DeviceMemory, want 1", flushes)
-	}
-	if g.Name() != f.Name() || g.Size() != f.Size() {
-		t.Error("the bound handle names another file")
-	}
+	_, _, flushes := dm.counts()
+	assert.Equal(t, 1, flushes, "%d flushes through the file's DeviceMemory, want 1", flushes)
+	assert.Equal(t, f.Name(), g.Name(), "the bound handle names another file")
+	assert.Equal(t, f.Size(), g.Size(), "the bound handle names another file")
 
 	tcp := startServer(t, serverConfig{}, TCP())
 	writeFile(t, tcp.root, "w.bin", 10, 1)

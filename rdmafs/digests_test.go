@@ -3,10 +3,8 @@ package rdmafs
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -61,14 +59,12 @@ func TestDigestCacheRanges(t *testing.T) {
 			computed = 0
 			got, err := fd.crcRange(0, r.off, r.n, compute)
 			require.NoError(t, err)
-			if want := crc32c(0, data[r.off:r.off+r.n]); got != want {
-				t.Errorf("pass %d: crc of [%d, +%d) = %08x, want %08x", pass, r.off, r.n, got, want)
-			}
+			want := crc32c(0, data[r.off:r.off+r.n])
+			assert.Equal(t, want, got, "pass %d: crc of [%d, +%d) = %08x, want %08x", pass, r.off, r.n, got, want)
 			// After the first whole-file pass every whole block is
 			// cached: only parts of blocks are read again.
-			if whole := wholeBlocks(r.off, r.n); pass == 1 && computed != r.n-whole*digestBlock {
-				t.Errorf("pass 2: [%d, +%d) read %d bytes, want %d (only parts of blocks)", r.off, r.n, computed, r.n-whole*digestBlock)
-			}
+			whole := wholeBlocks(r.off, r.n)
+			assert.False(t, pass == 1 && computed != r.n-whole*digestBlock, "pass 2: [%d, +%d) read %d bytes, want %d (only parts of blocks)", r.off, r.n, computed, r.n-whole*digestBlock)
 		}
 	}
 }
@@ -85,10 +81,9 @@ func TestDigestCacheChangedFile(t *testing.T) {
 	fi, _ := f.Stat()
 	c := newDigestCache(0)
 	fd := c.lookup(sysStat(fi))
-	if _, err := fd.crcRange(0, 0, 2*digestBlock, readCRC(f)); err != nil {
-		t.Fatal(err)
-	}
-	require.EqualValues(t, fd, c.lookup(sysStat(fi)), "the same file, unchanged, got a new entry")
+	_, err := fd.crcRange(0, 0, 2*digestBlock, readCRC(f))
+	require.NoError(t, err)
+	require.Same(t, fd, c.lookup(sysStat(fi)), "the same file, unchanged, got a new entry")
 	// New bytes; the modification time is set apart explicitly so that a
 	// file system with coarse timestamps cannot hide the change here.
 	newData := bytes.Repeat([]byte{7}, 2*digestBlock)
@@ -96,13 +91,12 @@ func TestDigestCacheChangedFile(t *testing.T) {
 	require.NoError(t, os.Chtimes(f.Name(), time.Time{}, fi.ModTime().Add(time.Second)))
 	fi2, _ := f.Stat()
 	fd2 := c.lookup(sysStat(fi2))
-	require.NotEqualValues(t, fd, fd2, "a changed file kept its cached CRCs")
+	require.NotSame(t, fd, fd2, "a changed file kept its cached CRCs")
 	got, err := fd2.crcRange(0, 0, 2*digestBlock, readCRC(f))
 	require.NoError(t, err, "crc after the change = %08x, %v; want %08x", got, err, crc32c(0, newData))
 	require.EqualValues(t, crc32c(0, newData), got, "crc after the change = %08x, %v; want %08x", got, err, crc32c(0, newData))
-	if c.blocks != 2 || len(c.files) != 1 {
-		t.Errorf("cache holds %d blocks of %d files, want 2 of 1", c.blocks, len(c.files))
-	}
+	assert.Equal(t, 2, c.blocks, "cache holds %d blocks of %d files, want 2 of 1", c.blocks, len(c.files))
+	assert.Len(t, c.files, 1, "cache holds %d blocks of %d files, want 2 of 1", c.blocks, len(c.files))
 }
 
 func TestDigestCacheBound(t *testing.T) {
@@ -112,14 +106,11 @@ func TestDigestCacheBound(t *testing.T) {
 		f, _ := openDigestFile(t, 2*digestBlock)
 		fi, _ := f.Stat()
 		fds = append(fds, c.lookup(sysStat(fi)))
-		if c.blocks > 4 {
-			t.Fatalf("cache holds %d blocks, bound 4", c.blocks)
-		}
+		require.LessOrEqual(t, c.blocks, 4, "cache holds %d blocks, bound 4", c.blocks)
 	}
-	assert.EqualValues(t, 2, len(c.files), "cache holds %d files, want the 2 most recent", len(c.files))
-	if _, ok := c.files[fds[0].key]; ok {
-		t.Error("the least recently read file was kept")
-	}
+	assert.Len(t, c.files, 2, "cache holds %d files, want the 2 most recent", len(c.files))
+	_, ok := c.files[fds[0].key]
+	assert.False(t, ok, "the least recently read file was kept")
 	big, _ := openDigestFile(t, 5*digestBlock)
 	fi, _ := big.Stat()
 	assert.Nil(t, c.lookup(sysStat(fi)), "a file larger than the whole cache was cached")
@@ -136,17 +127,17 @@ func TestPreadCRC(t *testing.T) {
 	sc := &serverConn{s: &Server{pool: newBufPool(1, 1<<20)}, connBufs: make(chan struct{}, 1), ctx: context.Background()}
 	for _, r := range []struct{ off, n int64 }{{0, int64(len(data))}, {1, 3 * crcPiece}, {crcPiece - 1, 2}, {5, 0}} {
 		got, err := sc.preadCRC(f, 0, r.off, r.n)
-		if err != nil || got != crc32c(0, data[r.off:r.off+r.n]) {
-			t.Errorf("preadCRC [%d, +%d) = %08x, %v; want %08x", r.off, r.n, got, err, crc32c(0, data[r.off:r.off+r.n]))
+		if assert.NoError(t, err, "preadCRC [%d, +%d) = %08x, %v; want %08x", r.off, r.n, got, err, crc32c(0, data[r.off:r.off+r.n])) {
+			assert.Equal(t, crc32c(0, data[r.off:r.off+r.n]), got, "preadCRC [%d, +%d) = %08x, %v; want %08x", r.off, r.n, got, err, crc32c(0, data[r.off:r.off+r.n]))
 		}
 	}
-	if n := sc.s.pool.inUse(); n != 0 || len(sc.connBufs) != 0 {
-		t.Fatalf("%d pool buffers and %d connection shares still held", n, len(sc.connBufs))
-	}
+	n := sc.s.pool.inUse()
+	require.Zero(t, n, "%d pool buffers and %d connection shares still held", n, len(sc.connBufs))
+	require.Empty(t, sc.connBufs, "%d pool buffers and %d connection shares still held", n, len(sc.connBufs))
 	require.NoError(t, os.Truncate(f.Name(), crcPiece))
-	if _, err := sc.preadCRC(f, 0, 0, int64(len(data))); err == nil || !strings.Contains(err.Error(), "shrank") {
-		t.Fatalf("CRC of a truncated file: err = %v, want one saying it shrank", err)
-	}
+	_, err := sc.preadCRC(f, 0, 0, int64(len(data)))
+	require.Error(t, err, "CRC of a truncated file: err = %v, want one saying it shrank", err)
+	require.ErrorContains(t, err, "shrank", "CRC of a truncated file: err = %v, want one saying it shrank", err)
 }
 
 // TestReadCRCAfterChange reads a file with CRCs (sendfile, digests cached),
@@ -168,24 +159,23 @@ func TestReadCRCAfterChange(t *testing.T) {
 		return got, err
 	}
 	for range 2 {
-		if got, err := read(); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("read: %v (equal %v)", err, bytes.Equal(got, data))
-		}
+		got, err := read()
+		require.NoError(t, err, "read: %v (equal %v)", err, bytes.Equal(got, data))
+		require.True(t, bytes.Equal(got, data), "read: %v (equal %v)", err, bytes.Equal(got, data))
 	}
 	p := filepath.Join(ts.root, "f")
 	st, _ := os.Stat(p)
 	data = writeFile(t, ts.root, "f", 3*digestBlock+5, 2)
 	require.NoError(t, os.Chtimes(p, time.Time{}, st.ModTime().Add(time.Second)))
-	if got, err := read(); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("read after the change: %v (equal %v)", err, bytes.Equal(got, data))
-	}
+	got, err := read()
+	require.NoError(t, err, "read after the change: %v (equal %v)", err, bytes.Equal(got, data))
+	require.True(t, bytes.Equal(got, data), "read after the change: %v (equal %v)", err, bytes.Equal(got, data))
 
 	// A stale cached CRC, as a change the stamp missed would leave.
 	fi, _ := os.Stat(p)
 	fd := ts.srv.digests.lookup(sysStat(fi))
 	c, _ := fd.get(1)
 	fd.put(1, ^c)
-	if _, err := read(); !errors.Is(err, ErrChecksum) {
-		t.Fatalf("read with a stale cached CRC: err = %v, want ErrChecksum", err)
-	}
+	_, err = read()
+	require.ErrorIs(t, err, ErrChecksum, "read with a stale cached CRC: err = %v, want ErrChecksum", err)
 }

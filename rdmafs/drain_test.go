@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,19 +40,17 @@ func TestDrainFinishesInFlightReads(t *testing.T) {
 		case wire.TypeGoodbye:
 			bye = true
 		default:
-			t.Fatalf("unexpected %s", h.Type)
+			require.FailNow(t, "unexpected frame", "%s", h.Type)
 		}
 	}
-	if got != 32<<20 {
-		t.Fatalf("in-flight read delivered %d bytes, want %d", got, 32<<20)
-	}
+	require.Equal(t, 32<<20, got, "in-flight read delivered %d bytes, want %d", got, 32<<20)
 	r.expectClosed()
 	select {
 	case err := <-ts.done:
 		ts.done <- err
 		require.NoError(t, err)
 	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return after drain")
+		require.FailNow(t, "Serve did not return after drain")
 	}
 }
 
@@ -70,9 +69,8 @@ func TestMetrics(t *testing.T) {
 	cl := dialTest(t, ts, nil, WithConnections(1))
 	f, err := cl.Open(context.Background(), "f")
 	require.NoError(t, err)
-	if _, err := f.ReadAt(make([]byte, 5000), 0); err != nil && err != io.EOF {
-		t.Fatal(err)
-	}
+	_, err = f.ReadAt(make([]byte, 5000), 0)
+	require.False(t, err != nil && err != io.EOF, err)
 	cl.Stat(context.Background(), "missing")
 	srv := httptest.NewServer(ts.srv.MetricsHandler())
 	defer srv.Close()
@@ -105,12 +103,9 @@ func TestMetrics(t *testing.T) {
 		if missing == "" {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("metrics lack %q:\n%s", missing, body)
-		}
+		require.False(t, time.Now().After(deadline), "metrics lack %q:\n%s", missing, body)
 		time.Sleep(10 * time.Millisecond)
 	}
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
-		t.Errorf("Content-Type %q", ct)
-	}
+	ct := resp.Header.Get("Content-Type")
+	assert.True(t, strings.HasPrefix(ct, "text/plain; version=0.0.4"), "Content-Type %q", ct)
 }

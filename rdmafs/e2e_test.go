@@ -98,14 +98,14 @@ func startProc(t *testing.T, root, listen string) *serverProc {
 	})
 	select {
 	case l, ok := <-line:
-		// Not require: its message, stderr while the server runs, would be
-		// read on success too.
+		// The check is an if: an assertion's message, stderr while the
+		// server runs, would be read on success too (a data race).
 		if !ok || !strings.HasPrefix(l, "listening on ") {
-			t.Fatalf("server said %q; stderr:\n%s", l, stderr.String())
+			require.FailNow(t, "the server did not say where it listens", "server said %q; stderr:\n%s", l, stderr.String())
 		}
 		p.addr = strings.TrimPrefix(l, "listening on ")
 	case <-time.After(10 * time.Second):
-		t.Fatalf("server not ready after 10 s; stderr:\n%s", stderr.String())
+		require.FailNow(t, "server not ready after 10 s", "stderr:\n%s", stderr.String())
 	}
 	return p
 }
@@ -121,16 +121,16 @@ func TestE2EServerProcess(t *testing.T) {
 	f, err := cl.Open(ctx, "ckpt/shard-0.bin")
 	require.NoError(t, err)
 	got := make([]byte, f.Size())
-	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("read through real server: %v", err)
-	}
+	_, err = f.ReadAt(got, 0)
+	require.NoError(t, err, "read through real server: %v", err)
+	require.True(t, bytes.Equal(got, data), "read through real server: %v", err)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-p.exit:
 		p.exit <- err
 		require.NoError(t, err, "server exit after SIGTERM: %v, want status 0", err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("server did not exit within 10 s of SIGTERM")
+		require.FailNow(t, "server did not exit within 10 s of SIGTERM")
 	}
 }
 
@@ -188,16 +188,14 @@ func TestE2EServerKilledMidTransfer(t *testing.T) {
 			}
 			select {
 			case err := <-result:
-				switch {
-				case restart && err != nil:
-					t.Fatalf("reads across a restart: %v", err)
-				case !restart && !errors.Is(err, ErrServerGone):
-					t.Fatalf("err = %v, want ErrServerGone", err)
-				case !restart && time.Since(killedAt) > retry+2*time.Second:
-					t.Fatalf("failed after %v, retry deadline %v", time.Since(killedAt), retry)
+				if restart {
+					require.NoError(t, err, "reads across a restart")
+				} else {
+					require.ErrorIs(t, err, ErrServerGone)
+					require.LessOrEqual(t, time.Since(killedAt), retry+2*time.Second, "failed after %v, retry deadline %v", time.Since(killedAt), retry)
 				}
 			case <-time.After(retry + 10*time.Second):
-				t.Fatal("reader hung after the server was killed")
+				require.FailNow(t, "reader hung after the server was killed")
 			}
 		})
 	}

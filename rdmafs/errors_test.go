@@ -21,12 +21,10 @@ func TestErrorsMatchFS(t *testing.T) {
 		{wire.CodePermission, ErrPermission, fs.ErrPermission},
 	} {
 		err := error(&Error{Op: "stat", Name: "x", Code: tc.code, Err: codeErr(tc.code)})
-		if !errors.Is(err, tc.sentinel) || !errors.Is(err, tc.fsErr) {
-			t.Errorf("%s: %v matches %v: %t, %v: %t", tc.code, err, tc.sentinel, errors.Is(err, tc.sentinel), tc.fsErr, errors.Is(err, tc.fsErr))
-		}
+		assert.ErrorIs(t, err, tc.sentinel, "%s: %v matches %v: %t, %v: %t", tc.code, err, tc.sentinel, errors.Is(err, tc.sentinel), tc.fsErr, errors.Is(err, tc.fsErr))
+		assert.ErrorIs(t, err, tc.fsErr, "%s: %v matches %v: %t, %v: %t", tc.code, err, tc.sentinel, errors.Is(err, tc.sentinel), tc.fsErr, errors.Is(err, tc.fsErr))
 	}
-	if errors.Is(ErrNotFound, fs.ErrPermission) || errors.Is(ErrIO, fs.ErrNotExist) {
-		t.Error("a sentinel matches an fs error of another meaning")
-	}
+	assert.NotErrorIs(t, ErrNotFound, fs.ErrPermission, "a sentinel matches an fs error of another meaning")
+	assert.NotErrorIs(t, ErrIO, fs.ErrNotExist, "a sentinel matches an fs error of another meaning")
 	assert.EqualValues(t, "not found", ErrNotFound.Error(), "ErrNotFound reads %q", ErrNotFound)
 }

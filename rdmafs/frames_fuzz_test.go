@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzServerFrames sends arbitrary bytes to a live server, before the
@@ -48,14 +49,11 @@ func FuzzServerFrames(f *testing.F) {
 		if _, err := r.c.Write(data[1:]); err == nil {
 			_ = r.c.(*net.TCPConn).CloseWrite()
 		}
-		if err := <-drained; err != nil {
-			t.Fatalf("after %d bytes (handshake first: %v): %v", len(data)-1, data[0]%2 == 1, err)
-		}
+		require.NoError(t, <-drained, "after %d bytes (handshake first: %v)", len(data)-1, data[0]%2 == 1)
 		// The server still serves a well-behaved client.
 		r2 := rawDial(t, ts.addr)
 		r2.mustWelcome(testTok)
-		if got := r2.read(1, "f", uint32(len(want))); string(got) != string(want) {
-			t.Fatalf("a fresh client read %d bytes, not the file's %d", len(got), len(want))
-		}
+		got := r2.read(1, "f", uint32(len(want)))
+		require.Equal(t, string(want), string(got), "a fresh client read %d bytes, not the file's %d", len(got), len(want))
 	})
 }

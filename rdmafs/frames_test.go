@@ -43,9 +43,8 @@ func TestMalformedFramesRefused(t *testing.T) {
 			r := rawDial(t, ts.addr)
 			r.mustWelcome(testTok)
 			r.sendBytes(tc.bytes)
-			if _, m := r.expectError(); m.Code != tc.code {
-				t.Fatalf("code %s (%q), want %s", m.Code, m.Message, tc.code)
-			}
+			_, m := r.expectError()
+			require.Equal(t, tc.code, m.Code, "code %s (%q), want %s", m.Code, m.Message, tc.code)
 			r.expectClosed()
 		})
 	}

@@ -73,7 +73,7 @@ func (ts *testServer) stop(t testing.TB) {
 		assert.NoError(t, err, "Serve returned %v", err)
 		ts.done <- err // let a second stop see it too
 	case <-time.After(10 * time.Second):
-		t.Errorf("server did not stop within 10s of cancel")
+		assert.Fail(t, "server did not stop within 10s of cancel")
 	}
 }
 

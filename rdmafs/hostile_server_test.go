@@ -3,7 +3,6 @@ package rdmafs
 import (
 	"bytes"
 	"context"
-	"errors"
 	"hash/crc32"
 	"net"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -151,13 +151,10 @@ func TestClientRefusesHostileServer(t *testing.T) {
 			backing := bytes.Repeat([]byte{0x11}, 3*4096)
 			buf := backing[4096 : 2*4096 : 2*4096]
 			n, err := f.ReadAtContext(ctx, buf, 0)
-			if !errors.Is(err, tc.want) || (tc.want == nil && !bytes.Equal(buf, junk[:len(buf)])) {
-				t.Fatalf("ReadAt = %d, %v; want %v", n, err, tc.want)
-			}
+			require.ErrorIs(t, err, tc.want, "ReadAt = %d, %v; want %v", n, err, tc.want)
+			require.False(t, tc.want == nil && !bytes.Equal(buf, junk[:len(buf)]), "ReadAt = %d, %v; want %v", n, err, tc.want)
 			for i, b := range backing {
-				if (i < 4096 || i >= 2*4096) && b != 0x11 {
-					t.Fatalf("byte %d outside the buffer was written", i)
-				}
+				require.False(t, (i < 4096 || i >= 2*4096) && b != 0x11, "byte %d outside the buffer was written", i)
 			}
 		})
 	}
@@ -172,9 +169,8 @@ func TestClientRefusesHostileListing(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		cl, err := Dial(ctx, addr, WithConnections(1))
 		require.NoError(t, err)
-		if _, err := cl.List(ctx, "dir"); !errors.Is(err, ErrProtocol) {
-			t.Errorf("listing with %q: %v, want ErrProtocol", bad, err)
-		}
+		_, err = cl.List(ctx, "dir")
+		assert.ErrorIs(t, err, ErrProtocol, "listing with %q: %v, want ErrProtocol", bad, err)
 		cl.Close()
 		cancel()
 	}
@@ -182,9 +178,9 @@ func TestClientRefusesHostileListing(t *testing.T) {
 	cl, err := Dial(context.Background(), addr, WithConnections(1))
 	require.NoError(t, err)
 	defer cl.Close()
-	if got, err := cl.List(context.Background(), "dir"); err != nil || len(got) != 2 {
-		t.Errorf("honest listing: %v, %v", got, err)
-	}
+	got, err := cl.List(context.Background(), "dir")
+	assert.NoError(t, err, "honest listing: %v, %v", got, err)
+	assert.Len(t, got, 2, "honest listing: %v, %v", got, err)
 }
 
 // A peer that accepts and says nothing (another program on the port) is
@@ -205,10 +201,8 @@ func TestDialSilentPeer(t *testing.T) {
 	start := time.Now()
 	_, err = Dial(context.Background(), ln.Addr().String(), WithConnections(1), WithTimeout(300*time.Millisecond), WithRetryDeadline(time.Millisecond))
 	require.Error(t, err, "Dial to a silent peer: %v", err)
-	require.Contains(t, err.Error(), "did not answer the rdmafs handshake within 300ms", "Dial to a silent peer: %v", err)
-	if time.Since(start) > 5*time.Second {
-		t.Errorf("took %v", time.Since(start))
-	}
+	require.ErrorContains(t, err, "did not answer the rdmafs handshake within 300ms", "Dial to a silent peer: %v", err)
+	assert.LessOrEqual(t, time.Since(start), 5*time.Second, "took %v", time.Since(start))
 }
 
 // A DATA piece is received and summed crcSegment bytes at a time: a byte
@@ -216,9 +210,7 @@ func TestDialSilentPeer(t *testing.T) {
 // with ErrChecksum, and the honest bytes pass.
 func TestChecksumCoversEverySegment(t *testing.T) {
 	const size = 1 << 20 // two segments in one DATA piece
-	if size <= crcSegment {
-		t.Fatalf("the test needs a read longer than one segment (%d bytes)", crcSegment)
-	}
+	require.Greater(t, size, crcSegment, "the test needs a read longer than one segment (%d bytes)", crcSegment)
 	want := make([]byte, size)
 	for i := range want {
 		want[i] = byte(i*7 + i>>11)
@@ -248,9 +240,7 @@ func TestChecksumCoversEverySegment(t *testing.T) {
 			buf := make([]byte, size)
 			n, err := f.ReadAtContext(ctx, buf, 0)
 			require.ErrorIs(t, err, tc.wantErr, "ReadAt = %d, %v; want %v", n, err, tc.wantErr)
-			if tc.wantErr == nil && !bytes.Equal(buf, want) {
-				t.Fatal("the bytes read differ from the bytes sent")
-			}
+			require.False(t, tc.wantErr == nil && !bytes.Equal(buf, want), "the bytes read differ from the bytes sent")
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,9 +42,7 @@ func TestSlowClientDoesNotBlockOthers(t *testing.T) {
 			}
 			// Wait until the server is sending to the slow client.
 			for deadline := time.Now().Add(10 * time.Second); ts.srv.metrics.bytesSent.Load() == 0; time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the server sent nothing to the slow client in 10 s")
-				}
+				require.False(t, time.Now().After(deadline), "the server sent nothing to the slow client in 10 s")
 			}
 			if tc.writeTimeout == time.Minute {
 				cl := dialTest(t, ts, nil, WithConnections(1), WithRetryDeadline(0))
@@ -52,27 +51,23 @@ func TestSlowClientDoesNotBlockOthers(t *testing.T) {
 				buf := make([]byte, 1<<20)
 				for i := range 8 {
 					off := int64(i) << 20
-					if _, err := f.ReadAt(buf, off); err != nil || !bytes.Equal(buf, data[off:off+1<<20]) {
-						t.Fatalf("read %d while a slow client is connected: %v", i, err)
-					}
+					_, err := f.ReadAt(buf, off)
+					require.NoError(t, err, "read %d while a slow client is connected: %v", i, err)
+					require.True(t, bytes.Equal(buf, data[off:off+1<<20]), "read %d while a slow client is connected: %v", i, err)
 				}
-				if n := ts.srv.metrics.connsActive.Load(); n != 2 {
-					t.Fatalf("%d connections active after the reads, want the slow one and the reader's", n)
-				}
+				n := ts.srv.metrics.connsActive.Load()
+				require.EqualValues(t, 2, n, "%d connections active after the reads, want the slow one and the reader's", n)
 				return
 			}
 			// The slow client is cut off once a write to it has waited
 			// WriteTimeout, and holds nothing afterwards.
 			deadline := time.Now().Add(10 * time.Second)
 			for ts.srv.metrics.connsActive.Load() > 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("slow connection still open 10 s later (%d active)", ts.srv.metrics.connsActive.Load())
-				}
+				require.False(t, time.Now().After(deadline), "slow connection still open 10 s later (%d active)", ts.srv.metrics.connsActive.Load())
 				time.Sleep(time.Millisecond)
 			}
-			if n := ts.srv.pool.inUse(); n != 0 {
-				t.Fatalf("%d pool buffers still in use after the slow client was cut", n)
-			}
+			n := ts.srv.pool.inUse()
+			require.Zero(t, n, "%d pool buffers still in use after the slow client was cut", n)
 		})
 	}
 }
@@ -101,8 +96,7 @@ func TestManyClientsRandomReads(t *testing.T) {
 					errs <- err
 					return
 				}
-				if !bytes.Equal(buf, data[off:off+int64(n)]) {
-					t.Errorf("client %d: mismatch at %d+%d", c, off, n)
+				if !assert.True(t, bytes.Equal(buf, data[off:off+int64(n)]), "client %d: mismatch at %d+%d", c, off, n) {
 					return
 				}
 			}
@@ -111,6 +105,6 @@ func TestManyClientsRandomReads(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Error(err)
+		assert.NoError(t, err)
 	}
 }

@@ -2,7 +2,6 @@ package rdmafs
 
 import (
 	"bytes"
-	"errors"
 	"net/netip"
 	"strings"
 	"syscall"
@@ -68,9 +67,7 @@ func TestSimKeysFollowTheHardwarePattern(t *testing.T) {
 		m, err := pd.regMR(make([]byte, 4096), accessLocalWrite)
 		require.NoError(t, err)
 		assert.EqualValues(t, m.rkey(), m.lkey(), "lkey %x != rkey %x", m.lkey(), m.rkey())
-		if i > 0 && (m.rkey()>>8 != prev>>8+1 || uint8(m.rkey()) != uint8(prev)+1) {
-			t.Errorf("key %x after %x: want index and key byte counting up", m.rkey(), prev)
-		}
+		assert.False(t, i > 0 && (m.rkey()>>8 != prev>>8+1 || uint8(m.rkey()) != uint8(prev)+1), "key %x after %x: want index and key byte counting up", m.rkey(), prev)
 		prev = m.rkey()
 	}
 }
@@ -81,13 +78,11 @@ func TestSimMemlockBudget(t *testing.T) {
 	pd, _ := f.devs[0].allocPD()
 	a, err := pd.regMR(make([]byte, 5000), 0) // two pages
 	require.NoError(t, err)
-	if _, err := pd.regMR(make([]byte, 8192), 0); !errors.Is(err, syscall.ENOMEM) {
-		t.Fatalf("over the budget: %v, want ENOMEM", err)
-	}
+	_, err = pd.regMR(make([]byte, 8192), 0)
+	require.ErrorIs(t, err, syscall.ENOMEM, "over the budget: %v, want ENOMEM", err)
 	require.NoError(t, a.dereg())
-	if _, err := pd.regMR(make([]byte, 8192), 0); err != nil {
-		t.Fatalf("after deregistering: %v", err)
-	}
+	_, err = pd.regMR(make([]byte, 8192), 0)
+	require.NoError(t, err, "after deregistering")
 }
 
 // A WRITE completes at the requester while its data is not yet visible
@@ -100,20 +95,19 @@ func TestSimWriteVisibleOnlyAfterALaterMessage(t *testing.T) {
 	msrc, _ := p.pa.regMR(src, 0)
 	mdst, _ := p.pb.regMR(dst, accessLocalWrite|accessRemoteWrite)
 	minbox, _ := p.pb.regMR(inbox, accessLocalWrite)
-	if err := p.a.post(workRequest{id: 1, op: wrWrite, signaled: true, addr: addrOf(src), n: 4096, lkey: msrc.lkey(),
-		raddr: addrOf(dst), rkey: mdst.rkey()}); err != nil {
-		t.Fatal(err)
-	}
-	if wcs := pollAll(t, p.a.cq); len(wcs) != 1 || wcs[0].status != wcSuccess {
-		t.Fatalf("WRITE completion: %+v", wcs)
-	}
+	require.NoError(t, p.a.post(workRequest{id: 1, op: wrWrite, signaled: true, addr: addrOf(src), n: 4096, lkey: msrc.lkey(),
+		raddr: addrOf(dst), rkey: mdst.rkey()}))
+	wcs := pollAll(t, p.a.cq)
+	require.Len(t, wcs, 1, "WRITE completion: %+v", wcs)
+	require.Equal(t, wcSuccess, wcs[0].status, "WRITE completion: %+v", wcs)
 	require.EqualValues(t, 0, dst[0], "WRITE data visible before any later message")
 	p.b.postRecv(recvBit|1, addrOf(inbox), 64, minbox.lkey())
 	p.a.post(workRequest{id: 2, op: wrSend, signaled: true, addr: addrOf(src), n: 8, lkey: msrc.lkey()})
 	pollAll(t, p.a.cq)
-	if wcs := pollAll(t, p.b.cq); len(wcs) != 1 || wcs[0].op != wcOpRecv || wcs[0].byteLen != 8 {
-		t.Fatalf("receive: %+v", wcs)
-	}
+	wcs = pollAll(t, p.b.cq)
+	require.Len(t, wcs, 1, "receive: %+v", wcs)
+	require.Equal(t, wcOpRecv, wcs[0].op, "receive: %+v", wcs)
+	require.EqualValues(t, 8, wcs[0].byteLen, "receive: %+v", wcs)
 	require.True(t, bytes.Equal(dst, src), "WRITE data not visible at the SEND's receive completion")
 }
 
@@ -127,28 +121,27 @@ func TestSimFailuresAndFlush(t *testing.T) {
 	minbox, _ := p.pb.regMR(inbox, accessLocalWrite)
 	p.f.tap = true
 	p.a.post(workRequest{id: 1, op: wrSend, signaled: true, addr: addrOf(src), n: 16, lkey: msrc.lkey()})
-	if wcs := pollAll(t, p.a.cq); len(wcs) != 0 {
-		t.Fatalf("SEND completed with no receive posted: %+v", wcs)
-	}
+	require.Empty(t, pollAll(t, p.a.cq), "SEND completed with no receive posted")
 	src[0] = 9 // the device has not read it yet
 	p.b.postRecv(recvBit|1, addrOf(inbox), 4096, minbox.lkey())
-	if wcs := pollAll(t, p.a.cq); len(wcs) != 1 || wcs[0].status != wcSuccess || inbox[0] != 9 {
-		t.Fatalf("SEND after the receive: %+v, byte %d", wcs, inbox[0])
-	}
+	got := pollAll(t, p.a.cq)
+	require.Len(t, got, 1, "SEND after the receive: %+v, byte %d", got, inbox[0])
+	require.Equal(t, wcSuccess, got[0].status, "SEND after the receive: %+v, byte %d", got, inbox[0])
+	require.EqualValues(t, 9, inbox[0], "SEND after the receive: %+v, byte %d", got, inbox[0])
 	pollAll(t, p.b.cq)
 	p.a.post(workRequest{id: 2, op: wrWrite, signaled: true, addr: addrOf(src), n: 16, lkey: msrc.lkey(), raddr: addrOf(inbox), rkey: minbox.rkey()})
 	p.a.post(workRequest{id: 3, op: wrSend, signaled: true, addr: addrOf(src), n: 16, lkey: msrc.lkey()})
 	wcs := pollAll(t, p.a.cq)
-	if len(wcs) != 2 || wcs[0].id != 2 || wcs[0].status != wcRemAccessErr || wcs[1].id != 3 || wcs[1].status != wcFlushErr {
-		t.Fatalf("WRITE to a region without remote access, then a SEND: %+v; want a remote access error, then a flush", wcs)
-	}
-	if p.b.state != qpsErr {
-		t.Error("the responder's queue pair did not fail")
-	}
+	require.Len(t, wcs, 2, "WRITE to a region without remote access, then a SEND: %+v; want a remote access error, then a flush", wcs)
+	require.EqualValues(t, 2, wcs[0].id, "WRITE to a region without remote access, then a SEND: %+v; want a remote access error, then a flush", wcs)
+	require.Equal(t, wcRemAccessErr, wcs[0].status, "WRITE to a region without remote access, then a SEND: %+v; want a remote access error, then a flush", wcs)
+	require.EqualValues(t, 3, wcs[1].id, "WRITE to a region without remote access, then a SEND: %+v; want a remote access error, then a flush", wcs)
+	require.Equal(t, wcFlushErr, wcs[1].status, "WRITE to a region without remote access, then a SEND: %+v; want a remote access error, then a flush", wcs)
+	assert.Equal(t, qpsErr, p.b.state, "the responder's queue pair did not fail")
 	require.NoError(t, p.a.post(workRequest{id: 4, op: wrSend, n: 0}))
-	if wcs := pollAll(t, p.a.cq); len(wcs) != 1 || wcs[0].status != wcFlushErr {
-		t.Fatalf("posting on a failed queue pair: %+v", wcs)
-	}
+	wcs = pollAll(t, p.a.cq)
+	require.Len(t, wcs, 1, "posting on a failed queue pair: %+v", wcs)
+	require.Equal(t, wcFlushErr, wcs[0].status, "posting on a failed queue pair: %+v", wcs)
 }
 
 // Misuse that real verbs punish is recorded.
@@ -156,9 +149,8 @@ func TestSimRecordsMisuse(t *testing.T) {
 	f := newSimFabric()
 	pd, _ := f.devs[0].allocPD()
 	m, _ := pd.regMR(make([]byte, 4096), 0)
-	if err := pd.dealloc(); !errors.Is(err, syscall.EBUSY) {
-		t.Errorf("dealloc with a region: %v", err)
-	}
+	err := pd.dealloc()
+	assert.ErrorIs(t, err, syscall.EBUSY, "dealloc with a region")
 	m.dereg()
 	m.dereg()
 	ch, _ := f.newEventChannel()

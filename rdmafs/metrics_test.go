@@ -20,7 +20,6 @@ func TestServeMetrics(t *testing.T) {
 	require.EqualValues(t, 200, resp.StatusCode, "GET /metrics: %d %s", resp.StatusCode, b)
 	require.Contains(t, string(b), "rdmafs_pool_buffers", "GET /metrics: %d %s", resp.StatusCode, b)
 	stop()
-	if _, err := http.Get("http://" + addr.String() + "/metrics"); err == nil {
-		t.Fatal("the listener still answers after stop")
-	}
+	_, err = http.Get("http://" + addr.String() + "/metrics")
+	require.Error(t, err, "the listener still answers after stop")
 }

@@ -3,11 +3,11 @@ package rdmafs
 import (
 	"errors"
 	"io/fs"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/assert"
 )
 
 // File-system errors become wire codes the client maps to its sentinels,
@@ -32,11 +32,9 @@ func TestFSErrorMapping(t *testing.T) {
 		{"read", syscall.EIO, wire.CodeIO, ErrIO},
 	} {
 		e := fsError(tc.op, "x", tc.err)
-		if e.code != tc.code || !errors.Is(codeErr(e.code), tc.want) {
-			t.Errorf("fsError(%s, %v) = %v; want code %v", tc.op, tc.err, e, tc.code)
-		}
-		if strings.Contains(e.msg, "/srv") || strings.Contains(e.msg, "<nil>") {
-			t.Errorf("fsError(%s, %v) says %q", tc.op, tc.err, e.msg)
-		}
+		assert.Equal(t, tc.code, e.code, "fsError(%s, %v) = %v; want code %v", tc.op, tc.err, e, tc.code)
+		assert.ErrorIs(t, codeErr(e.code), tc.want, "fsError(%s, %v) = %v; want code %v", tc.op, tc.err, e, tc.code)
+		assert.NotContains(t, e.msg, "/srv", "fsError(%s, %v) says %q", tc.op, tc.err, e.msg)
+		assert.NotContains(t, e.msg, "<nil>", "fsError(%s, %v) says %q", tc.op, tc.err, e.msg)
 	}
 }

@@ -92,7 +92,7 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 	case l := <-lineCh:
 		addr = strings.TrimPrefix(l, "listening on ")
 	case <-time.After(10 * time.Second):
-		t.Fatal("server in namespace not ready after 10 s")
+		require.FailNow(t, "server in namespace not ready after 10 s")
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -112,9 +112,7 @@ func TestPacketLossBetweenNamespaces(t *testing.T) {
 				fmt.Sscan(f[0], &dropped)
 			}
 		}
-		if dropped <= 0 {
-			t.Fatalf("no %s segments dropped (%d): the loss rules did not apply\n%s", chain, dropped, cnt)
-		}
+		require.Greater(t, dropped, int64(0), "no %s segments dropped (%d): the loss rules did not apply\n%s", chain, dropped, cnt)
 		t.Logf("%s: %d segments dropped", chain, dropped)
 	}
 }

@@ -38,9 +38,8 @@ func (r *raw) send(typ wire.Type, id uint32, payload []byte) {
 func (r *raw) sendBytes(b []byte) {
 	r.t.Helper()
 	_ = r.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := r.c.Write(b); err != nil {
-		r.t.Fatalf("raw write: %v", err)
-	}
+	_, err := r.c.Write(b)
+	require.NoError(r.t, err, "raw write")
 }
 
 // recv reads one frame; DATA bytes that follow are read and returned too.
@@ -70,13 +69,10 @@ func (r *raw) handshake(token []byte) (wire.Header, []byte) {
 	hello := wire.Hello{Nonce: newNonce()}
 	r.send(wire.TypeHello, 0, hello.Append(nil))
 	h, p, err := r.recv()
-	if err != nil || h.Type != wire.TypeChallenge {
-		r.t.Fatalf("expected CHALLENGE, got %s, %v", h.Type, err)
-	}
+	require.NoError(r.t, err, "expected CHALLENGE, got %s, %v", h.Type, err)
+	require.Equal(r.t, wire.TypeChallenge, h.Type, "expected CHALLENGE, got %s, %v", h.Type, err)
 	ch, err := wire.DecodeChallenge(p)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	require.NoError(r.t, err)
 	r.nonces = [2][wire.NonceSize]byte{hello.Nonce, ch.Nonce}
 	var a wire.Auth
 	if token != nil {
@@ -84,17 +80,14 @@ func (r *raw) handshake(token []byte) (wire.Header, []byte) {
 	}
 	r.send(wire.TypeAuth, 0, a.Append(nil))
 	h, p, err = r.recv()
-	if err != nil {
-		r.t.Fatalf("after AUTH: %v", err)
-	}
+	require.NoError(r.t, err, "after AUTH")
 	return h, p
 }
 
 func (r *raw) mustWelcome(token []byte) {
 	r.t.Helper()
-	if h, p := r.handshake(token); h.Type != wire.TypeWelcome {
-		r.t.Fatalf("expected WELCOME, got %s %q", h.Type, p)
-	}
+	h, p := r.handshake(token)
+	require.Equal(r.t, wire.TypeWelcome, h.Type, "expected WELCOME, got %s %q", h.Type, p)
 }
 
 // read sends a READ of n bytes of name as request id and returns the bytes
@@ -106,16 +99,14 @@ func (r *raw) read(id uint32, name string, n uint32) []byte {
 	var got []byte
 	for {
 		h, p, err := r.recv()
-		if err != nil {
-			r.t.Fatalf("READ %s: %v", name, err)
-		}
+		require.NoError(r.t, err, "READ %s", name)
 		switch h.Type {
 		case wire.TypeData:
 			got = append(got, p...)
 		case wire.TypeReadDone:
 			return got
 		default:
-			r.t.Fatalf("READ %s: got %s after %d bytes", name, h.Type, len(got))
+			require.FailNow(r.t, "unexpected frame", "READ %s: got %s after %d bytes", name, h.Type, len(got))
 		}
 	}
 }
@@ -125,19 +116,13 @@ func (r *raw) expectError() (wire.Header, wire.ErrorMsg) {
 	r.t.Helper()
 	for {
 		h, p, err := r.recv()
-		if err != nil {
-			r.t.Fatalf("expected ERROR, got %v", err)
-		}
+		require.NoError(r.t, err, "expected ERROR, got")
 		if h.Type == wire.TypeData {
 			continue
 		}
-		if h.Type != wire.TypeError {
-			r.t.Fatalf("expected ERROR, got %s", h.Type)
-		}
+		require.Equal(r.t, wire.TypeError, h.Type, "expected ERROR, got %s", h.Type)
 		m, err := wire.DecodeError(p)
-		if err != nil {
-			r.t.Fatal(err)
-		}
+		require.NoError(r.t, err)
 		return h, m
 	}
 }
@@ -145,9 +130,7 @@ func (r *raw) expectError() (wire.Header, wire.ErrorMsg) {
 // expectClosed checks the server closes the connection.
 func (r *raw) expectClosed() {
 	r.t.Helper()
-	if err := drainUntilClosed(r.c, 5*time.Second); err != nil {
-		r.t.Fatal(err)
-	}
+	require.NoError(r.t, drainUntilClosed(r.c, 5*time.Second))
 }
 
 // drainUntilClosed reads c until the peer closes it (EOF or reset), and

@@ -2,7 +2,6 @@ package rdmafs
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,9 +58,8 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 	sf := sendFileOf(f, fi)
 	c, s := tcpPair(t)
 	r := newStreamReader(c)
-	if _, ok := r.(*streamReader); !ok {
-		t.Fatalf("newStreamReader(TCP) = %T, want *streamReader", r)
-	}
+	_, ok := r.(*streamReader)
+	require.True(t, ok, "newStreamReader(TCP) = %T, want *streamReader", r)
 	for _, tc := range []struct {
 		hdr       string
 		off, n    int64
@@ -74,9 +73,8 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 		got := make(chan []byte, 1)
 		go func() {
 			b := make([]byte, int64(len(tc.hdr))+tc.wantBytes)
-			if _, err := io.ReadFull(r, b); err != nil {
-				t.Error(err)
-			}
+			_, err := io.ReadFull(r, b)
+			assert.NoError(t, err)
 			got <- b
 		}()
 		sent, err := sendFileData(s, []byte(tc.hdr), sf, tc.off, tc.n)
@@ -87,9 +85,9 @@ func TestSendFileDataAndStreamReader(t *testing.T) {
 		require.True(t, bytes.Equal(b, want), "received %d bytes that differ from the header and file bytes [%d, +%d)", len(b), tc.off, tc.wantBytes)
 	}
 	s.Close()
-	if n, err := r.Read(make([]byte, 10)); n != 0 || err != io.EOF {
-		t.Fatalf("Read after the peer closed = %d, %v; want 0, EOF", n, err)
-	}
+	n, err := r.Read(make([]byte, 10))
+	require.Zero(t, n, "Read after the peer closed = %d, %v; want 0, EOF", n, err)
+	require.Equal(t, io.EOF, err, "Read after the peer closed = %d, %v; want 0, EOF", n, err)
 }
 
 // TestStreamReaderDeadlineAndClose checks that the raw reader honours the
@@ -99,9 +97,8 @@ func TestStreamReaderDeadlineAndClose(t *testing.T) {
 	c, _ := tcpPair(t)
 	r := newStreamReader(c)
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
-	if _, err := r.Read(make([]byte, 10)); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("Read past the deadline: %v, want os.ErrDeadlineExceeded", err)
-	}
+	_, err := r.Read(make([]byte, 10))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "Read past the deadline: %v, want os.ErrDeadlineExceeded", err)
 	require.NoError(t, c.SetReadDeadline(time.Time{}))
 	done := make(chan error, 1)
 	go func() {
@@ -113,12 +110,11 @@ func TestStreamReaderDeadlineAndClose(t *testing.T) {
 	case err := <-done:
 		require.ErrorIs(t, err, net.ErrClosed, "Read on a closed connection: %v, want net.ErrClosed", err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("Read did not return after Close")
+		require.FailNow(t, "Read did not return after Close")
 	}
 	p1, p2 := net.Pipe()
 	defer p1.Close()
 	defer p2.Close()
-	if got := newStreamReader(p1); got != p1 {
-		t.Fatalf("newStreamReader(pipe) = %T, want the connection itself", got)
-	}
+	got := newStreamReader(p1)
+	require.True(t, got == p1, "newStreamReader(pipe) = %T, want the connection itself", got)
 }

@@ -23,9 +23,7 @@ func loopRaw(t *testing.T, lb *loopback, addr string) (*raw, *verbsClientConn) {
 	vc := c.(*verbsClientConn)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := vc.connectQueuePair(ctx, newPairingSession(testTok, &r.nonces[0], &r.nonces[1])); err != nil {
-		t.Fatalf("connect queue pair: %v", err)
-	}
+	require.NoError(t, vc.connectQueuePair(ctx, newPairingSession(testTok, &r.nonces[0], &r.nonces[1])), "connect queue pair")
 	return r, vc
 }
 
@@ -49,14 +47,14 @@ func TestRegionReadsOverLoopback(t *testing.T) {
 	require.NoError(t, err, "got %s, %v; want READ_DONE", h.Type, err)
 	require.EqualValues(t, wire.TypeReadDone, h.Type, "got %s, %v; want READ_DONE", h.Type, err)
 	d, _ := wire.DecodeReadDone(p)
-	if d.N != 1<<20 || !bytes.Equal(dst, data) || crc32c(0, dst) != d.CRC {
-		t.Fatalf("region read: n=%d equal=%v", d.N, bytes.Equal(dst, data))
-	}
+	require.EqualValues(t, 1<<20, d.N, "region read: n=%d equal=%v", d.N, bytes.Equal(dst, data))
+	require.True(t, bytes.Equal(dst, data), "region read: n=%d equal=%v", d.N, bytes.Equal(dst, data))
+	require.Equal(t, d.CRC, crc32c(0, dst), "region read: n=%d equal=%v", d.N, bytes.Equal(dst, data))
 	// The server's own range check: refused before any WRITE.
 	r.send(wire.TypeRead, 2, wire.Read{Length: 4096, Flags: wire.ReadRegion, Region: Region{Addr: rg.Addr, Len: 10, Key: rg.Key}, Name: "f"}.Append(nil))
-	if h, m := r.expectError(); h.ID != 2 || m.Code != wire.CodeRegion {
-		t.Fatalf("region smaller than the read: id %d code %s (%s), want REGION", h.ID, m.Code, m.Message)
-	}
+	h, m := r.expectError()
+	require.EqualValues(t, 2, h.ID, "region smaller than the read: id %d code %s (%s), want REGION", h.ID, m.Code, m.Message)
+	require.Equal(t, wire.CodeRegion, m.Code, "region smaller than the read: id %d code %s (%s), want REGION", h.ID, m.Code, m.Message)
 	require.NoError(t, cc.Deregister(rg))
 
 	tests := []struct {
@@ -91,9 +89,8 @@ func TestRegionOnStreamTransportRefused(t *testing.T) {
 	r := rawDial(t, ts.addr)
 	r.mustWelcome(testTok)
 	r.send(wire.TypeRead, 1, wire.Read{Length: 10, Flags: wire.ReadRegion, Region: Region{Addr: 1, Len: 10, Key: 1}, Name: "f"}.Append(nil))
-	if _, m := r.expectError(); m.Code != wire.CodeInvalid {
-		t.Fatalf("code %s, want INVALID", m.Code)
-	}
+	_, m := r.expectError()
+	require.Equal(t, wire.CodeInvalid, m.Code, "code %s, want INVALID", m.Code)
 }
 
 // TestCancelledReadLeavesBufferAlone: when a read is abandoned, no data

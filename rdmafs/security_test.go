@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -106,21 +107,17 @@ func TestHostilePathsRefused(t *testing.T) {
 			typ, p := op.encode(tc.name)
 			r.send(typ, id, p)
 			h, m := r.expectError()
-			if h.ID != id || !slices.Contains(tc.codes, m.Code) {
-				t.Errorf("%s %.80q: got id %d code %s (%.80q), want id %d one of %v", op.op, tc.name, h.ID, m.Code, m.Message, id, tc.codes)
-			}
-			if strings.Contains(m.Message, filepath.Dir(root)) && !strings.HasPrefix(tc.name, "/") {
-				t.Errorf("%s %.80q: error reveals the server path: %q", op.op, tc.name, m.Message)
-			}
+			assert.Equal(t, id, h.ID, "%s %.80q: got id %d code %s (%.80q), want id %d one of %v", op.op, tc.name, h.ID, m.Code, m.Message, id, tc.codes)
+			assert.True(t, slices.Contains(tc.codes, m.Code), "%s %.80q: got id %d code %s (%.80q), want id %d one of %v", op.op, tc.name, h.ID, m.Code, m.Message, id, tc.codes)
+			assert.False(t, strings.Contains(m.Message, filepath.Dir(root)) && !strings.HasPrefix(tc.name, "/"), "%s %.80q: error reveals the server path: %q", op.op, tc.name, m.Message)
 		}
 	}
 	// The connection survives refusals and still serves good requests,
 	// through a link that stays inside too.
 	for _, name := range []string{"ok.bin", "ok-link"} {
 		id++
-		if got := r.read(id, name, 100); len(got) != 100 {
-			t.Fatalf("good read of %s after refusals: %d bytes, want 100", name, len(got))
-		}
+		got := r.read(id, name, 100)
+		require.Len(t, got, 100, "good read of %s after refusals: %d bytes, want 100", name, len(got))
 	}
 }
 
@@ -134,14 +131,12 @@ func TestNonRegularFilesRefused(t *testing.T) {
 	r := rawDial(t, ts.addr)
 	r.mustWelcome(testTok)
 	r.send(wire.TypeRead, 1, wire.Read{Length: 10, Name: "fifo"}.Append(nil))
-	if _, m := r.expectError(); m.Code != wire.CodeNotRegular {
-		t.Fatalf("READ of a FIFO: code %s, want NOT_REGULAR", m.Code)
-	}
+	_, m := r.expectError()
+	require.Equal(t, wire.CodeNotRegular, m.Code, "READ of a FIFO: code %s, want NOT_REGULAR", m.Code)
 	// LIST of it must not wait for a writer either.
 	r.send(wire.TypeList, 2, wire.List{Name: "fifo"}.Append(nil))
-	if _, m := r.expectError(); m.Code != wire.CodeNotDir {
-		t.Fatalf("LIST of a FIFO: code %s, want NOT_DIR", m.Code)
-	}
+	_, m = r.expectError()
+	require.Equal(t, wire.CodeNotDir, m.Code, "LIST of a FIFO: code %s, want NOT_DIR", m.Code)
 }
 
 func TestAuthRefused(t *testing.T) {
@@ -149,17 +144,17 @@ func TestAuthRefused(t *testing.T) {
 	t.Run("wrong token", func(t *testing.T) {
 		r := rawDial(t, ts.addr)
 		h, p := r.handshake([]byte("not-the-token-0123456789"))
-		if m, _ := wire.DecodeError(p); h.Type != wire.TypeError || m.Code != wire.CodeAuth {
-			t.Fatalf("got %s %v, want ERROR AUTH", h.Type, m)
-		}
+		m, _ := wire.DecodeError(p)
+		require.Equal(t, wire.TypeError, h.Type, "got %s %v, want ERROR AUTH", h.Type, m)
+		require.Equal(t, wire.CodeAuth, m.Code, "got %s %v, want ERROR AUTH", h.Type, m)
 		r.expectClosed()
 	})
 	t.Run("missing token", func(t *testing.T) {
 		r := rawDial(t, ts.addr)
 		h, p := r.handshake(nil)
-		if m, _ := wire.DecodeError(p); h.Type != wire.TypeError || m.Code != wire.CodeAuth {
-			t.Fatalf("got %s %v, want ERROR AUTH", h.Type, m)
-		}
+		m, _ := wire.DecodeError(p)
+		require.Equal(t, wire.TypeError, h.Type, "got %s %v, want ERROR AUTH", h.Type, m)
+		require.Equal(t, wire.CodeAuth, m.Code, "got %s %v, want ERROR AUTH", h.Type, m)
 		r.expectClosed()
 	})
 	t.Run("server proof replayed as client proof", func(t *testing.T) {
@@ -170,38 +165,33 @@ func TestAuthRefused(t *testing.T) {
 		require.NoError(t, err)
 		ch, _ := wire.DecodeChallenge(p)
 		r.send(wire.TypeAuth, 0, wire.Auth{Proof: ch.ServerProof}.Append(nil))
-		if _, m := r.expectError(); m.Code != wire.CodeAuth {
-			t.Fatalf("code %s, want AUTH", m.Code)
-		}
+		_, m := r.expectError()
+		require.Equal(t, wire.CodeAuth, m.Code, "code %s, want AUTH", m.Code)
 		r.expectClosed()
 	})
 	t.Run("request before handshake", func(t *testing.T) {
 		r := rawDial(t, ts.addr)
 		r.send(wire.TypeStat, 1, wire.Stat{Name: "x"}.Append(nil))
-		if _, m := r.expectError(); m.Code != wire.CodeProtocol {
-			t.Fatalf("code %s, want PROTOCOL", m.Code)
-		}
+		_, m := r.expectError()
+		require.Equal(t, wire.CodeProtocol, m.Code, "code %s, want PROTOCOL", m.Code)
 		r.expectClosed()
 	})
 	t.Run("request instead of AUTH", func(t *testing.T) {
 		r := rawDial(t, ts.addr)
 		r.send(wire.TypeHello, 0, wire.Hello{}.Append(nil))
-		if _, _, err := r.recv(); err != nil {
-			t.Fatal(err)
-		}
+		_, _, err := r.recv()
+		require.NoError(t, err)
 		r.send(wire.TypeRead, 1, wire.Read{Length: 10, Name: "x"}.Append(nil))
-		if _, m := r.expectError(); m.Code != wire.CodeAuth {
-			t.Fatalf("code %s, want AUTH", m.Code)
-		}
+		_, m := r.expectError()
+		require.Equal(t, wire.CodeAuth, m.Code, "code %s, want AUTH", m.Code)
 		r.expectClosed()
 	})
 	t.Run("silent client cut at handshake timeout", func(t *testing.T) {
 		r := rawDial(t, ts.addr)
 		start := time.Now()
 		r.expectClosed()
-		if d := time.Since(start); d > 3*time.Second {
-			t.Fatalf("closed after %v", d)
-		}
+		d := time.Since(start)
+		require.LessOrEqual(t, d, 3*time.Second, "closed after %v", d)
 	})
 }
 
@@ -217,8 +207,7 @@ func TestServerRequiresTokenOrInsecureFlag(t *testing.T) {
 		{"root is a file", serverConfig{Root: filepath.Join(t.TempDir(), "missing"), Token: testTok}},
 	}
 	for _, tc := range tests {
-		if _, err := newServer(tc.cfg); err == nil {
-			t.Errorf("%s: NewServer succeeded, want error", tc.name)
-		}
+		_, err := newServer(tc.cfg)
+		assert.Error(t, err, "%s: NewServer succeeded, want error", tc.name)
 	}
 }

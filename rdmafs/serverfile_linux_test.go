@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/internal/testenv"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -94,12 +95,12 @@ func TestOpenCached(t *testing.T) {
 			require.EqualValues(t, int64(len(data)), sf.st.Size, "openCached(%q) = os.File %v, size %d, mode %#o; want a raw descriptor of a %d-byte regular file", tc.name, sf.f, sf.st.Size, sf.st.Mode, len(data))
 			require.EqualValues(t, syscall.S_IFREG, sf.st.Mode&syscall.S_IFMT, "openCached(%q) = os.File %v, size %d, mode %#o; want a raw descriptor of a %d-byte regular file", tc.name, sf.f, sf.st.Size, sf.st.Mode, len(data))
 			got := make([]byte, len(data))
-			if _, err := fdReaderAt(sf.fd).ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
-				t.Fatalf("reading what openCached(%q) opened: %v, or bytes differ", tc.name, err)
-			}
-			if n, err := fdReaderAt(sf.fd).ReadAt(make([]byte, 10), int64(len(data))-4); n != 4 || err != io.EOF {
-				t.Fatalf("ReadAt across the end = %d, %v; want 4, EOF", n, err)
-			}
+			_, err := fdReaderAt(sf.fd).ReadAt(got, 0)
+			require.NoError(t, err, "reading what openCached(%q) opened: %v, or bytes differ", tc.name, err)
+			require.True(t, bytes.Equal(got, data), "reading what openCached(%q) opened: %v, or bytes differ", tc.name, err)
+			n, err := fdReaderAt(sf.fd).ReadAt(make([]byte, 10), int64(len(data))-4)
+			require.Equal(t, 4, n, "ReadAt across the end = %d, %v; want 4, EOF", n, err)
+			require.Equal(t, io.EOF, err, "ReadAt across the end = %d, %v; want 4, EOF", n, err)
 		})
 	}
 	require.False(t, cachedOpenOff.Load(), "a refusal turned openCached off for the whole server")
@@ -150,9 +151,8 @@ func TestSendFileDataCachedAndCold(t *testing.T) {
 		sf.close()
 		require.NoError(t, err, "cold %v: sendFileData = %d, %v; want %d, nil", cold, sent, err, len(data)-100)
 		require.EqualValues(t, int64(len(data))-100, sent, "cold %v: sendFileData = %d, %v; want %d, nil", cold, sent, err, len(data)-100)
-		if b := <-got; !bytes.Equal(b, append([]byte("HDR"), data[100:]...)) {
-			t.Fatalf("cold %v: received %d bytes that differ from the header and the file", cold, len(b))
-		}
+		b := <-got
+		require.True(t, bytes.Equal(b, append([]byte("HDR"), data[100:]...)), "cold %v: received %d bytes that differ from the header and the file", cold, len(b))
 	}
 }
 
@@ -180,9 +180,8 @@ func TestWriteBuffers(t *testing.T) {
 			want := bytes.Join(tc.bufs, nil)
 			require.NoError(t, writeBuffers(srv, append([][]byte(nil), tc.bufs...)))
 			srv.Close()
-			if b := <-got; !bytes.Equal(b, want) {
-				t.Fatalf("received %d bytes, want the %d written, in order", len(b), len(want))
-			}
+			b := <-got
+			require.True(t, bytes.Equal(b, want), "received %d bytes, want the %d written, in order", len(b), len(want))
 		})
 	}
 }
@@ -206,9 +205,8 @@ func TestLocalFilesystem(t *testing.T) {
 		{"overlayfs", unix.OVERLAYFS_SUPER_MAGIC, false},
 		{"unknown", 0x12345678, false},
 	} {
-		if got := localFilesystem(tc.typ); got != tc.want {
-			t.Errorf("localFilesystem(%s) = %v, want %v", tc.name, got, tc.want)
-		}
+		got := localFilesystem(tc.typ)
+		assert.Equal(t, tc.want, got, "localFilesystem(%s) = %v, want %v", tc.name, got, tc.want)
 	}
 }
 
@@ -225,9 +223,7 @@ func TestServeLogsOpenPath(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the server's log lacks %q:\n%s", want, logs.String())
-		}
+		require.False(t, time.Now().After(deadline), "the server's log lacks %q:\n%s", want, logs.String())
 		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -3,7 +3,6 @@ package rdmafs
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/rdmafs/wire"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -101,13 +101,12 @@ func TestStalledConnectionTimesOutAndRetries(t *testing.T) {
 		buf := make([]byte, len(data))
 		start := time.Now()
 		_, err = f.ReadAt(buf, 0)
-		switch {
-		case retry > 0 && (err != nil || !bytes.Equal(buf, data)):
-			t.Fatalf("read across a stalled connection: %v", err)
-		case retry == 0 && !errors.Is(err, ErrServerGone):
-			t.Fatalf("without retries: err = %v, want ErrServerGone", err)
-		case retry == 0 && time.Since(start) > 3*time.Second:
-			t.Fatalf("stalled read failed after %v; the request timeout is 300ms", time.Since(start))
+		if retry > 0 {
+			require.NoError(t, err, "read across a stalled connection")
+			require.True(t, bytes.Equal(buf, data), "read across a stalled connection: bytes differ")
+		} else {
+			require.ErrorIs(t, err, ErrServerGone, "without retries")
+			require.LessOrEqual(t, time.Since(start), 3*time.Second, "stalled read failed after %v; the request timeout is 300ms", time.Since(start))
 		}
 		px.stall.Store(false)
 	}
@@ -126,9 +125,8 @@ func TestConnectionLimit(t *testing.T) {
 	m, _ := wire.DecodeError(p)
 	require.EqualValues(t, wire.TypeError, h.Type, "got %s %s, want ERROR BUSY", h.Type, m.Code)
 	require.EqualValues(t, wire.CodeBusy, m.Code, "got %s %s, want ERROR BUSY", h.Type, m.Code)
-	if _, err := second.c.Read(buf); err != io.EOF {
-		t.Fatalf("connection not closed after BUSY: %v", err)
-	}
+	_, err = second.c.Read(buf)
+	require.Equal(t, io.EOF, err, "connection not closed after BUSY: %v", err)
 }
 
 // A call whose reply came just before its connection was killed (its
@@ -144,8 +142,7 @@ func TestCallWaitAfterKill(t *testing.T) {
 		cl := &call{done: make(chan struct{}), typ: wire.TypeReadDone, err: tc.err}
 		close(cl.done)
 		got, err := cl.wait()
-		if !errors.Is(err, tc.err) || (got == nil) != tc.wantNil {
-			t.Errorf("wait on a call ended with %v = (%v, %v), want nil call %v", tc.err, got, err, tc.wantNil)
-		}
+		assert.ErrorIs(t, err, tc.err, "wait on a call ended with %v = (%v, %v), want nil call %v", tc.err, got, err, tc.wantNil)
+		assert.Equal(t, tc.wantNil, (got == nil), "wait on a call ended with %v = (%v, %v), want nil call %v", tc.err, got, err, tc.wantNil)
 	}
 }

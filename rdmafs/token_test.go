@@ -36,16 +36,15 @@ func TestReadTokenFile(t *testing.T) {
 			tok, err := ReadTokenFile(p)
 			if tc.errHas != "" {
 				require.Error(t, err, "err = %v, want one mentioning %q", err, tc.errHas)
-				require.Contains(t, err.Error(), tc.errHas, "err = %v, want one mentioning %q", err, tc.errHas)
+				require.ErrorContains(t, err, tc.errHas, "err = %v, want one mentioning %q", err, tc.errHas)
 				return
 			}
 			require.NoError(t, err, "token %q, err %v; want %q", tok, err, tc.want)
 			require.EqualValues(t, tc.want, string(tok), "token %q, err %v; want %q", tok, err, tc.want)
 		})
 	}
-	if _, err := ReadTokenFile(filepath.Join(dir, "missing")); err == nil {
-		t.Fatal("missing file accepted")
-	}
+	_, err := ReadTokenFile(filepath.Join(dir, "missing"))
+	require.Error(t, err, "missing file accepted")
 }
 
 // The token a client presents: a file wins over GDSLOAD_TOKEN, which is
@@ -57,17 +56,16 @@ func TestClientToken(t *testing.T) {
 	require.EqualValues(t, "env-token-0123456789", string(tok), "from env: %q, %v", tok, err)
 	f := filepath.Join(t.TempDir(), "tok")
 	os.WriteFile(f, []byte("file-token-0123456789\n"), 0o600)
-	if tok, err := ClientToken(f); err != nil || string(tok) != "file-token-0123456789" {
-		t.Fatalf("file wins over env: %q, %v", tok, err)
-	}
+	tok, err = ClientToken(f)
+	require.NoError(t, err, "file wins over env: %q, %v", tok, err)
+	require.Equal(t, "file-token-0123456789", string(tok), "file wins over env: %q, %v", tok, err)
 	t.Setenv("GDSLOAD_TOKEN", "short")
-	if _, err := ClientToken(""); err == nil {
-		t.Fatal("short env token accepted")
-	}
+	_, err = ClientToken("")
+	require.Error(t, err, "short env token accepted")
 	os.Unsetenv("GDSLOAD_TOKEN")
-	if tok, err := ClientToken(""); tok != nil || err != nil {
-		t.Fatalf("no token: %q, %v", tok, err)
-	}
+	tok, err = ClientToken("")
+	require.Nil(t, tok, "no token: %q, %v", tok, err)
+	require.NoError(t, err, "no token: %q, %v", tok, err)
 }
 
 // WithToken refuses a token a server would refuse, before any server sees
@@ -86,12 +84,11 @@ func TestWithTokenRefusesShortTokens(t *testing.T) {
 			assert.NoError(t, err, "token %q: %v", tc.tok, err)
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("token %q: err %v, want one saying %q", tc.tok, err, tc.want)
-		}
-		if _, err := Dial(t.Context(), "127.0.0.1:1", WithToken([]byte(tc.tok))); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Dial with token %q: err %v, want the option's refusal", tc.tok, err)
-		}
+		assert.Error(t, err, "token %q: err %v, want one saying %q", tc.tok, err, tc.want)
+		assert.ErrorContains(t, err, tc.want, "token %q: err %v, want one saying %q", tc.tok, err, tc.want)
+		_, err = Dial(t.Context(), "127.0.0.1:1", WithToken([]byte(tc.tok)))
+		assert.Error(t, err, "Dial with token %q: err %v, want the option's refusal", tc.tok, err)
+		assert.ErrorContains(t, err, tc.want, "Dial with token %q: err %v, want the option's refusal", tc.tok, err)
 	}
 }
 
@@ -107,11 +104,8 @@ func TestOptionsRefuseOutOfRange(t *testing.T) {
 		"chunk 1 KiB":       WithChunkSize(1 << 10),
 		"nil transport":     WithTransport(nil),
 	} {
-		if err := CheckOptions(o); err == nil {
-			t.Errorf("%s accepted", name)
-		}
+		err := CheckOptions(o)
+		assert.Error(t, err, "%s accepted", name)
 	}
-	if err := CheckOptions(WithConnections(MaxConnections), WithChunkSize(MinChunkSize), WithRetryDeadline(0), nil); err != nil {
-		t.Errorf("values at the bounds refused: %v", err)
-	}
+	assert.NoError(t, CheckOptions(WithConnections(MaxConnections), WithChunkSize(MinChunkSize), WithRetryDeadline(0), nil), "values at the bounds refused")
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +54,7 @@ func wait(t *testing.T, done <-chan error, limit time.Duration) error {
 	case err := <-done:
 		return err
 	case <-time.After(limit):
-		t.Fatalf("read still running after %v: the client hangs on the fault", limit)
+		require.FailNow(t, "read still running", "after %v: the client hangs on the fault", limit)
 		return nil
 	}
 }
@@ -75,19 +74,16 @@ func TestToxiproxyLatency(t *testing.T) {
 	start := time.Now()
 	f, err := cl.Open(ctx, "ckpt/shard.bin")
 	require.NoError(t, err)
-	if rtt := time.Since(start); rtt < 60*time.Millisecond {
-		t.Fatalf("stat took %v through a proxy adding at least 30 ms each way: the toxics are not in the path", rtt)
-	}
+	rtt := time.Since(start)
+	require.GreaterOrEqual(t, rtt, 60*time.Millisecond, "stat took %v through a proxy adding at least 30 ms each way: the toxics are not in the path", rtt)
 	done, got := readAsync(ctx, f)
-	if err := wait(t, done, 10*time.Second); err != nil {
-		t.Fatalf("read with latency: %v", err)
-	}
+	require.NoError(t, wait(t, done, 10*time.Second), "read with latency")
 	require.True(t, bytes.Equal(got, data), "read with latency: data differs from the file")
 	// A read straddling two chunks, at an odd offset.
 	part := make([]byte, 1<<20+3)
-	if _, err := f.ReadAt(part, 1<<20-5); err != nil || !bytes.Equal(part, data[1<<20-5:2<<20-2]) {
-		t.Fatalf("unaligned read with latency: %v (or data differs)", err)
-	}
+	_, err = f.ReadAt(part, 1<<20-5)
+	require.NoError(t, err, "unaligned read with latency: %v (or data differs)", err)
+	require.True(t, bytes.Equal(part, data[1<<20-5:2<<20-2]), "unaligned read with latency: %v (or data differs)", err)
 }
 
 // TestToxiproxyBandwidth: each connection is capped at 20 MB/s; a 16 MiB
@@ -104,15 +100,11 @@ func TestToxiproxyBandwidth(t *testing.T) {
 	require.NoError(t, err)
 	start := time.Now()
 	done, got := readAsync(context.Background(), f)
-	if err := wait(t, done, 10*time.Second); err != nil {
-		t.Fatalf("read under a bandwidth cap: %v", err)
-	}
+	require.NoError(t, wait(t, done, 10*time.Second), "read under a bandwidth cap")
 	elapsed := time.Since(start)
 	require.True(t, bytes.Equal(got, data), "read under a bandwidth cap: data differs from the file")
 	floor := time.Duration(float64(len(data)) / (conns * rateKBs * 1000) * float64(time.Second))
-	if elapsed < floor*9/10 {
-		t.Fatalf("16 MiB arrived in %v, faster than %d connections at %d KB/s allow (%v): the cap is not in the path", elapsed, conns, rateKBs, floor)
-	}
+	require.GreaterOrEqual(t, elapsed, floor*9/10, "16 MiB arrived in %v, faster than %d connections at %d KB/s allow (%v): the cap is not in the path", elapsed, conns, rateKBs, floor)
 	t.Logf("16 MiB in %v (floor %v)", elapsed, floor)
 }
 
@@ -156,15 +148,12 @@ func TestToxiproxyStall(t *testing.T) {
 			px.Add("stall", "timeout", c.stream, map[string]any{"timeout": 0})
 			stalled := time.Now()
 			err = wait(t, done, 15*time.Second)
-			switch {
-			case err == nil:
-				t.Fatal("read through a stalled path succeeded")
-			case c.ctxDeadline == 0 && !errors.Is(err, ErrServerGone):
-				t.Fatalf("err = %v, want ErrServerGone", err)
-			case c.ctxDeadline == 0 && !strings.Contains(err.Error(), "retry deadline"):
-				t.Fatalf("error %q does not say that retries ran out", err)
-			case c.ctxDeadline > 0 && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrServerGone):
-				t.Fatalf("err = %v, want a deadline error or ErrServerGone", err)
+			require.Error(t, err, "read through a stalled path succeeded")
+			if c.ctxDeadline == 0 {
+				require.ErrorIs(t, err, ErrServerGone)
+				require.ErrorContains(t, err, "retry deadline", "error %q does not say that retries ran out", err)
+			} else if c.ctxDeadline > 0 {
+				require.True(t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrServerGone), "err = %v, want a deadline error or ErrServerGone", err)
 			}
 			// Pieces in flight at the stall each retry for up to the retry
 			// deadline; an attempt waits at most about two request timeouts
@@ -175,16 +164,14 @@ func TestToxiproxyStall(t *testing.T) {
 			if c.ctxDeadline > 0 {
 				limit, since = c.ctxDeadline+time.Second, time.Since(start)
 			}
-			if since > limit {
-				t.Fatalf("failed after %v, over the %v its deadlines allow: %v", since, limit, err)
-			}
+			require.LessOrEqual(t, since, limit, "failed after %v, over the %v its deadlines allow: %v", since, limit, err)
 			t.Logf("failed after %v: %v", since, err)
 			closed := make(chan struct{})
 			go func() { cl.Close(); close(closed) }()
 			select {
 			case <-closed:
 			case <-time.After(5 * time.Second):
-				t.Fatal("Close hangs on stalled connections")
+				require.FailNow(t, "Close hangs on stalled connections")
 			}
 		})
 	}
@@ -243,27 +230,24 @@ func TestToxiproxySlicer(t *testing.T) {
 			ctx := context.Background()
 			ents, err := cl.List(ctx, "d")
 			require.NoError(t, err, "list through sliced segments: %v %v", ents, err)
-			require.EqualValues(t, 1, len(ents), "list through sliced segments: %v %v", ents, err)
+			require.Len(t, ents, 1, "list through sliced segments: %v %v", ents, err)
 			require.EqualValues(t, "f", ents[0].Name(), "list through sliced segments: %v %v", ents, err)
 			require.EqualValues(t, int64(len(data)), ents[0].Size(), "list through sliced segments: %v %v", ents, err)
 			f, err := cl.Open(ctx, "d/f")
 			require.NoError(t, err)
 			start := time.Now()
 			done, got := readAsync(ctx, f)
-			if err := wait(t, done, 10*time.Second); err != nil {
-				t.Fatalf("read through sliced segments: %v", err)
-			}
+			require.NoError(t, wait(t, done, 10*time.Second), "read through sliced segments")
 			// At most maxSlice bytes per segment, a pause after each, the
 			// segments of each connection in sequence.
 			floor := time.Duration(len(data)/maxSlice/conns) * delay
-			if el := time.Since(start); el < floor {
-				t.Fatalf("read took %v, less than the %v the slicer's pauses add: the slicer is not in the path", el, floor)
-			}
+			el := time.Since(start)
+			require.GreaterOrEqual(t, el, floor, "read took %v, less than the %v the slicer's pauses add: the slicer is not in the path", el, floor)
 			require.True(t, bytes.Equal(got, data), "read through sliced segments: data differs from the file")
 			part := make([]byte, 70001)
-			if _, err := f.ReadAt(part, 4093); err != nil || !bytes.Equal(part, data[4093:4093+len(part)]) {
-				t.Fatalf("unaligned read through sliced segments: %v (or data differs)", err)
-			}
+			_, err = f.ReadAt(part, 4093)
+			require.NoError(t, err, "unaligned read through sliced segments: %v (or data differs)", err)
+			require.True(t, bytes.Equal(part, data[4093:4093+len(part)]), "unaligned read through sliced segments: %v (or data differs)", err)
 		})
 	}
 }

@@ -3,6 +3,7 @@ package rdmafs
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,9 +18,8 @@ func TestURLRoundTrip(t *testing.T) {
 		for _, addr := range []string{"h:1", "[::1]:7420", "10.0.0.1:9"} {
 			u := URL{Addr: addr, Path: name}
 			got, err := ParseURL(u.String())
-			if err != nil || got != u {
-				t.Errorf("ParseURL(%q) = %+v, %v; want %+v", u.String(), got, err, u)
-			}
+			assert.NoError(t, err, "ParseURL(%q) = %+v, %v; want %+v", u.String(), got, err, u)
+			assert.Equal(t, u, got, "ParseURL(%q) = %+v, %v; want %+v", u.String(), got, err, u)
 		}
 	}
 }
@@ -35,8 +35,8 @@ func FuzzParseURL(f *testing.F) {
 			require.EqualValues(t, u, again, "ParseURL(%q) = %+v; its String %q parses as %+v, %v", s, u, u.String(), again, err)
 		}
 		u := URL{Addr: "h:1", Path: name}
-		if got, err := ParseURL(u.String()); err != nil || got != u {
-			t.Fatalf("URL with path %q: String %q parses as %+v, %v", name, u.String(), got, err)
-		}
+		got, err := ParseURL(u.String())
+		require.NoError(t, err, "URL with path %q: String %q parses as %+v, %v", name, u.String(), got, err)
+		require.Equal(t, u, got, "URL with path %q: String %q parses as %+v, %v", name, u.String(), got, err)
 	})
 }

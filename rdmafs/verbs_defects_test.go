@@ -42,17 +42,18 @@ func TestVerbsReadDoneFollowsTheData(t *testing.T) {
 	require.NoError(t, err, "got %s, %v; want READ_DONE", h.Type, err)
 	require.EqualValues(t, wire.TypeReadDone, h.Type, "got %s, %v; want READ_DONE", h.Type, err)
 	// Still registered: nothing has forced the writes out but READ_DONE.
-	if d, _ := wire.DecodeReadDone(p); d.N != uint32(len(data)) || !bytes.Equal(dst, data) {
-		t.Fatalf("at READ_DONE the destination holds %d of %d bytes right", prefixEqual(dst, data), len(data))
-	}
+	d, _ := wire.DecodeReadDone(p)
+	require.Equal(t, uint32(len(data)), d.N, "at READ_DONE the destination holds %d of %d bytes right", prefixEqual(dst, data), len(data))
+	require.True(t, bytes.Equal(dst, data), "at READ_DONE the destination holds %d of %d bytes right", prefixEqual(dst, data), len(data))
 	// And through the client, with its CRC checked before it deregisters.
 	cl := dialTest(t, env.ts, env.tr, WithCRC(true), WithChunkSize(128<<10))
 	f, err := cl.Open(context.Background(), "f")
 	require.NoError(t, err)
 	got := make([]byte, len(data))
-	if n, err := f.ReadAt(got, 0); n != len(data) || err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("ReadAt = %d, %v (equal %v)", n, err, bytes.Equal(got, data))
-	}
+	n, err := f.ReadAt(got, 0)
+	require.Len(t, data, n, "ReadAt = %d, %v (equal %v)", n, err, bytes.Equal(got, data))
+	require.NoError(t, err, "ReadAt = %d, %v (equal %v)", n, err, bytes.Equal(got, data))
+	require.True(t, bytes.Equal(got, data), "ReadAt = %d, %v (equal %v)", n, err, bytes.Equal(got, data))
 }
 
 func prefixEqual(a, b []byte) int {
@@ -73,14 +74,11 @@ func TestVerbsServerMemoryNotRemotelyAccessible(t *testing.T) {
 	cl := dialTest(t, env.ts, env.tr, WithConnections(1))
 	f, err := cl.Open(context.Background(), "f")
 	require.NoError(t, err)
-	if _, err := f.ReadAt(make([]byte, 1<<20), 0); err != nil {
-		t.Fatal(err)
-	}
+	_, err = f.ReadAt(make([]byte, 1<<20), 0)
+	require.NoError(t, err)
 	for _, a := range env.fab.statsNow().accepted {
-		if a.responderResources != 0 || a.initiatorDepth != 0 {
-			t.Errorf("server accepted a queue pair with responder resources %d, initiator depth %d; want 0, 0",
-				a.responderResources, a.initiatorDepth)
-		}
+		assert.Zero(t, a.responderResources, "server accepted a queue pair with responder resources %d, initiator depth %d; want 0, 0", a.responderResources, a.initiatorDepth)
+		assert.Zero(t, a.initiatorDepth, "server accepted a queue pair with responder resources %d, initiator depth %d; want 0, 0", a.responderResources, a.initiatorDepth)
 	}
 	sd := env.serverDevice(t)
 	type target struct {
@@ -95,9 +93,7 @@ func TestVerbsServerMemoryNotRemotelyAccessible(t *testing.T) {
 		targets = append(targets, target{m.base, m.key, m.mem})
 	}
 	env.fab.mu.Unlock()
-	if len(targets) < 4 {
-		t.Fatalf("%d server registrations, want the 4 pool buffers and the frame buffers", len(targets))
-	}
+	require.GreaterOrEqual(t, len(targets), 4, "%d server registrations, want the 4 pool buffers and the frame buffers", len(targets))
 	for i, tg := range targets {
 		for _, op := range []wrOp{wrWrite, wrRead} {
 			t.Run(fmt.Sprintf("region%d/op%d", i, op), func(t *testing.T) {
@@ -121,9 +117,8 @@ func TestVerbsServerMemoryNotRemotelyAccessible(t *testing.T) {
 		}
 	}
 	// The server still serves.
-	if _, err := f.ReadAt(make([]byte, 4096), 0); err != nil {
-		t.Fatal(err)
-	}
+	_, err = f.ReadAt(make([]byte, 4096), 0)
+	require.NoError(t, err)
 }
 
 // A WRITE that times out is flushed, by moving the queue pair to the
@@ -168,15 +163,13 @@ func TestVerbsTimedOutWriteFlushedBeforeReuse(t *testing.T) {
 	}()
 	waitFor(t, "A's WRITE in flight", func() bool { return env.fab.sendQueueLen(qpA) > 0 })
 	gotB := make([]byte, len(b))
-	if _, err := fb.ReadAt(gotB, 0); err != nil || !bytes.Equal(gotB, b) {
-		t.Fatalf("B's read: %v", err)
-	}
-	if err := <-errA; err == nil {
-		t.Fatal("A's read succeeded over a stuck link")
-	}
-	if leaked := bytes.Count(env.fab.tapped(qpA), bytes.Repeat([]byte{0xbb}, 64)); leaked > 0 {
-		t.Fatalf("%d runs of 64 bytes of B's file went out on A's queue pair", leaked)
-	}
+	_, err = fb.ReadAt(gotB, 0)
+	require.NoError(t, err, "B's read: %v", err)
+	require.True(t, bytes.Equal(gotB, b), "B's read: %v", err)
+	err = <-errA
+	require.Error(t, err, "A's read succeeded over a stuck link")
+	leaked := bytes.Count(env.fab.tapped(qpA), bytes.Repeat([]byte{0xbb}, 64))
+	require.LessOrEqual(t, leaked, 0, "%d runs of 64 bytes of B's file went out on A's queue pair", leaked)
 }
 
 // Closing the listener (Serve does, before draining) leaves the rdma_cm
@@ -197,9 +190,8 @@ func TestVerbsListenerCloseBeforeConnectionsDrain(t *testing.T) {
 				return
 			}
 			buf := make([]byte, len(data))
-			if n, err := f.ReadAt(buf, 0); err == nil && (n != len(data) || !bytes.Equal(buf, data)) {
-				t.Errorf("read during drain returned wrong data")
-			}
+			n, err := f.ReadAt(buf, 0)
+			assert.False(t, err == nil && (n != len(data) || !bytes.Equal(buf, data)), "read during drain returned wrong data")
 		})
 	}
 	env.ts.stop(t)
@@ -214,11 +206,10 @@ func TestVerbsListenerCloseBeforeConnectionsDrain(t *testing.T) {
 	select {
 	case <-env.ln.loopDone:
 	case <-time.After(10 * time.Second):
-		t.Fatal("event loop still running after the last connection closed")
+		require.FailNow(t, "event loop still running after the last connection closed")
 	}
-	if v := env.fab.Violations(); len(v) > 0 {
-		t.Fatalf("verbs misuse:\n%s", strings.Join(v, "\n"))
-	}
+	v := env.fab.Violations()
+	require.Empty(t, v, "verbs misuse:\n%s", strings.Join(v, "\n"))
 }
 
 // Queue pairs are paired with an authenticated session only: the rdma_cm
@@ -255,26 +246,23 @@ func TestVerbsQueuePairPairingIsAuthenticated(t *testing.T) {
 	} {
 		ev := rawQueuePair(t, env.fab, env.ts.addr, tc.priv)
 		reason, _ := parseReject(ev.priv)
-		if ev.kind != evRejected || reason != rejectAuth {
-			t.Errorf("%s: %s (reason %d), want REJECTED for authentication", tc.name, ev.kind, reason)
-		}
+		assert.Equal(t, evRejected, ev.kind, "%s: %s (reason %d), want REJECTED for authentication", tc.name, ev.kind, reason)
+		assert.Equal(t, rejectAuth, reason, "%s: %s (reason %d), want REJECTED for authentication", tc.name, ev.kind, reason)
 	}
 	// Each attempt made one domain, completion queue and queue pair: its
 	// own. The server made none.
 	after := env.fab.statsNow()
-	if d := after.pdAllocs - before.pdAllocs; d != 6 || after.cqCreates-before.cqCreates != 6 || after.qpCreates-before.qpCreates != 6 {
-		t.Errorf("6 rejected attempts made %d domains, %d completion queues, %d queue pairs; want 6 each, all the attempts' own",
-			d, after.cqCreates-before.cqCreates, after.qpCreates-before.qpCreates)
-	}
+	d := after.pdAllocs - before.pdAllocs
+	assert.Equal(t, 6, d, "6 rejected attempts made %d domains, %d completion queues, %d queue pairs; want 6 each, all the attempts' own", d, after.cqCreates-before.cqCreates, after.qpCreates-before.qpCreates)
+	assert.Equal(t, 6, after.cqCreates-before.cqCreates, "6 rejected attempts made %d domains, %d completion queues, %d queue pairs; want 6 each, all the attempts' own", d, after.cqCreates-before.cqCreates, after.qpCreates-before.qpCreates)
+	assert.Equal(t, 6, after.qpCreates-before.qpCreates, "6 rejected attempts made %d domains, %d completion queues, %d queue pairs; want 6 each, all the attempts' own", d, after.cqCreates-before.cqCreates, after.qpCreates-before.qpCreates)
 	// The real session still pairs (with zero padding, as over
 	// InfiniBand), once.
 	padded := append(good.encode(), make([]byte, 56-pairSize)...)
-	if ev := rawQueuePair(t, env.fab, env.ts.addr, padded); ev.kind != evEstablished {
-		t.Fatalf("the session's own tag: %s, want ESTABLISHED", ev.kind)
-	}
-	if ev := rawQueuePair(t, env.fab, env.ts.addr, good.encode()); ev.kind != evRejected {
-		t.Fatalf("replayed pairing: %s, want REJECTED", ev.kind)
-	}
+	ev := rawQueuePair(t, env.fab, env.ts.addr, padded)
+	require.Equal(t, evEstablished, ev.kind, "the session's own tag: %s, want ESTABLISHED", ev.kind)
+	ev = rawQueuePair(t, env.fab, env.ts.addr, good.encode())
+	require.Equal(t, evRejected, ev.kind, "replayed pairing: %s, want REJECTED", ev.kind)
 
 	// Before WELCOME there is no session to pair with.
 	c2, err := env.tr.Dial(context.Background(), env.ts.addr)
@@ -288,9 +276,8 @@ func TestVerbsQueuePairPairingIsAuthenticated(t *testing.T) {
 	require.EqualValues(t, wire.TypeChallenge, h.Type, "CHALLENGE: %s %v", h.Type, err)
 	ch, _ := wire.DecodeChallenge(p)
 	early := newPairingSession(testTok, &hello.Nonce, &ch.Nonce)
-	if ev := rawQueuePair(t, env.fab, env.ts.addr, early.encode()); ev.kind != evRejected {
-		t.Fatalf("queue pair before AUTH and WELCOME: %s, want REJECTED", ev.kind)
-	}
+	ev = rawQueuePair(t, env.fab, env.ts.addr, early.encode())
+	require.Equal(t, evRejected, ev.kind, "queue pair before AUTH and WELCOME: %s, want REJECTED", ev.kind)
 }
 
 // Sessions waiting for their queue pair are capped and expire, and a
@@ -313,18 +300,16 @@ func TestVerbsPendingSessionsCappedAndExpire(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	r := &raw{t: t, c: c}
-	if h, p := r.handshake(testTok); h.Type != wire.TypeError {
-		t.Fatalf("a 4th waiting session: %s, want ERROR BUSY", h.Type)
-	} else if m, _ := wire.DecodeError(p); m.Code != wire.CodeBusy {
-		t.Fatalf("a 4th waiting session: %s %q, want BUSY", m.Code, m.Message)
-	}
+	h, p := r.handshake(testTok)
+	require.Equal(t, wire.TypeError, h.Type, "a 4th waiting session: %s, want ERROR BUSY", h.Type)
+	m, _ := wire.DecodeError(p)
+	require.Equal(t, wire.CodeBusy, m.Code, "a 4th waiting session: %s %q, want BUSY", m.Code, m.Message)
 	for range 200 {
 		priv := make([]byte, pairSize)
 		copy(priv, pairMagic)
 		copy(priv[4:], newNonceSlice())
-		if ev := rawQueuePair(t, env.fab, env.ts.addr, priv); ev.kind != evRejected {
-			t.Fatalf("random pairing data: %s", ev.kind)
-		}
+		ev := rawQueuePair(t, env.fab, env.ts.addr, priv)
+		require.Equal(t, evRejected, ev.kind, "random pairing data: %s", ev.kind)
 	}
 	// Past the pairing timeout the sessions are gone and their
 	// connections closed.
@@ -337,9 +322,8 @@ func TestVerbsPendingSessionsCappedAndExpire(t *testing.T) {
 		return len(env.ln.sessions) == 0
 	})
 	cl := dialTest(t, env.ts, env.tr, WithConnections(3))
-	if _, err := cl.Stat(context.Background(), "."); err != nil {
-		t.Fatalf("a client after the flood: %v", err)
-	}
+	_, err = cl.Stat(context.Background(), ".")
+	require.NoError(t, err, "a client after the flood")
 }
 
 func newNonceSlice() []byte { n := newNonce(); return n[:] }
@@ -355,9 +339,9 @@ func TestVerbsPoolRegisteredOnce(t *testing.T) {
 		cl := dialTest(t, env.ts, env.tr, WithConnections(4), WithChunkSize(64<<10))
 		f, _ := cl.Open(context.Background(), "f")
 		got := make([]byte, len(data))
-		if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("read: %v", err)
-		}
+		_, err := f.ReadAt(got, 0)
+		require.NoError(t, err, "read: %v", err)
+		require.True(t, bytes.Equal(got, data), "read: %v", err)
 	}
 	// Every registration of a pool buffer, on any domain: one each.
 	pool := map[uint64]bool{}
@@ -385,11 +369,10 @@ func TestVerbsPoolRegisteredOnce(t *testing.T) {
 		start := time.Now()
 		err = srv.Serve(context.Background(), ln)
 		require.Error(t, err, "Serve = %v, want an ENOMEM error naming ulimit -l", err)
-		require.Contains(t, err.Error(), "ulimit -l", "Serve = %v, want an ENOMEM error naming ulimit -l", err)
+		require.ErrorContains(t, err, "ulimit -l", "Serve = %v, want an ENOMEM error naming ulimit -l", err)
 		require.ErrorIs(t, err, syscall.ENOMEM, "Serve = %v, want an ENOMEM error naming ulimit -l", err)
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("Serve took %v to fail", d)
-		}
+		d := time.Since(start)
+		assert.LessOrEqual(t, d, 5*time.Second, "Serve took %v to fail", d)
 	})
 	t.Run("client memlock", func(t *testing.T) {
 		env := newLoopEnv(t, serverConfig{PoolBuffers: 2, BufferSize: 64 << 10}, nil)
@@ -402,11 +385,10 @@ func TestVerbsPoolRegisteredOnce(t *testing.T) {
 		start := time.Now()
 		_, err := f.ReadAt(make([]byte, 8<<20), 0)
 		require.Error(t, err, "read over the limit: %v, want an error naming ulimit -l, not a lost server", err)
-		require.Contains(t, err.Error(), "ulimit -l", "read over the limit: %v, want an error naming ulimit -l, not a lost server", err)
-		require.False(t, errors.Is(err, ErrServerGone), "read over the limit: %v, want an error naming ulimit -l, not a lost server", err)
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("the read took %v to fail: retried?", d)
-		}
+		require.ErrorContains(t, err, "ulimit -l", "read over the limit: %v, want an error naming ulimit -l, not a lost server", err)
+		require.NotErrorIs(t, err, ErrServerGone, "read over the limit: %v, want an error naming ulimit -l, not a lost server", err)
+		d := time.Since(start)
+		assert.LessOrEqual(t, d, 5*time.Second, "the read took %v to fail: retried?", d)
 	})
 }
 
@@ -442,16 +424,14 @@ func TestVerbsWritesInFlightAndDrain(t *testing.T) {
 		return parked
 	})
 	time.Sleep(100 * time.Millisecond) // a stuck link
-	if n := env.fab.polls(qp.cq) - polls; n > 0 {
-		t.Errorf("%d polls of the completion queue while nothing completed: busy polling", n)
-	}
+	n := env.fab.polls(qp.cq) - polls
+	assert.LessOrEqual(t, n, 0, "%d polls of the completion queue while nothing completed: busy polling", n)
 	env.fab.stall(qp, false)
-	if err := <-done; err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("read: %v", err)
-	}
-	if m := env.fab.statsNow().maxOutstanding; m < 4 {
-		t.Errorf("at most %d work requests in flight, want 4", m)
-	}
+	err := <-done
+	require.NoError(t, err, "read: %v", err)
+	require.True(t, bytes.Equal(got, data), "read: %v", err)
+	m := env.fab.statsNow().maxOutstanding
+	assert.GreaterOrEqual(t, m, 4, "at most %d work requests in flight, want 4", m)
 
 	// Stuck again, then the server drains: Serve returns within the drain
 	// timeout plus the flush, not after the 30 s write timeout.
@@ -463,15 +443,12 @@ func TestVerbsWritesInFlightAndDrain(t *testing.T) {
 	waitFor(t, "a WRITE in flight", func() bool { return env.fab.sendQueueLen(qp) > 0 })
 	start := time.Now()
 	env.ts.stop(t)
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("drain took %v with a stuck WRITE", d)
-	}
-	if err := <-done; err == nil {
-		t.Error("the stuck read succeeded")
-	}
-	if v := env.fab.Violations(); len(v) > 0 {
-		t.Fatalf("verbs misuse:\n%s", strings.Join(v, "\n"))
-	}
+	d := time.Since(start)
+	assert.LessOrEqual(t, d, 5*time.Second, "drain took %v with a stuck WRITE", d)
+	err = <-done
+	assert.Error(t, err, "the stuck read succeeded")
+	v := env.fab.Violations()
+	require.Empty(t, v, "verbs misuse:\n%s", strings.Join(v, "\n"))
 }
 
 // The client binds the queue pair's source to the TCP connection's local
@@ -494,23 +471,23 @@ func TestVerbsQueuePairAddressSelection(t *testing.T) {
 		WithLogger(quietLogger()), WithTimeout(10*time.Second))
 	require.NoError(t, err, "Dial %s: %v", addr, err)
 	defer cl.Close()
-	if _, err := cl.Stat(context.Background(), "f"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = cl.Stat(context.Background(), "f")
+	require.NoError(t, err)
 	s := env.fab.statsNow()
 	var dsts []string
 	for i, d := range s.resolveDst {
 		dsts = append(dsts, d.Addr().String())
-		if !s.resolveSrc[i].Addr().IsLoopback() || s.resolveSrc[i].Addr().Is4() != d.Addr().Is4() {
-			t.Errorf("resolution %d from %s: not the TCP connection's local address", i, s.resolveSrc[i])
-		}
+		assert.True(t, s.resolveSrc[i].Addr().IsLoopback(), "resolution %d from %s: not the TCP connection's local address", i, s.resolveSrc[i])
+		assert.Equal(t, d.Addr().Is4(), s.resolveSrc[i].Addr().Is4(), "resolution %d from %s: not the TCP connection's local address", i, s.resolveSrc[i])
 	}
 	// The TCP peer is localhost's first address; 127.0.0.1 is tried once.
-	if len(dsts) < 2 || dsts[len(dsts)-1] != "127.0.0.2" || strings.Count(strings.Join(dsts, " "), "127.0.0.1") > 1 {
-		t.Errorf("queue pair resolutions %v, want every address tried once, ending with 127.0.0.2", dsts)
+	if assert.GreaterOrEqual(t, len(dsts), 2, "queue pair resolutions %v, want every address tried once, ending with 127.0.0.2", dsts) {
+		if assert.Equal(t, "127.0.0.2", dsts[len(dsts)-1], "queue pair resolutions %v, want every address tried once, ending with 127.0.0.2", dsts) {
+			assert.LessOrEqual(t, strings.Count(strings.Join(dsts, " "), "127.0.0.1"), 1, "queue pair resolutions %v, want every address tried once, ending with 127.0.0.2", dsts)
+		}
 	}
-	if len(lookups) == 0 || lookups[0] != "localhost" {
-		t.Errorf("lookups %v, want the server's name", lookups)
+	if assert.NotEmpty(t, lookups, "lookups %v, want the server's name", lookups) {
+		assert.Equal(t, "localhost", lookups[0], "lookups %v, want the server's name", lookups)
 	}
 }
 
@@ -528,7 +505,7 @@ func TestVerbsFailedDeregistrationShutsTheQueuePair(t *testing.T) {
 	env.fab.mu.Unlock()
 	err = vc.Deregister(rg)
 	require.ErrorIs(t, err, ErrRegion, "Deregister with a failing device: %v", err)
-	require.Contains(t, err.Error(), "queue pair", "Deregister with a failing device: %v", err)
+	require.ErrorContains(t, err, "queue pair", "Deregister with a failing device: %v", err)
 	// The server's device tries the old key now.
 	ep := env.endpoints()[0]
 	sd := env.serverDevice(t)
@@ -543,9 +520,8 @@ func TestVerbsFailedDeregistrationShutsTheQueuePair(t *testing.T) {
 		time.Now().Add(5*time.Second), "late write")
 	require.Error(t, werr, "a write after the failed deregistration: %v; landed %v", werr, !bytes.Equal(buf, make([]byte, len(buf))))
 	require.True(t, bytes.Equal(buf, make([]byte, len(buf))), "a write after the failed deregistration: %v; landed %v", werr, !bytes.Equal(buf, make([]byte, len(buf))))
-	if leaked := env.tr.v.leaked.Load(); leaked != 1 {
-		t.Errorf("%d pins kept, want the region's", leaked)
-	}
+	leaked := env.tr.v.leaked.Load()
+	assert.EqualValues(t, 1, leaked, "%d pins kept, want the region's", leaked)
 }
 
 // GPU regions ask for relaxed ordering where the device has it, and
@@ -569,16 +545,15 @@ func TestVerbsGPURegionsRelaxedOrdering(t *testing.T) {
 			data := writeFile(t, ts.root, "w", 100000, 3)
 			cl := dialTest(t, ts, tr, WithDeviceMemory(&fakeDeviceMemory{base: gpu.base, dmaErr: tc.dmaErr}))
 			f, _ := cl.Open(context.Background(), "w")
-			if n, err := f.ReadAtDevice(context.Background(), gpu.base, int64(len(data)), 0); n != len(data) || err != nil {
-				t.Fatalf("ReadAtDevice = %d, %v", n, err)
-			}
+			n, err := f.ReadAtDevice(context.Background(), gpu.base, int64(len(data)), 0)
+			require.Len(t, data, n, "ReadAtDevice = %d, %v", n, err)
+			require.NoError(t, err, "ReadAtDevice = %d, %v", n, err)
 			want := RegDmaBuf
 			if tc.dmaErr != nil {
 				want = RegPeermem
 			}
-			if got := cl.DeviceRegistration(); got.Method != want {
-				t.Fatalf("registered by %q (%s), want %q", got.Method, got.Reason, want)
-			}
+			got := cl.DeviceRegistration()
+			require.Equal(t, want, got.Method, "registered by %q (%s), want %q", got.Method, got.Reason, want)
 			require.True(t, bytes.Equal(gpu.mem[:len(data)], data), "GPU memory differs")
 			var gpuRegs int
 			for _, r := range tr.fab.statsNow().registered {
@@ -586,9 +561,8 @@ func TestVerbsGPURegionsRelaxedOrdering(t *testing.T) {
 					continue
 				}
 				gpuRegs++
-				if got := r.access&accessRelaxedOrdering != 0; got != tc.relaxed {
-					t.Errorf("GPU region at 0x%x: relaxed ordering %v, want %v", r.base, got, tc.relaxed)
-				}
+				got := r.access&accessRelaxedOrdering != 0
+				assert.Equal(t, tc.relaxed, got, "GPU region at 0x%x: relaxed ordering %v, want %v", r.base, got, tc.relaxed)
 			}
 			require.NotEqualValues(t, 0, gpuRegs, "no GPU registration seen")
 		})
@@ -623,34 +597,29 @@ func TestVerbsCMLoopBackoffAndDeviceRemoval(t *testing.T) {
 	for _, at := range fails {
 		want := 10 * time.Millisecond
 		for i := 1; i < len(at); i++ {
-			if gap := at[i].Sub(at[i-1]); gap < want {
-				t.Errorf("retry %d on a failing event channel after %v, want at least %v: not backing off", i, gap, want)
-			}
+			gap := at[i].Sub(at[i-1])
+			assert.GreaterOrEqual(t, gap, want, "retry %d on a failing event channel after %v, want at least %v: not backing off", i, gap, want)
 			want = min(2*want, time.Second)
 		}
 	}
-	if _, err := f.ReadAt(make([]byte, 4096), 0); err != nil {
-		t.Fatalf("read after the channel recovered: %v", err)
-	}
+	_, err := f.ReadAt(make([]byte, 4096), 0)
+	require.NoError(t, err, "read after the channel recovered")
 
 	env.fab.removeDevice(env.fab.devs[0])
 	waitFor(t, "server queue pairs closed", func() bool { return len(env.endpoints()) == 0 })
-	if _, err := f.ReadAt(make([]byte, 4096), 0); err == nil {
-		t.Error("read over a removed device succeeded")
-	}
+	_, err = f.ReadAt(make([]byte, 4096), 0)
+	assert.Error(t, err, "read over a removed device succeeded")
 	select {
 	case err := <-env.ts.done:
-		if err == nil || !strings.Contains(err.Error(), "removed") {
-			t.Errorf("Serve returned %v, want the device removal", err)
-		}
+		assert.Error(t, err, "Serve returned %v, want the device removal", err)
+		assert.ErrorContains(t, err, "removed", "Serve returned %v, want the device removal", err)
 		env.ts.done <- nil
 	case <-time.After(10 * time.Second):
-		t.Error("Serve kept running on a removed device")
+		assert.Fail(t, "Serve kept running on a removed device")
 	}
 	cl.Close()
-	if v := env.fab.Violations(); len(v) > 0 {
-		t.Fatalf("verbs misuse:\n%s", strings.Join(v, "\n"))
-	}
+	v := env.fab.Violations()
+	require.Empty(t, v, "verbs misuse:\n%s", strings.Join(v, "\n"))
 }
 
 var _ = io.EOF

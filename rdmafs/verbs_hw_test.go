@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,19 +61,19 @@ func TestVerbsHWEndToEnd(t *testing.T) {
 			cl := dialTest(t, ts, tr, WithCRC(crc), WithConnections(4), WithChunkSize(1<<20))
 			ents, err := cl.List(context.Background(), "d")
 			require.NoError(t, err, "List: %d entries, %v", len(ents), err)
-			require.EqualValues(t, len(sizes), len(ents), "List: %d entries, %v", len(ents), err)
+			require.Len(t, ents, len(sizes), "List: %d entries, %v", len(ents), err)
 			var wg sync.WaitGroup
 			for _, n := range sizes {
 				wg.Go(func() {
 					f, err := cl.Open(context.Background(), fmt.Sprintf("d/f%d", n))
-					if err != nil {
-						t.Error(err)
+					if !assert.NoError(t, err) {
 						return
 					}
 					got := make([]byte, n)
-					if k, err := f.ReadAt(got, 0); k != n || (err != nil && n > 0) || !bytes.Equal(got, files[n]) {
-						t.Errorf("size %d: read %d, %v, equal %v", n, k, err, bytes.Equal(got, files[n]))
-					}
+					k, err := f.ReadAt(got, 0)
+					assert.Equal(t, n, k, "size %d: read %d, %v, equal %v", n, k, err, bytes.Equal(got, files[n]))
+					assert.False(t, err != nil && n > 0, "size %d: read %d, %v, equal %v", n, k, err, bytes.Equal(got, files[n]))
+					assert.True(t, bytes.Equal(got, files[n]), "size %d: read %d, %v, equal %v", n, k, err, bytes.Equal(got, files[n]))
 				})
 			}
 			wg.Wait()
@@ -88,9 +89,10 @@ func TestVerbsHW64Connections(t *testing.T) {
 	f, err := cl.Open(context.Background(), "big")
 	require.NoError(t, err)
 	got := make([]byte, len(data))
-	if n, err := f.ReadAt(got, 0); n != len(data) || err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("ReadAt over 64 connections: %d, %v", n, err)
-	}
+	n, err := f.ReadAt(got, 0)
+	require.Len(t, data, n, "ReadAt over 64 connections: %d, %v", n, err)
+	require.NoError(t, err, "ReadAt over 64 connections: %d, %v", n, err)
+	require.True(t, bytes.Equal(got, data), "ReadAt over 64 connections: %d, %v", n, err)
 }
 
 // A flood of queue pairs with no session, or a wrong tag: all rejected,
@@ -108,14 +110,12 @@ func TestVerbsHWUnauthenticatedFlood(t *testing.T) {
 			copy(priv, pairMagic)
 			copy(priv[4:], newNonceSlice())
 		}
-		if ev := rawQueuePair(t, st, ts.addr, priv); ev.kind != evRejected {
-			t.Fatalf("attempt %d: %s, want REJECTED", i, ev.kind)
-		}
+		ev := rawQueuePair(t, st, ts.addr, priv)
+		require.Equal(t, evRejected, ev.kind, "attempt %d: %s, want REJECTED", i, ev.kind)
 	}
 	cl := dialTest(t, ts, tr, WithConnections(4))
-	if _, err := cl.Stat(context.Background(), "f"); err != nil {
-		t.Fatalf("after the flood: %v", err)
-	}
+	_, err := cl.Stat(context.Background(), "f")
+	require.NoError(t, err, "after the flood")
 }
 
 // The server drains while reads are in flight: Serve returns, every read
@@ -135,8 +135,7 @@ func TestVerbsHWServerShutdownMidRead(t *testing.T) {
 				if err != nil {
 					return
 				}
-				if n != len(data) || !bytes.Equal(got, data) {
-					t.Error("a read that succeeded returned wrong data")
+				if !assert.Len(t, data, n, "a read that succeeded returned wrong data") || !assert.True(t, bytes.Equal(got, data), "a read that succeeded returned wrong data") {
 					return
 				}
 			}
@@ -151,7 +150,7 @@ func TestVerbsHWServerShutdownMidRead(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(60 * time.Second):
-		t.Fatal("reads still running a minute after the server stopped")
+		require.FailNow(t, "reads still running a minute after the server stopped")
 	}
 }
 
@@ -182,9 +181,10 @@ func TestVerbsHWClientKilledMidRead(t *testing.T) {
 	f, err := cl.Open(context.Background(), "big")
 	require.NoError(t, err)
 	got := make([]byte, len(data))
-	if n, err := f.ReadAt(got, 0); n != len(data) || err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("a read after the kill: %d, %v", n, err)
-	}
+	n, err := f.ReadAt(got, 0)
+	require.Len(t, data, n, "a read after the kill: %d, %v", n, err)
+	require.NoError(t, err, "a read after the kill: %d, %v", n, err)
+	require.True(t, bytes.Equal(got, data), "a read after the kill: %d, %v", n, err)
 	waitForConns(t, ts.srv, 4)
 }
 
@@ -224,9 +224,7 @@ func waitForConns(t *testing.T, s *Server, n int) {
 		if got == n {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server still has %d connections a minute after the kill, want %d", got, n)
-		}
+		require.False(t, time.Now().After(deadline), "server still has %d connections a minute after the kill, want %d", got, n)
 		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -80,7 +80,7 @@ func (e *loopEnv) serverDevice(t *testing.T) *serverDevice {
 	t.Helper()
 	e.ln.mu.Lock()
 	defer e.ln.mu.Unlock()
-	require.EqualValues(t, 1, len(e.ln.devs), "server has state for %d devices, want 1", len(e.ln.devs))
+	require.Len(t, e.ln.devs, 1, "server has state for %d devices, want 1", len(e.ln.devs))
 	for _, sd := range e.ln.devs {
 		return sd
 	}
@@ -92,9 +92,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
+		require.False(t, time.Now().After(deadline), "timed out waiting for %s", what)
 		time.Sleep(time.Millisecond)
 	}
 }
@@ -130,26 +128,23 @@ func rawQueuePair(t *testing.T, st rdmaStack, serverAddr string, priv []byte) cm
 	require.NoError(t, err)
 	defer id.destroy()
 	require.NoError(t, id.resolveAddr(netip.AddrPortFrom(dst.Addr(), 0), dst, time.Second))
-	if ev, _ := ch.next(); ev.kind != evAddrResolved {
-		t.Fatalf("resolve: %s", ev.kind)
-	}
+	ev, _ := ch.next()
+	require.Equal(t, evAddrResolved, ev.kind, "resolve: %s", ev.kind)
 	_ = id.resolveRoute(time.Second)
-	if ev, _ := ch.next(); ev.kind != evRouteResolved {
-		t.Fatalf("route: %s", ev.kind)
-	}
+	ev, _ = ch.next()
+	require.Equal(t, evRouteResolved, ev.kind, "route: %s", ev.kind)
 	dev := id.device()
 	pd, _ := dev.allocPD()
 	cq, _ := dev.createCQ(4)
-	if _, err := id.createQP(pd, cq, 2, 2); err != nil {
-		t.Fatal(err)
-	}
+	_, err = id.createQP(pd, cq, 2, 2)
+	require.NoError(t, err)
 	defer func() {
 		id.destroyQP()
 		cq.destroy()
 		pd.dealloc()
 	}()
 	require.NoError(t, id.connect(priv, connParams{}))
-	ev, err := ch.next()
+	ev, err = ch.next()
 	require.NoError(t, err)
 	if ev.kind == evEstablished {
 		_ = id.disconnect()

@@ -24,13 +24,11 @@ func TestPairingSession(t *testing.T) {
 		assert.NotEqualValues(t, a.tag, b.tag, "%s: same tag", name)
 	}
 	// The tag is not a handshake proof of either direction.
-	if a.tag == clientProof(testTok, &cn, &sn) || a.tag == serverProof(testTok, &cn, &sn) {
-		t.Error("the pairing tag equals a handshake proof")
-	}
+	assert.NotEqual(t, clientProof(testTok, &cn, &sn), a.tag, "the pairing tag equals a handshake proof")
+	assert.NotEqual(t, serverProof(testTok, &cn, &sn), a.tag, "the pairing tag equals a handshake proof")
 	enc := a.encode()
-	if len(enc) != pairSize || pairSize > 56 {
-		t.Fatalf("private data of %d bytes; rdma_cm over InfiniBand carries 56", len(enc))
-	}
+	require.Len(t, enc, pairSize, "private data of %d bytes; rdma_cm over InfiniBand carries 56", len(enc))
+	require.LessOrEqual(t, pairSize, 56, "private data of %d bytes; rdma_cm over InfiniBand carries 56", len(enc))
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -44,9 +42,8 @@ func TestPairingSession(t *testing.T) {
 		{"empty", nil, false},
 	} {
 		got, err := parsePairing(tc.b)
-		if (err == nil) != tc.ok || (tc.ok && got != a) {
-			t.Errorf("%s: %v, %v", tc.name, got, err)
-		}
+		assert.Equal(t, tc.ok, (err == nil), "%s: %v, %v", tc.name, got, err)
+		assert.False(t, tc.ok && got != a, "%s: %v, %v", tc.name, got, err)
 	}
 	for _, tc := range []struct {
 		b      []byte
@@ -61,9 +58,8 @@ func TestPairingSession(t *testing.T) {
 		{nil, 0, false},
 	} {
 		r, ok := parseReject(tc.b)
-		if ok != tc.ok || r != tc.reason {
-			t.Errorf("parseReject(%q) = %d, %v", tc.b, r, ok)
-		}
+		assert.Equal(t, tc.ok, ok, "parseReject(%q) = %d, %v", tc.b, r, ok)
+		assert.Equal(t, tc.reason, r, "parseReject(%q) = %d, %v", tc.b, r, ok)
 	}
 }
 

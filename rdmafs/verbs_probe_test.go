@@ -3,6 +3,8 @@ package rdmafs
 import (
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // ProbeRDMA reports what this machine has, whatever that is, and never
@@ -12,22 +14,14 @@ func TestProbeRDMA(t *testing.T) {
 	for _, l := range r.Lines() {
 		t.Log(l)
 	}
-	if r.Reason == "" {
-		t.Errorf("report without a reason: %+v", r)
-	}
+	assert.NotEmpty(t, r.Reason, "report without a reason: %+v", r)
 	_, err := Verbs()
-	if r.Usable != (err == nil) {
-		t.Errorf("report says usable=%v, Verbs() says %v", r.Usable, err)
-	}
+	assert.Equal(t, (err == nil), r.Usable, "report says usable=%v, Verbs() says %v", r.Usable, err)
 	lines := strings.Join(r.Lines(), "\n")
 	for _, want := range []string{"verbs transport"} {
-		if !strings.Contains(lines, want) {
-			t.Errorf("report lines lack %q:\n%s", want, lines)
-		}
+		assert.Contains(t, lines, want, "report lines lack %q:\n%s", want, lines)
 	}
-	if r.Library != "" && !strings.Contains(lines, "rdma-core") {
-		t.Errorf("rdma-core loaded but not named:\n%s", lines)
-	}
+	assert.False(t, r.Library != "" && !strings.Contains(lines, "rdma-core"), "rdma-core loaded but not named:\n%s", lines)
 }
 
 func TestRDMAReportLines(t *testing.T) {
@@ -36,8 +30,6 @@ func TestRDMAReportLines(t *testing.T) {
 	got := strings.Join(r.Lines(), "\n")
 	for _, want := range []string{"rdma-core 50.0", "dma-buf registration: yes",
 		"rxe0: ibv_open_device: permission denied", "verbs transport: usable"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("lines lack %q:\n%s", want, got)
-		}
+		assert.Contains(t, got, want, "lines lack %q:\n%s", want, got)
 	}
 }

@@ -1,9 +1,11 @@
 package rdmafs
 
 import (
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestVerbsUnavailableIsClear: on a machine without rdma-core or without
@@ -15,17 +17,13 @@ func TestVerbsUnavailableIsClear(t *testing.T) {
 		t.Skipf("RDMA transport available here (%s): nothing to check", tr.Name())
 	}
 	t.Logf("verbs unavailable: %v", err)
-	if !errors.Is(err, ErrNoRDMA) || !strings.Contains(err.Error(), "use the tcp transport") ||
-		strings.Contains(err.Error(), "--") {
-		t.Fatalf("err = %v, want ErrNoRDMA naming the tcp transport and no flag", err)
-	}
-	if !strings.Contains(err.Error(), "RDMA device") && !strings.Contains(err.Error(), "rdma-core") {
-		t.Errorf("err = %v does not say whether rdma-core or a device is missing", err)
-	}
-	if _, err := TransportByName("carrier-pigeon"); err == nil {
-		t.Fatal("unknown transport accepted")
-	}
-	if tr, err := TransportByName("tcp"); err != nil || tr.Name() != "tcp" {
-		t.Fatalf("tcp: %v", err)
-	}
+	require.ErrorIs(t, err, ErrNoRDMA, "err = %v, want ErrNoRDMA naming the tcp transport and no flag", err)
+	require.ErrorContains(t, err, "use the tcp transport", "err = %v, want ErrNoRDMA naming the tcp transport and no flag", err)
+	require.NotContains(t, err.Error(), "--", "err = %v, want ErrNoRDMA naming the tcp transport and no flag", err)
+	assert.False(t, !strings.Contains(err.Error(), "RDMA device") && !strings.Contains(err.Error(), "rdma-core"), "err = %v does not say whether rdma-core or a device is missing", err)
+	_, err = TransportByName("carrier-pigeon")
+	require.Error(t, err, "unknown transport accepted")
+	tr, err = TransportByName("tcp")
+	require.NoError(t, err, "tcp: %v", err)
+	require.Equal(t, "tcp", tr.Name(), "tcp: %v", err)
 }

@@ -1,9 +1,11 @@
 package vfs
 
 import (
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestReadList(t *testing.T) {
@@ -14,13 +16,11 @@ func TestReadList(t *testing.T) {
 		"rdmafs://h:1/x\r\n/y/z\n": {"rdmafs://h:1/x", "/y/z"},
 	} {
 		got, err := ReadList(strings.NewReader(in))
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("ReadList(%q) = %q, %v; want %q", in, got, err, want)
-		}
+		assert.NoError(t, err, "ReadList(%q) = %q, %v; want %q", in, got, err, want)
+		assert.Equal(t, want, got, "ReadList(%q) = %q, %v; want %q", in, got, err, want)
 	}
-	if _, err := ReadList(strings.NewReader(strings.Repeat("x", MaxListLine+1))); err == nil {
-		t.Error("a line over MaxListLine was read")
-	}
+	_, err := ReadList(strings.NewReader(strings.Repeat("x", MaxListLine+1)))
+	assert.Error(t, err, "a line over MaxListLine was read")
 }
 
 // FuzzReadList: every entry is a non-blank line of the input, without
@@ -36,16 +36,14 @@ func FuzzReadList(f *testing.F) {
 		}
 		lines := strings.Split(in, "\n")
 		for _, p := range got {
-			if strings.TrimSpace(p) == "" || strings.Contains(p, "\n") || strings.HasSuffix(p, "\r") {
-				t.Fatalf("entry %q of %q", p, in)
-			}
+			require.NotEmpty(t, strings.TrimSpace(p), "entry %q of %q", p, in)
+			require.NotContains(t, p, "\n", "entry %q of %q", p, in)
+			require.False(t, strings.HasSuffix(p, "\r"), "entry %q of %q", p, in)
 			found := false
 			for _, l := range lines {
 				found = found || strings.TrimRight(l, "\r") == p
 			}
-			if !found {
-				t.Fatalf("entry %q is no line of %q", p, in)
-			}
+			require.True(t, found, "entry %q is no line of %q", p, in)
 		}
 	})
 }

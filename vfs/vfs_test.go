@@ -121,7 +121,7 @@ func TestWalkOpenAcrossSchemes(t *testing.T) {
 			} {
 				err := op(vfs.Join(base, "missing.bin"))
 				require.ErrorIs(t, err, fs.ErrNotExist)
-				require.Contains(t, err.Error(), "missing.bin")
+				require.ErrorContains(t, err, "missing.bin")
 			}
 
 			b, err := m.ReadFile(ctx, vfs.Join(base, "a/b.bin"), 1<<20)
@@ -182,7 +182,7 @@ func TestRemoteRefusalMatchesErrPermission(t *testing.T) {
 	m := newMux(t)
 	_, err := m.Open(context.Background(), remote+"/escape")
 	require.ErrorIs(t, err, fs.ErrPermission)
-	require.False(t, errors.Is(err, fs.ErrNotExist))
+	require.NotErrorIs(t, err, fs.ErrNotExist)
 }
 
 // memFS is a scheme served from memory: it counts how often the Mux
@@ -404,17 +404,13 @@ func FuzzParse(f *testing.F) {
 			return // a path stands for itself
 		}
 		again, err := vfs.Parse(l.String())
-		if err != nil {
-			t.Fatalf("%q parses to %+v, whose String %q does not parse: %v", raw, l, l.String(), err)
-		}
-		if again != l {
-			t.Fatalf("%q parses to %+v, String %q to %+v", raw, l, l.String(), again)
-		}
+		require.NoError(t, err, "%q parses to %+v, whose String %q does not parse", raw, l, l.String())
+		require.Equal(t, l, again, "%q parses to %+v, String %q to %+v", raw, l, l.String(), again)
 		for _, rel := range []string{"x", "a b%", "c/d"} {
 			j := l.Join(rel)
-			if back, err := vfs.Parse(j.String()); err != nil || back != j {
-				t.Fatalf("%+v joined with %q: %q parses to %+v, %v", l, rel, j.String(), back, err)
-			}
+			back, err := vfs.Parse(j.String())
+			require.NoError(t, err, "%+v joined with %q: %q parses to %+v, %v", l, rel, j.String(), back, err)
+			require.Equal(t, j, back, "%+v joined with %q: %q parses to %+v, %v", l, rel, j.String(), back, err)
 		}
 	})
 }

@@ -3,13 +3,15 @@ package buildinfo
 import (
 	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestInfo(t *testing.T) {
 	v := Read()
-	if v.Go != runtime.Version() || v.Version == "" {
-		t.Fatalf("Read() = %+v", v)
-	}
+	require.Equal(t, runtime.Version(), v.Go, "Read() = %+v", v)
+	require.NotEmpty(t, v.Version, "Read() = %+v", v)
 	for _, tc := range []struct {
 		in   Info
 		want string
@@ -18,8 +20,7 @@ func TestInfo(t *testing.T) {
 		{Info{Version: "(devel)", Revision: "abc", Modified: true, Go: "go1.26"}, "gdsload (devel) abc (modified) go1.26"},
 		{Info{Version: "(devel)", Go: "go1.26"}, "gdsload (devel) unknown revision go1.26"},
 	} {
-		if got := tc.in.String(); got != tc.want {
-			t.Errorf("%+v.String() = %q, want %q", tc.in, got, tc.want)
-		}
+		got := tc.in.String()
+		assert.Equal(t, tc.want, got, "%+v.String() = %q, want %q", tc.in, got, tc.want)
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -43,9 +46,7 @@ func Binary(t testing.TB, pkg string) string {
 			errBuild = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 		}
 	})
-	if errBuild != nil {
-		t.Fatalf("building gdsload failed: %v", errBuild)
-	}
+	require.NoError(t, errBuild, "building gdsload failed")
 	return binary
 }
 
@@ -59,19 +60,13 @@ func Cleanup() { _ = os.RemoveAll(dir()) }
 func Serve(t testing.TB, bin, root string, token []byte) (string, *os.Process) {
 	t.Helper()
 	tok := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tok, append(token, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(tok, append(token, '\n'), 0o600))
 	cmd := exec.Command(bin, "serve", "--root", root, "--listen", "127.0.0.1:0", "--token-file", tok)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -89,12 +84,12 @@ func Serve(t testing.TB, bin, root string, token []byte) (string, *os.Process) {
 		if !ok || !strings.HasPrefix(line, "listening on ") {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			t.Fatalf("serve did not say where it listens (%q): %s", line, stderr.String())
+			require.Failf(t, "serve did not say where it listens", "%q: %s", line, stderr.String())
 		}
 		addr = strings.TrimPrefix(line, "listening on ")
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
-		t.Fatal("serve did not listen within 20 s")
+		require.FailNow(t, "serve did not listen within 20 s")
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -102,12 +97,10 @@ func Serve(t testing.TB, bin, root string, token []byte) (string, *os.Process) {
 		go func() { done <- cmd.Wait() }()
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Errorf("serve exits 0 on SIGTERM: %v: %s", err, stderr.String())
-			}
+			assert.NoError(t, err, "serve exits 0 on SIGTERM: %v: %s", err, stderr.String())
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			t.Error("serve did not drain and exit within 10 s of SIGTERM")
+			assert.Fail(t, "serve did not drain and exit within 10 s of SIGTERM")
 		}
 	})
 	return addr, cmd.Process

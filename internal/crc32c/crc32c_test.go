@@ -3,6 +3,9 @@ package crc32c
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCombine(t *testing.T) {
@@ -17,13 +20,11 @@ func TestCombine(t *testing.T) {
 	} {
 		a, b := data[:tc.lenA], data[tc.lenA:tc.lenA+tc.lenB]
 		want := Checksum(data[:tc.lenA+tc.lenB])
-		if got := Combine(Checksum(a), Checksum(b), int64(len(b))); got != want {
-			t.Errorf("Combine(%d, %d) = %08x, want %08x", tc.lenA, tc.lenB, got, want)
-		}
+		got := Combine(Checksum(a), Checksum(b), int64(len(b)))
+		assert.Equal(t, want, got, "Combine(%d, %d) = %08x, want %08x", tc.lenA, tc.lenB, got, want)
 	}
-	if got, want := Update(Checksum([]byte("hello, ")), []byte("world")), Checksum([]byte("hello, world")); got != want {
-		t.Errorf("Update = %08x, want %08x", got, want)
-	}
+	got, want := Update(Checksum([]byte("hello, ")), []byte("world")), Checksum([]byte("hello, world"))
+	assert.Equal(t, want, got, "Update = %08x, want %08x", got, want)
 }
 
 // FuzzCombine cross-checks the combination of two CRCs against the CRC of
@@ -33,8 +34,7 @@ func FuzzCombine(f *testing.F) {
 	f.Add([]byte{}, []byte{0})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		want := Checksum(append(append([]byte(nil), a...), b...))
-		if got := Combine(Checksum(a), Checksum(b), int64(len(b))); got != want {
-			t.Fatalf("Combine = %08x, want %08x", got, want)
-		}
+		got := Combine(Checksum(a), Checksum(b), int64(len(b)))
+		require.Equal(t, want, got, "Combine = %08x, want %08x", got, want)
 	})
 }

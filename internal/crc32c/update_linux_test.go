@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkUpdateMapped sums a file through a read-only mapping of its
@@ -17,22 +19,14 @@ func BenchmarkUpdateMapped(b *testing.B) {
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, os.WriteFile(path, data, 0o600))
 	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer f.Close()
 	m, err := syscall.Mmap(int(f.Fd()), 0, n, syscall.PROT_READ, syscall.MAP_SHARED|syscall.MAP_POPULATE)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	defer syscall.Munmap(m)
-	if Update(0, m) != Update(0, data) {
-		b.Fatal("the mapping sums differently from the bytes written")
-	}
+	require.Equal(b, Update(0, data), Update(0, m), "the mapping sums differently from the bytes written")
 	for name, update := range benchImplementations(b) {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(n)

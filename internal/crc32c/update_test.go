@@ -5,6 +5,9 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // implementations are Update and each folding routine of this CPU, by
@@ -47,9 +50,8 @@ func TestUpdateMatchesHashCRC32(t *testing.T) {
 			for _, align := range []int{0, 1, 7, 15, 33, 63} {
 				p := data[align : align+n]
 				for _, crc := range []uint32{0, 0xffffffff, 0x12345678} {
-					if got, want := update(crc, p), crc32.Update(crc, std, p); got != want {
-						t.Fatalf("%s(%08x, %d bytes at alignment %d) = %08x, want %08x", name, crc, n, align, got, want)
-					}
+					got, want := update(crc, p), crc32.Update(crc, std, p)
+					require.Equal(t, want, got, "%s(%08x, %d bytes at alignment %d) = %08x, want %08x", name, crc, n, align, got, want)
 				}
 			}
 		}
@@ -72,9 +74,7 @@ func TestUpdateInPieces(t *testing.T) {
 			crc = Update(crc, p[:k])
 			p = p[k:]
 		}
-		if crc != want {
-			t.Errorf("in pieces of %d: %08x, want %08x", piece, crc, want)
-		}
+		assert.Equal(t, want, crc, "in pieces of %d: %08x, want %08x", piece, crc, want)
 	}
 }
 
@@ -93,9 +93,8 @@ func FuzzUpdate(f *testing.F) {
 		}
 		for name, update := range impls {
 			for _, q := range [][]byte{p, long} {
-				if got, want := update(crc, q), crc32.Update(crc, std, q); got != want {
-					t.Fatalf("%s(%08x, %d bytes, from %d repeated) = %08x, want %08x", name, crc, len(q), len(p), got, want)
-				}
+				got, want := update(crc, q), crc32.Update(crc, std, q)
+				require.Equal(t, want, got, "%s(%08x, %d bytes, from %d repeated) = %08x, want %08x", name, crc, len(q), len(p), got, want)
 			}
 		}
 	})
@@ -153,12 +152,11 @@ func TestNewMatchesHashCRC32(t *testing.T) {
 				got.Write(p[:min(piece, len(p))])
 				want.Write(p[:min(piece, len(p))])
 			}
-			if g, w := got.Sum([]byte("x")), want.Sum([]byte("x")); !bytes.Equal(g, w) || got.Sum32() != want.Sum32() {
-				t.Fatalf("pieces of %d: Sum %x, Sum32 %08x; hash/crc32 gives %x, %08x", piece, g, got.Sum32(), w, want.Sum32())
-			}
+			g, w := got.Sum([]byte("x")), want.Sum([]byte("x"))
+			require.True(t, bytes.Equal(g, w), "pieces of %d: Sum %x, Sum32 %08x; hash/crc32 gives %x, %08x", piece, g, got.Sum32(), w, want.Sum32())
+			require.Equal(t, want.Sum32(), got.Sum32(), "pieces of %d: Sum %x, Sum32 %08x; hash/crc32 gives %x, %08x", piece, g, got.Sum32(), w, want.Sum32())
 		}
-		if got.Size() != want.Size() || got.BlockSize() != want.BlockSize() {
-			t.Fatalf("Size %d, BlockSize %d; hash/crc32 gives %d, %d", got.Size(), got.BlockSize(), want.Size(), want.BlockSize())
-		}
+		require.Equal(t, want.Size(), got.Size(), "Size %d, BlockSize %d; hash/crc32 gives %d, %d", got.Size(), got.BlockSize(), want.Size(), want.BlockSize())
+		require.Equal(t, want.BlockSize(), got.BlockSize(), "Size %d, BlockSize %d; hash/crc32 gives %d, %d", got.Size(), got.BlockSize(), want.Size(), want.BlockSize())
 	}
 }

@@ -49,7 +49,7 @@ func TestAtomicFileDirectWriteRefused(t *testing.T) {
 	require.NoError(t, err)
 	if !a.Direct() {
 		a.Abort()
-		t.Fatalf("%s takes O_DIRECT writes, but the atomic file does not: %s", dir, a.DirectReason())
+		require.Failf(t, "no O_DIRECT", "%s takes O_DIRECT writes, but the atomic file does not: %s", dir, a.DirectReason())
 	}
 	data := loader.AlignedBuffer(3 * 4096)
 	for i := range data {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestDefault(t *testing.T) {
@@ -12,47 +14,35 @@ func TestDefault(t *testing.T) {
 	fs := Default()
 	p := filepath.Join(dir, "a")
 	f, err := fs.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, err := f.Pwrite([]byte("hello"), 3); n != 5 || err != nil {
-		t.Fatalf("Pwrite = %d, %v", n, err)
-	}
-	if n, err := f.Write([]byte("abc")); n != 3 || err != nil {
-		t.Fatalf("Write = %d, %v", n, err)
-	}
+	require.NoError(t, err)
+	n, err := f.Pwrite([]byte("hello"), 3)
+	require.Equal(t, 5, n, "Pwrite = %d, %v", n, err)
+	require.NoError(t, err, "Pwrite = %d, %v", n, err)
+	n, err = f.Write([]byte("abc"))
+	require.Equal(t, 3, n, "Write = %d, %v", n, err)
+	require.NoError(t, err, "Write = %d, %v", n, err)
 	for _, sync := range []func() error{f.Sync, f.Datasync} {
-		if err := sync(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, sync())
 	}
 	got := make([]byte, 8)
-	if n, err := f.Pread(got, 0); n != 8 || err != nil || !bytes.Equal(got, []byte("abchello")) {
-		t.Fatalf("Pread = %d, %v, %q", n, err, got)
-	}
-	if n, err := f.Pread(got, 8); n != 0 || err != nil {
-		t.Fatalf("Pread at the end = %d, %v; want 0, nil as pread(2)", n, err)
-	}
-	if err := f.Truncate(2); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := f.Stat(); err != nil || st.Size() != 2 || f.Name() != p || f.Fd() == 0 {
-		t.Fatalf("Stat = %v, %v; name %s", st, err, f.Name())
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	n, err = f.Pread(got, 0)
+	require.Equal(t, 8, n, "Pread = %d, %v, %q", n, err, got)
+	require.NoError(t, err, "Pread = %d, %v, %q", n, err, got)
+	require.True(t, bytes.Equal(got, []byte("abchello")), "Pread = %d, %v, %q", n, err, got)
+	n, err = f.Pread(got, 8)
+	require.Zero(t, n, "Pread at the end = %d, %v; want 0, nil as pread(2)", n, err)
+	require.NoError(t, err, "Pread at the end = %d, %v; want 0, nil as pread(2)", n, err)
+	require.NoError(t, f.Truncate(2))
+	st, err := f.Stat()
+	require.NoError(t, err, "Stat = %v, %v; name %s", st, err, f.Name())
+	require.EqualValues(t, 2, st.Size(), "Stat = %v, %v; name %s", st, err, f.Name())
+	require.Equal(t, p, f.Name(), "Stat = %v, %v; name %s", st, err, f.Name())
+	require.NotZero(t, f.Fd(), "Stat = %v, %v; name %s", st, err, f.Name())
+	require.NoError(t, f.Close())
 	q := filepath.Join(dir, "b")
-	if err := fs.Rename(p, q); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.SyncDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.Remove(q); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.SyncDir(filepath.Join(dir, "missing")); err == nil {
-		t.Fatal("SyncDir of a missing directory succeeded")
-	}
+	require.NoError(t, fs.Rename(p, q))
+	require.NoError(t, fs.SyncDir(dir))
+	require.NoError(t, fs.Remove(q))
+	err = fs.SyncDir(filepath.Join(dir, "missing"))
+	require.Error(t, err, "SyncDir of a missing directory succeeded")
 }

@@ -3,6 +3,8 @@ package jsontext
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func FuzzAppendString(f *testing.F) {
@@ -11,8 +13,7 @@ func FuzzAppendString(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		want, _ := json.Marshal(s)
-		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Fatalf("AppendString(%q) = %q, want %q", s, got[1:], want)
-		}
+		got := AppendString([]byte("x"), s)
+		require.Equal(t, "x"+string(want), string(got), "AppendString(%q) = %q, want %q", s, got[1:], want)
 	})
 }

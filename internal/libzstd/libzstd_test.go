@@ -11,6 +11,8 @@ import (
 
 	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // newDecoder returns a libzstd decoder, skipping where the dynamic
@@ -20,9 +22,7 @@ func newDecoder(t testing.TB) *Decoder {
 	t.Helper()
 	testenv.Library(t, "libzstd.so.1", "libzstd1 (apt-get install zstd)")
 	d, err := NewDecoder()
-	if err != nil {
-		t.Fatalf("libzstd.so.1 is installed, but NewDecoder failed: %v", err)
-	}
+	require.NoError(t, err, "libzstd.so.1 is installed, but NewDecoder failed")
 	t.Cleanup(d.Close)
 	return d
 }
@@ -33,9 +33,7 @@ func zstdCLI(t *testing.T, data []byte, flags ...string) []byte {
 	cmd := exec.Command(testenv.Tool(t, "zstd", "zstd"), append([]string{"-q", "-c"}, flags...)...)
 	cmd.Stdin = bytes.NewReader(data)
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("zstd %v: %v", flags, err)
-	}
+	require.NoError(t, err, "zstd %v", flags)
 	return out
 }
 
@@ -72,32 +70,27 @@ func TestDecodeAllMatchesTheCLI(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, size := range []int{0, 100, len(plain) + 10} {
 				out, err := d.DecodeAll(make([]byte, 0, size), tt.src, 128<<20, 1<<30, false)
-				if err != nil || !bytes.Equal(out, plain) {
-					t.Fatalf("dst cap %d: %d bytes, %v; want the %d bytes back", size, len(out), err, len(plain))
-				}
+				require.NoError(t, err, "dst cap %d: %d bytes, %v; want the %d bytes back", size, len(out), err, len(plain))
+				require.True(t, bytes.Equal(out, plain), "dst cap %d: %d bytes, %v; want the %d bytes back", size, len(out), err, len(plain))
 				// DecodeAllFunc: the same output, and every input byte
 				// handed over once, in order, before libzstd read it.
 				var seen []byte
 				out, err = d.DecodeAllFunc(make([]byte, 0, size), tt.src, 128<<20, 1<<30, true, func(p []byte) { seen = append(seen, p...) })
-				if err != nil || !bytes.Equal(out, plain) {
-					t.Fatalf("DecodeAllFunc, dst cap %d: %d bytes, %v; want the %d bytes back", size, len(out), err, len(plain))
-				}
-				if !bytes.Equal(seen, tt.src) {
-					t.Fatalf("DecodeAllFunc, dst cap %d: onInput saw %d bytes, not the %d of the input in order", size, len(seen), len(tt.src))
-				}
+				require.NoError(t, err, "DecodeAllFunc, dst cap %d: %d bytes, %v; want the %d bytes back", size, len(out), err, len(plain))
+				require.True(t, bytes.Equal(out, plain), "DecodeAllFunc, dst cap %d: %d bytes, %v; want the %d bytes back", size, len(out), err, len(plain))
+				require.True(t, bytes.Equal(seen, tt.src), "DecodeAllFunc, dst cap %d: onInput saw %d bytes, not the %d of the input in order", size, len(seen), len(tt.src))
 			}
 			// Cut in the middle: both fail, fed whole or a piece at a time.
 			cut := tt.src[:len(tt.src)/2]
 			_, err := d.DecodeAll(nil, cut, 128<<20, 1<<30, false)
 			_, err2 := d.DecodeAllFunc(nil, cut, 128<<20, 1<<30, true, func([]byte) {})
-			if err == nil || err2 == nil {
-				t.Fatalf("input cut at %d of %d bytes: DecodeAll %v, DecodeAllFunc %v; want errors", len(cut), len(tt.src), err, err2)
-			}
+			require.Error(t, err, "input cut at %d of %d bytes: DecodeAll %v, DecodeAllFunc %v; want errors", len(cut), len(tt.src), err, err2)
+			require.Error(t, err2, "input cut at %d of %d bytes: DecodeAll %v, DecodeAllFunc %v; want errors", len(cut), len(tt.src), err, err2)
 		})
 	}
-	if out, err := d.DecodeAll(nil, nil, 1<<20, 1<<20, false); err != nil || len(out) != 0 {
-		t.Errorf("empty input: %d bytes, %v", len(out), err)
-	}
+	out, err := d.DecodeAll(nil, nil, 1<<20, 1<<20, false)
+	assert.NoError(t, err, "empty input: %d bytes, %v", len(out), err)
+	assert.Empty(t, out, "empty input: %d bytes, %v", len(out), err)
 }
 
 func TestDecodeAllRefuses(t *testing.T) {
@@ -107,12 +100,11 @@ func TestDecodeAllRefuses(t *testing.T) {
 	// The frame checksum is the last 4 bytes.
 	badSum := bytes.Clone(src)
 	badSum[len(badSum)-1] ^= 1
-	if _, err := d.DecodeAll(nil, badSum, 128<<20, 1<<30, false); err == nil {
-		t.Errorf("a wrong frame checksum was accepted")
-	}
-	if out, err := d.DecodeAll(nil, badSum, 128<<20, 1<<30, true); err != nil || !bytes.Equal(out, plain) {
-		t.Errorf("ignoring checksums: %d bytes, %v", len(out), err)
-	}
+	_, err := d.DecodeAll(nil, badSum, 128<<20, 1<<30, false)
+	assert.Error(t, err, "a wrong frame checksum was accepted")
+	out, err := d.DecodeAll(nil, badSum, 128<<20, 1<<30, true)
+	assert.NoError(t, err, "ignoring checksums: %d bytes, %v", len(out), err)
+	assert.True(t, bytes.Equal(out, plain), "ignoring checksums: %d bytes, %v", len(out), err)
 	for _, tt := range []struct {
 		name      string
 		src       []byte
@@ -129,18 +121,10 @@ func TestDecodeAllRefuses(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := d.DecodeAll(nil, tt.src, tt.maxWindow, tt.maxOut, false)
-			if err == nil {
-				t.Fatalf("accepted, %d bytes", len(out))
-			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %q does not say %q", err, tt.want)
-			}
-			if strings.Contains(tt.want, "cap") && !errors.Is(err, ErrOutputFull) {
-				t.Fatalf("error %v is not ErrOutputFull", err)
-			}
-			if int64(len(out)) > tt.maxOut {
-				t.Fatalf("%d bytes out, cap %d", len(out), tt.maxOut)
-			}
+			require.Error(t, err, "accepted, %d bytes", len(out))
+			require.ErrorContains(t, err, tt.want, "error %q does not say %q", err, tt.want)
+			require.False(t, strings.Contains(tt.want, "cap") && !errors.Is(err, ErrOutputFull), "error %v is not ErrOutputFull", err)
+			require.LessOrEqual(t, int64(len(out)), tt.maxOut, "%d bytes out, cap %d", len(out), tt.maxOut)
 		})
 	}
 	// A damaged frame header claiming a huge size allocates nothing for
@@ -148,35 +132,31 @@ func TestDecodeAllRefuses(t *testing.T) {
 	// The CLI's frame of piped input has no content size: its descriptor
 	// is followed by the window byte. Claim 1 TiB: an 8-byte size after it.
 	small := zstdCLI(t, plain[:1000], "-3")
-	if small[4]&0xe3 != 0 {
-		t.Fatalf("unexpected frame header % x", small[:8])
-	}
+	require.Zero(t, small[4]&0xe3, "unexpected frame header % x", small[:8])
 	huge := append(append(append([]byte{}, small[:4]...), small[4]|0xc0, small[5]), 0, 0, 0, 0, 0, 1, 0, 0)
 	huge = append(huge, small[6:]...)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if _, err := d.DecodeAll(nil, huge, 128<<20, 1<<40, false); err == nil {
-		t.Errorf("a frame claiming 1 TiB of content was accepted")
-	}
+	_, err = d.DecodeAll(nil, huge, 128<<20, 1<<40, false)
+	assert.Error(t, err, "a frame claiming 1 TiB of content was accepted")
 	runtime.ReadMemStats(&after)
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
-		t.Errorf("decoding a frame that claims a huge size allocated %d bytes", grew)
-	}
+	grew := after.TotalAlloc - before.TotalAlloc
+	assert.LessOrEqual(t, grew, uint64(64<<20), "decoding a frame that claims a huge size allocated %d bytes", grew)
 	// The decoder is usable after failures.
-	if out, err := d.DecodeAll(nil, src, 128<<20, 1<<30, false); err != nil || !bytes.Equal(out, plain) {
-		t.Errorf("after failures: %d bytes, %v", len(out), err)
-	}
+	out, err = d.DecodeAll(nil, src, 128<<20, 1<<30, false)
+	assert.NoError(t, err, "after failures: %d bytes, %v", len(out), err)
+	assert.True(t, bytes.Equal(out, plain), "after failures: %d bytes, %v", len(out), err)
 }
 
 func TestDisabledByEnvironment(t *testing.T) {
 	t.Setenv("GDSLOAD_LIBZSTD", "off")
-	if d, err := NewDecoder(); err == nil || !strings.Contains(err.Error(), "GDSLOAD_LIBZSTD") {
-		t.Fatalf("NewDecoder with GDSLOAD_LIBZSTD=off: %v, %v", d, err)
-	}
+	d, err := NewDecoder()
+	require.Error(t, err, "NewDecoder with GDSLOAD_LIBZSTD=off: %v, %v", d, err)
+	require.ErrorContains(t, err, "GDSLOAD_LIBZSTD", "NewDecoder with GDSLOAD_LIBZSTD=off: %v, %v", d, err)
 	t.Setenv("GDSLOAD_LIBZSTD", "libnothing-such.so.9")
-	if _, err := NewDecoder(); err == nil || !strings.Contains(err.Error(), "libnothing-such") {
-		t.Fatalf("a missing library: %v", err)
-	}
+	_, err = NewDecoder()
+	require.Error(t, err, "a missing library: %v", err)
+	require.ErrorContains(t, err, "libnothing-such", "a missing library: %v", err)
 }
 
 // FuzzMatchesPureGo cross-checks libzstd with the pure-Go decoder, as
@@ -193,22 +173,16 @@ func FuzzMatchesPureGo(f *testing.F) {
 	defer ref.Close()
 	f.Fuzz(func(t *testing.T, src []byte) {
 		got, err := d.DecodeAll(nil, src, maxWindow, maxOut, false)
-		if len(got) > maxOut {
-			t.Fatalf("%d bytes out, cap %d", len(got), maxOut)
-		}
+		require.LessOrEqual(t, len(got), maxOut, "%d bytes out, cap %d", len(got), maxOut)
 		want, rerr := ref.DecodeAll(src, nil)
-		if err == nil && rerr == nil && !bytes.Equal(got, want) {
-			t.Fatalf("libzstd and the pure-Go decoder disagree: %d and %d bytes", len(got), len(want))
-		}
+		require.False(t, err == nil && rerr == nil && !bytes.Equal(got, want), "libzstd and the pure-Go decoder disagree: %d and %d bytes", len(got), len(want))
 		// Fed a piece at a time, the same result; what onInput saw is
 		// the input's start (all of it, on success).
 		var seen []byte
 		got2, err2 := d.DecodeAllFunc(nil, src, maxWindow, maxOut, false, func(p []byte) { seen = append(seen, p...) })
-		if (err == nil) != (err2 == nil) || !bytes.Equal(got, got2) {
-			t.Fatalf("DecodeAllFunc: %d bytes, %v; DecodeAll: %d bytes, %v", len(got2), err2, len(got), err)
-		}
-		if !bytes.HasPrefix(src, seen) || err2 == nil && len(seen) != len(src) {
-			t.Fatalf("onInput saw %d bytes of %d, not the input in order", len(seen), len(src))
-		}
+		require.Equal(t, (err2 == nil), (err == nil), "DecodeAllFunc: %d bytes, %v; DecodeAll: %d bytes, %v", len(got2), err2, len(got), err)
+		require.True(t, bytes.Equal(got, got2), "DecodeAllFunc: %d bytes, %v; DecodeAll: %d bytes, %v", len(got2), err2, len(got), err)
+		require.True(t, bytes.HasPrefix(src, seen), "onInput saw %d bytes of %d, not the input in order", len(seen), len(src))
+		require.False(t, err2 == nil && len(seen) != len(src), "onInput saw %d bytes of %d, not the input in order", len(seen), len(src))
 	})
 }

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Start writes what go tool pprof and go tool trace read; a path that
@@ -25,22 +28,17 @@ func TestStart(t *testing.T) {
 	} {
 		stop, err := Start(tc.cpu, tc.trace)
 		if tc.wantErr != "" {
-			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
-				t.Fatalf("Start(%q, %q) = %v, want an error starting %q", tc.cpu, tc.trace, err, tc.wantErr)
-			}
+			require.Error(t, err, "Start(%q, %q) = %v, want an error starting %q", tc.cpu, tc.trace, err, tc.wantErr)
+			require.True(t, strings.HasPrefix(err.Error(), tc.wantErr), "Start(%q, %q) = %v, want an error starting %q", tc.cpu, tc.trace, err, tc.wantErr)
 			continue
 		}
-		if err != nil {
-			t.Fatalf("Start(%q, %q): %v", tc.cpu, tc.trace, err)
-		}
-		if err := stop(); err != nil {
-			t.Fatalf("stop: %v", err)
-		}
+		require.NoError(t, err, "Start(%q, %q)", tc.cpu, tc.trace)
+		require.NoError(t, stop(), "stop")
 	}
 	for path, magic := range map[string][]byte{cpu: {0x1f, 0x8b}, tr: []byte("go 1.")} {
 		got, err := os.ReadFile(path)
-		if err != nil || !bytes.HasPrefix(got, magic) {
-			t.Errorf("%s: %d bytes starting % x (%v), want % x", path, len(got), got[:min(len(got), 8)], err, magic)
+		if assert.NoError(t, err, path) {
+			assert.True(t, bytes.HasPrefix(got, magic), "%s: %d bytes starting % x, want % x", path, len(got), got[:min(len(got), 8)], magic)
 		}
 	}
 }

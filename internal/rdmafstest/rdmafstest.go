@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/rdmafs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Token is the shared secret the server checks.
@@ -32,13 +34,9 @@ func Start(t testing.TB, root string) (string, func()) {
 	t.Helper()
 	srv, err := rdmafs.NewServer(root, rdmafs.WithServerToken(Token), rdmafs.WithBufferPool(16, 256<<10),
 		rdmafs.WithServerLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatalf("rdmafs server on %s: %v", root, err)
-	}
+	require.NoError(t, err, "rdmafs server on %s", root)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
+	require.NoError(t, err, "listen")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -46,9 +44,7 @@ func Start(t testing.TB, root string) (string, func()) {
 	stop := func() {
 		once.Do(func() {
 			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("rdmafs server: %v", err)
-			}
+			assert.NoError(t, <-done, "rdmafs server")
 		})
 	}
 	t.Cleanup(stop)

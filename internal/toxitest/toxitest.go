@@ -12,6 +12,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
 )
 
 // Proxy forwards a loopback port to an upstream address through toxics
@@ -30,9 +31,7 @@ func New(t *testing.T, upstream string) *Proxy {
 	zerolog.SetGlobalLevel(zerolog.WarnLevel)
 	api := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	p := toxiproxy.NewProxy(api, "toxitest", "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		t.Fatalf("starting toxiproxy in front of %s: %v", upstream, err)
-	}
+	require.NoError(t, p.Start(), "starting toxiproxy in front of %s", upstream)
 	t.Cleanup(p.Stop)
 	return &Proxy{t: t, p: p}
 }
@@ -45,18 +44,13 @@ func (tp *Proxy) Addr() string { return tp.p.Listen }
 func (tp *Proxy) Add(name, typ, stream string, attrs map[string]any) {
 	tp.t.Helper()
 	b, err := json.Marshal(map[string]any{"name": name, "type": typ, "stream": stream, "toxicity": 1.0, "attributes": attrs})
-	if err != nil {
-		tp.t.Fatal(err)
-	}
-	if _, err := tp.p.Toxics.AddToxicJson(bytes.NewReader(b)); err != nil {
-		tp.t.Fatalf("adding toxic %s (%s %s %v): %v", name, typ, stream, attrs, err)
-	}
+	require.NoError(tp.t, err)
+	_, err = tp.p.Toxics.AddToxicJson(bytes.NewReader(b))
+	require.NoError(tp.t, err, "adding toxic %s (%s %s %v)", name, typ, stream, attrs)
 }
 
 // Remove takes toxic name away; connections it held up carry on.
 func (tp *Proxy) Remove(name string) {
 	tp.t.Helper()
-	if err := tp.p.Toxics.RemoveToxic(context.Background(), name); err != nil {
-		tp.t.Fatalf("removing toxic %s: %v", name, err)
-	}
+	require.NoError(tp.t, tp.p.Toxics.RemoveToxic(context.Background(), name), "removing toxic %s", name)
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,13 +24,9 @@ func testFile(t *testing.T, size int) (*os.File, []byte) {
 		data[i] = byte(r.Uint32())
 	}
 	p := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, data, 0o644))
 	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { f.Close() })
 	return f, data
 }
@@ -46,9 +43,7 @@ func forEachPath(t *testing.T, f func(t *testing.T)) {
 	t.Run("pread", func(t *testing.T) {
 		disabled.Store(true)
 		defer disabled.Store(false)
-		if Available() {
-			t.Fatal("Available with the ring disabled")
-		}
+		require.False(t, Available(), "Available with the ring disabled")
 		f(t)
 	})
 }
@@ -75,20 +70,17 @@ func TestReadLikePread(t *testing.T) {
 		} {
 			buf := make([]byte, tc.n)
 			n, err := Read(fd, buf, tc.off)
-			if !errors.Is(err, tc.wantErr) || n != tc.wantN {
-				t.Fatalf("%s: Read = %d, %v; want %d, %v", tc.name, n, err, tc.wantN, tc.wantErr)
-			}
-			if tc.wantN > 0 && !bytes.Equal(buf[:n], data[tc.off:tc.off+int64(n)]) {
-				t.Fatalf("%s: wrong bytes", tc.name)
+			require.ErrorIs(t, err, tc.wantErr, "%s: Read = %d, %v; want %d, %v", tc.name, n, err, tc.wantN, tc.wantErr)
+			require.Equal(t, tc.wantN, n, "%s: Read = %d, %v; want %d, %v", tc.name, n, err, tc.wantN, tc.wantErr)
+			if tc.wantN > 0 {
+				require.True(t, bytes.Equal(buf[:n], data[tc.off:tc.off+int64(n)]), "%s: wrong bytes", tc.name)
 			}
 		}
-		if _, err := Read(-1, make([]byte, 1), 0); !errors.Is(err, syscall.EBADF) {
-			t.Fatalf("bad descriptor: %v, want EBADF", err)
-		}
+		_, err := Read(-1, make([]byte, 1), 0)
+		require.ErrorIs(t, err, syscall.EBADF, "bad descriptor")
 		n, err := Read(fd, nil, 0)
-		if n != 0 || err != nil {
-			t.Fatalf("empty read: %d, %v", n, err)
-		}
+		require.Zero(t, n, "empty read: %d, %v", n, err)
+		require.NoError(t, err, "empty read: %d, %v", n, err)
 	})
 }
 
@@ -117,7 +109,7 @@ func TestReadConcurrent(t *testing.T) {
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			t.Fatal(err)
+			require.NoError(t, err)
 		}
 	})
 }
@@ -132,16 +124,14 @@ func TestReadDirect(t *testing.T) {
 	}
 	defer d.Close()
 	mem, err := unix.Mmap(-1, 0, 1<<16, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer unix.Munmap(mem)
 	forEachPath(t, func(t *testing.T) {
 		for _, off := range []int64{0, 4096, 1<<20 - 1<<16} {
 			n, err := Read(int(d.Fd()), mem, off)
-			if err != nil || n != len(mem) || !bytes.Equal(mem, data[off:off+int64(len(mem))]) {
-				t.Fatalf("at %d: %d, %v", off, n, err)
-			}
+			require.NoError(t, err, "at %d: %d, %v", off, n, err)
+			require.Equal(t, len(mem), n, "at %d: %d, %v", off, n, err)
+			require.True(t, bytes.Equal(mem, data[off:off+int64(len(mem))]), "at %d: %d, %v", off, n, err)
 		}
 	})
 }
@@ -193,22 +183,16 @@ func TestReadBatch(t *testing.T) {
 					if next == tc.reads {
 						return Req{}, false
 					}
-					if len(free) == 0 {
-						t.Fatal("next called with every buffer in flight")
-					}
+					require.NotEmpty(t, free, "next called with every buffer in flight")
 					b := free[len(free)-1]
 					free = free[:len(free)-1]
-					if busy[b] {
-						t.Fatalf("buffer %d handed out twice", b)
-					}
+					require.False(t, busy[b], "buffer %d handed out twice", b)
 					busy[b], owner[next] = true, b
 					next++
 					return Req{Buf: bufs[b][:lens[next-1]], Off: offs[next-1], Tag: next - 1}, true
 				}, func(q Req, n int, err error) {
 					i := q.Tag
-					if seen[i] {
-						t.Fatalf("read %d handed back twice", i)
-					}
+					require.False(t, seen[i], "read %d handed back twice", i)
 					seen[i] = true
 					b := owner[i]
 					busy[b] = false
@@ -220,17 +204,14 @@ func TestReadBatch(t *testing.T) {
 					case offs[i]+int64(wantN) > int64(len(data)):
 						wantN = len(data) - int(offs[i])
 					}
-					if n != wantN || !errors.Is(err, wantErr) {
-						t.Fatalf("read %d at %d: %d, %v; want %d, %v", i, offs[i], n, err, wantN, wantErr)
-					}
-					if n > 0 && !bytes.Equal(q.Buf[:n], data[offs[i]:offs[i]+int64(n)]) {
-						t.Fatalf("read %d at %d: wrong bytes", i, offs[i])
+					require.Equal(t, wantN, n, "read %d at %d: %d, %v; want %d, %v", i, offs[i], n, err, wantN, wantErr)
+					require.ErrorIs(t, err, wantErr, "read %d at %d: %d, %v; want %d, %v", i, offs[i], n, err, wantN, wantErr)
+					if n > 0 {
+						require.True(t, bytes.Equal(q.Buf[:n], data[offs[i]:offs[i]+int64(n)]), "read %d at %d: wrong bytes", i, offs[i])
 					}
 				})
 				for i, ok := range seen {
-					if !ok {
-						t.Fatalf("read %d never handed back", i)
-					}
+					require.True(t, ok, "read %d never handed back", i)
 				}
 			})
 		}
@@ -251,9 +232,7 @@ func TestReadBatchPanics(t *testing.T) {
 	next := 0
 	func() {
 		defer func() {
-			if recover() == nil {
-				t.Fatal("the callback's panic did not reach the caller")
-			}
+			require.NotNil(t, recover(), "the callback's panic did not reach the caller")
 		}()
 		ReadBatch(int(f.Fd()), Entries, func() (Req, bool) {
 			if next == Entries {
@@ -263,7 +242,6 @@ func TestReadBatchPanics(t *testing.T) {
 			return Req{Buf: bufs[next-1], Off: int64(next-1) * 4096}, true
 		}, func(Req, int, error) { panic("callback failed") })
 	}()
-	if got := len(get().slots); got != Entries {
-		t.Fatalf("%d of %d ring entries free after the panic", got, Entries)
-	}
+	got := len(get().slots)
+	require.Equal(t, Entries, got, "%d of %d ring entries free after the panic", got, Entries)
 }

@@ -3,6 +3,8 @@ package wire
 import (
 	"bytes"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzDecode feeds arbitrary bytes to the frame reader and every payload
@@ -57,8 +59,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if got := m.Append(nil); !bytes.Equal(got, p) {
-			t.Fatalf("%s: decode/encode not canonical:\n in  %x\n out %x", h.Type, p, got)
-		}
+		got := m.Append(nil)
+		require.True(t, bytes.Equal(got, p), "%s: decode/encode not canonical:\n in  %x\n out %x", h.Type, p, got)
 	})
 }

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,13 +36,11 @@ func TestRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.msg, got, "round trip: got %+v, want %+v", got, tc.msg)
 			if len(p) > 0 {
-				if _, err := tc.decode(p[:len(p)-1]); !errors.Is(err, ErrMalformed) {
-					t.Fatalf("truncated payload: err = %v, want ErrMalformed", err)
-				}
+				_, err := tc.decode(p[:len(p)-1])
+				require.ErrorIs(t, err, ErrMalformed, "truncated payload: err = %v, want ErrMalformed", err)
 			}
-			if _, err := tc.decode(append(p, 0)); !errors.Is(err, ErrMalformed) {
-				t.Fatalf("trailing byte: err = %v, want ErrMalformed", err)
-			}
+			_, err = tc.decode(append(p, 0))
+			require.ErrorIs(t, err, ErrMalformed, "trailing byte: err = %v, want ErrMalformed", err)
 		})
 	}
 }
@@ -67,9 +64,7 @@ func TestParseHeader(t *testing.T) {
 		b := append([]byte(nil), good[:]...)
 		h, err := ParseHeader(tc.mod(b), tc.max)
 		assert.ErrorIs(t, err, tc.want, "%s: err = %v, want %v", tc.name, err, tc.want)
-		if tc.want == nil && (h != Header{Type: TypeRead, ID: 5, Length: 100}) {
-			t.Errorf("%s: header %+v", tc.name, h)
-		}
+		assert.False(t, tc.want == nil && (h != Header{Type: TypeRead, ID: 5, Length: 100}), "%s: header %+v", tc.name, h)
 	}
 }
 
@@ -84,7 +79,6 @@ func TestReadFrameRefusesBeforeAllocating(t *testing.T) {
 
 func TestListOKRefusesImpossibleCount(t *testing.T) {
 	p := []byte{0, 0, 0, 0, 0, 0xff, 0xff} // 65535 entries, no bytes for them
-	if _, err := DecodeListOK(p); !errors.Is(err, ErrMalformed) {
-		t.Fatalf("err = %v, want ErrMalformed", err)
-	}
+	_, err := DecodeListOK(p)
+	require.ErrorIs(t, err, ErrMalformed, "err = %v, want ErrMalformed", err)
 }

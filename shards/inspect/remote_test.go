@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/vfs"
 	"github.com/gdsload/gdsload/vfs/rdmafsfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Every kind of file describes the same on an rdmafs server as on a disk,
@@ -23,21 +24,15 @@ import (
 func TestFileLocalAndRemoteAlike(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, b []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
 	}
 	var st bytes.Buffer
-	if err := safetensors.Encode(&st, []safetensors.TensorData{{Name: "w", Dtype: "F32", Shape: []int64{2}, Data: make([]byte, 8)}}, map[string]string{"k": "v"}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, safetensors.Encode(&st, []safetensors.TensorData{{Name: "w", Dtype: "F32", Shape: []int64{2}, Data: make([]byte, 8)}}, map[string]string{"k": "v"}))
 	write("m.safetensors", st.Bytes())
 	write("model-00001-of-00001.safetensors", st.Bytes())
 	write("model.safetensors.index.json", []byte(`{"metadata":{},"weight_map":{"w":"model-00001-of-00001.safetensors"}}`))
 	var np bytes.Buffer
-	if err := npy.Encode(&np, npy.Array{Descr: "<i8", Shape: []int64{3}, Data: make([]byte, 24)}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, npy.Encode(&np, npy.Array{Descr: "<i8", Shape: []int64{3}, Data: make([]byte, 24)}))
 	write("a.npy", np.Bytes())
 	var tb bytes.Buffer
 	tw := tar.NewWriter(&tb)
@@ -50,53 +45,37 @@ func TestFileLocalAndRemoteAlike(t *testing.T) {
 
 	remote := rdmafstest.Serve(t, dir)
 	m, err := vfs.New(rdmafsfs.With(rdmafstest.Options()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer m.Close()
 	ctx := context.Background()
 	for _, name := range []string{"m.safetensors", "a.npy", "model.safetensors.index.json", "shard-0.tar"} {
 		local, err := File(ctx, filepath.Join(dir, name), Options{FS: m})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		rem, err := File(ctx, remote+"/"+name, Options{FS: m})
-		if err != nil {
-			t.Fatalf("%s over rdmafs: %v", name, err)
-		}
+		require.NoError(t, err, "%s over rdmafs", name)
 		lj, _ := json.Marshal(local)
 		rj, _ := json.Marshal(rem)
 		if name == "model.safetensors.index.json" {
 			li, ri := local.(*Index), rem.(*Index)
-			if li.Files[0].Name != ri.Files[0].Name || ri.Files[0].Path != remote+"/model-00001-of-00001.safetensors" || li.Bytes != ri.Bytes {
-				t.Fatalf("index: local %s, remote %s", lj, rj)
-			}
+			require.Equal(t, ri.Files[0].Name, li.Files[0].Name, "index: local %s, remote %s", lj, rj)
+			require.Equal(t, remote+"/model-00001-of-00001.safetensors", ri.Files[0].Path, "index: local %s, remote %s", lj, rj)
+			require.Equal(t, ri.Bytes, li.Bytes, "index: local %s, remote %s", lj, rj)
 			continue
 		}
-		if !bytes.Equal(lj, rj) {
-			t.Fatalf("%s: local %s, remote %s", name, lj, rj)
-		}
-		if !bytes.Contains([]byte(rem.String()), []byte(remote+"/"+name)) {
-			t.Errorf("%s: the text does not name the URL:\n%s", name, rem)
-		}
+		require.Equal(t, rj, lj, "%s: local %s, remote %s", name, lj, rj)
+		assert.True(t, bytes.Contains([]byte(rem.String()), []byte(remote+"/"+name)), "%s: the text does not name the URL:\n%s", name, rem)
 	}
-	if _, err := File(ctx, remote+"/absent.safetensors", Options{FS: m}); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a missing remote file: %v", err)
-	}
+	_, err = File(ctx, remote+"/absent.safetensors", Options{FS: m})
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a missing remote file")
 	// A directory is taken as a load takes it: this one holds one index.
-	if rep, err := File(ctx, remote+"/", Options{FS: m}); err != nil {
-		t.Errorf("a directory holding one index: %v", err)
-	} else if _, ok := rep.(*Index); !ok {
-		t.Errorf("a directory holding one index was described as %T", rep)
+	rep, err := File(ctx, remote+"/", Options{FS: m})
+	if assert.NoError(t, err, "a directory holding one index") {
+		assert.IsType(t, (*Index)(nil), rep, "a directory holding one index was described as %T", rep)
 	}
-	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := File(ctx, remote+"/empty", Options{FS: m}); err == nil {
-		t.Error("a directory holding no checkpoint was described")
-	}
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "empty"), 0o755))
+	_, err = File(ctx, remote+"/empty", Options{FS: m})
+	assert.Error(t, err, "a directory holding no checkpoint was described")
 	write("notes.txt", []byte("x"))
-	if _, err := File(ctx, remote+"/notes.txt", Options{FS: m}); !errors.Is(err, ErrUnknownType) {
-		t.Errorf("an unknown type: %v", err)
-	}
+	_, err = File(ctx, remote+"/notes.txt", Options{FS: m})
+	assert.ErrorIs(t, err, ErrUnknownType, "an unknown type")
 }

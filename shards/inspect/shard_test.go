@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/stretchr/testify/require"
 )
 
 // TestCorruptGzipShardFails: inspecting a .tar.gz whose gzip CRC-32 does
@@ -38,21 +39,17 @@ func TestCorruptGzipShardFails(t *testing.T) {
 	zw.Write(tb.Bytes())
 	zw.Close()
 	m, err := vfs.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer m.Close()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.tar.gz")
 	os.WriteFile(good, gz.Bytes(), 0o644)
-	if _, err := File(context.Background(), good, Options{FS: m}); err != nil {
-		t.Fatalf("intact shard: %v", err)
-	}
+	_, err = File(context.Background(), good, Options{FS: m})
+	require.NoError(t, err, "intact shard")
 	flipped := bytes.Clone(gz.Bytes())
 	flipped[len(flipped)/3] ^= 0x55 // inside the payload
 	bad := filepath.Join(dir, "flip.tar.gz")
 	os.WriteFile(bad, flipped, 0o644)
-	if rep, err := File(context.Background(), bad, Options{FS: m}); err == nil {
-		t.Fatalf("corrupt shard inspected without an error: %v", rep)
-	}
+	rep, err := File(context.Background(), bad, Options{FS: m})
+	require.Error(t, err, "corrupt shard inspected without an error: %v", rep)
 }

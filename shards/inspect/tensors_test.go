@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gdsload/gdsload/shards/npy"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/gdsload/gdsload/vfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // inspectTensorFile is Tensors on a local file, with its report's text.
@@ -32,13 +32,9 @@ func inspectTensorFile(path string) (Report, string, error) {
 func writeTensorFile(t *testing.T, name string, encode func(*bytes.Buffer) error) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := encode(&buf); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, encode(&buf))
 	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o644))
 	return p
 }
 
@@ -50,13 +46,9 @@ func TestInspectTensorFileSafetensors(t *testing.T) {
 		}, map[string]string{"format": "pt"})
 	})
 	rep, text, err := inspectTensorFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	js, err := json.Marshal(rep)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got struct {
 		Format  string
 		Tensors []struct {
@@ -69,23 +61,22 @@ func TestInspectTensorFileSafetensors(t *testing.T) {
 		DataOffset int64 `json:"data_offset"`
 		Bytes      int64
 	}
-	if err := json.Unmarshal(js, &got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Format != "safetensors" || len(got.Tensors) != 2 || got.Metadata["format"] != "pt" || got.Bytes != 26 || got.DataOffset%8 != 0 {
-		t.Fatalf("report %s", js)
-	}
+	require.NoError(t, json.Unmarshal(js, &got))
+	require.Equal(t, "safetensors", got.Format, "report %s", js)
+	require.Len(t, got.Tensors, 2, "report %s", js)
+	require.Equal(t, "pt", got.Metadata["format"], "report %s", js)
+	require.EqualValues(t, 26, got.Bytes, "report %s", js)
+	require.Zero(t, got.DataOffset%8, "report %s", js)
 	w, s := got.Tensors[0], got.Tensors[1]
-	if w.Name != "w" || w.Dtype != "F32" || len(w.Shape) != 2 || w.Bytes != 24 || w.DataOffsets != [2]int64{0, 24} || s.DataOffsets != [2]int64{24, 26} {
-		t.Errorf("tensors %s", js)
-	}
-	if !strings.Contains(string(js), `"shape":[]`) {
-		t.Errorf("scalar shape is not []: %s", js)
-	}
+	assert.Equal(t, "w", w.Name, "tensors %s", js)
+	assert.Equal(t, "F32", w.Dtype, "tensors %s", js)
+	assert.Len(t, w.Shape, 2, "tensors %s", js)
+	assert.EqualValues(t, 24, w.Bytes, "tensors %s", js)
+	assert.Equal(t, [2]int64{0, 24}, w.DataOffsets, "tensors %s", js)
+	assert.Equal(t, [2]int64{24, 26}, s.DataOffsets, "tensors %s", js)
+	assert.Contains(t, string(js), `"shape":[]`, "scalar shape is not []: %s", js)
 	for _, part := range []string{"2 tensors", "w ", "F32", "[2 3]", "[0, 24)", "format", "pt"} {
-		if !strings.Contains(text, part) {
-			t.Errorf("text lacks %q:\n%s", part, text)
-		}
+		assert.Contains(t, text, part, "text lacks %q:\n%s", part, text)
 	}
 }
 
@@ -94,31 +85,26 @@ func TestInspectTensorFileNPY(t *testing.T) {
 		return npy.Encode(b, npy.Array{Descr: "<f4", FortranOrder: true, Shape: []int64{3, 4}, Data: make([]byte, 48)})
 	})
 	rep, text, err := inspectTensorFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	js, _ := json.Marshal(rep)
 	want := `{"format":"npy","version":"1.0","dtype":"\u003cf4","fortran_order":true,"shape":[3,4],"data_offset":128,"bytes":48}`
-	if string(js) != want {
-		t.Errorf("report\n%s\nwant\n%s", js, want)
-	}
+	assert.Equal(t, want, string(js), "report\n%s\nwant\n%s", js, want)
 	for _, part := range []string{"npy 1.0", "<f4", "true", "[3 4]", "48 at offset 128"} {
-		if !strings.Contains(text, part) {
-			t.Errorf("text lacks %q:\n%s", part, text)
-		}
+		assert.Contains(t, text, part, "text lacks %q:\n%s", part, text)
 	}
 }
 
 func TestInspectTensorFileErrors(t *testing.T) {
-	if rep, text, err := inspectTensorFile("shard-000.tar"); !errors.Is(err, ErrUnknownType) || rep != nil || text != "" {
-		t.Errorf("tar: got %v %q %v, want ErrUnknownType", rep, text, err)
-	}
+	rep, text, err := inspectTensorFile("shard-000.tar")
+	assert.ErrorIs(t, err, ErrUnknownType, "tar: got %v %q %v, want ErrUnknownType", rep, text, err)
+	assert.True(t, rep == nil, "tar: got %v %q %v, want ErrUnknownType", rep, text, err)
+	assert.Empty(t, text, "tar: got %v %q %v, want ErrUnknownType", rep, text, err)
 	bad := writeTensorFile(t, "bad.safetensors", func(b *bytes.Buffer) error { _, err := b.WriteString("short"); return err })
-	if _, _, err := inspectTensorFile(bad); !errors.Is(err, safetensors.ErrHeaderTruncated) || !strings.Contains(err.Error(), bad) {
-		t.Errorf("truncated safetensors: got %v", err)
-	}
+	_, _, err = inspectTensorFile(bad)
+	assert.ErrorIs(t, err, safetensors.ErrHeaderTruncated, "truncated safetensors: got %v", err)
+	assert.ErrorContains(t, err, bad, "truncated safetensors: got %v", err)
 	badNPY := writeTensorFile(t, "bad.npy", func(b *bytes.Buffer) error { _, err := b.WriteString("PK\x03\x04 zip"); return err })
-	if _, _, err := inspectTensorFile(badNPY); !errors.Is(err, npy.ErrNotNPY) || !strings.Contains(err.Error(), badNPY) {
-		t.Errorf("not npy: got %v", err)
-	}
+	_, _, err = inspectTensorFile(badNPY)
+	assert.ErrorIs(t, err, npy.ErrNotNPY, "not npy: got %v", err)
+	assert.ErrorContains(t, err, badNPY, "not npy: got %v", err)
 }

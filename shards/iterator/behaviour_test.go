@@ -2,7 +2,6 @@ package iterator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/gdsload/gdsload/shards/webdataset"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,9 +22,7 @@ func TestShuffleWindowsStayWithinBudget(t *testing.T) {
 	ds := makeShards(t, []int{10, 10, 10, 10, 10, 10})
 	per := ds.Shards[0].memBytes()
 	for i, s := range ds.Shards {
-		if s.memBytes() != per {
-			t.Fatalf("shard %d holds %d sample bytes, shard 0 %d; the test needs equal shards", i, s.memBytes(), per)
-		}
+		require.Equal(t, per, s.memBytes(), "shard %d holds %d sample bytes, shard 0 %d; the test needs equal shards", i, s.memBytes(), per)
 	}
 	// A budget of two shards: positions [20j, 20j+20) come from exactly two
 	// shards, shuffled among themselves.
@@ -38,19 +37,13 @@ func TestShuffleWindowsStayWithinBudget(t *testing.T) {
 				shuffled = true
 			}
 		}
-		if len(shards) != 2 {
-			t.Fatalf("window %d mixes %d shards, budget allows 2", w, len(shards))
-		}
+		require.Len(t, shards, 2, "window %d mixes %d shards, budget allows 2", w, len(shards))
 	}
-	if !shuffled {
-		t.Fatal("samples within windows kept shard order")
-	}
+	require.True(t, shuffled, "samples within windows kept shard order")
 	// Budget 0: shards permuted, samples in order.
 	got, _ = collect(t, ds, Options{Shuffle: true, Seed: 5}, nil, 0)
 	for j := 1; j < len(got); j++ {
-		if got[j].Shard == got[j-1].Shard && got[j].Index != got[j-1].Index+1 {
-			t.Fatalf("without a shuffle window, sample %d of %s follows %d", got[j].Index, got[j].Shard, got[j-1].Index)
-		}
+		require.False(t, got[j].Shard == got[j-1].Shard && got[j].Index != got[j-1].Index+1, "without a shuffle window, sample %d of %s follows %d", got[j].Index, got[j].Shard, got[j-1].Index)
 	}
 }
 
@@ -79,23 +72,17 @@ func TestPrefetchIsBounded(t *testing.T) {
 	for _, prefetch := range []int{1, 3} {
 		op := &countingOpener{inner: DirOpener{Root: ds.Root}}
 		it, err := New(ds, Options{Prefetch: prefetch, Workers: 2, Opener: op})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := it.Next(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = it.Next(context.Background())
+		require.NoError(t, err)
 		// One shard taken by the consumer, prefetch more in flight: wait
 		// (with a deadline, not a fixed sleep) until prefetch has read
 		// ahead, then check it went no further.
 		for deadline := time.Now().Add(10 * time.Second); op.count() < 1+prefetch; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("prefetch %d: only %d shards opened after 10 s; prefetch is not reading ahead", prefetch, op.count())
-			}
+			require.False(t, time.Now().After(deadline), "prefetch %d: only %d shards opened after 10 s; prefetch is not reading ahead", prefetch, op.count())
 		}
-		if got := op.count(); got > 1+prefetch {
-			t.Errorf("prefetch %d: %d shards opened while the consumer holds the first", prefetch, got)
-		}
+		got := op.count()
+		assert.LessOrEqual(t, got, 1+prefetch, "prefetch %d: %d shards opened while the consumer holds the first", prefetch, got)
 		it.Close()
 	}
 }
@@ -112,24 +99,19 @@ func TestPrefetchCrossesEpochs(t *testing.T) {
 	}{{2, true}, {1, false}} {
 		op := &countingOpener{inner: DirOpener{Root: ds.Root}}
 		it, err := New(ds, Options{Prefetch: 2, Workers: 1, Epochs: tt.epochs, Opener: op})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for range 12 { // all of epoch 0; the next Next call would cross
-			if _, err := it.Next(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			_, err := it.Next(context.Background())
+			require.NoError(t, err)
 		}
 		if tt.wantMore {
 			for deadline := time.Now().Add(10 * time.Second); op.count() < 3+2; time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d shards opened 10 s after the consumer took epoch 0's last sample; want epoch 1's first 2 read ahead", op.count())
-				}
+				require.False(t, time.Now().After(deadline), "%d shards opened 10 s after the consumer took epoch 0's last sample; want epoch 1's first 2 read ahead", op.count())
 			}
 		}
-		if got, limit := op.count(), 3+2; got > limit || !tt.wantMore && got != 3 {
-			t.Errorf("epochs %d: %d shards opened at the end of epoch 0", tt.epochs, got)
-		}
+		got, limit := op.count(), 3+2
+		assert.LessOrEqual(t, got, limit, "epochs %d: %d shards opened at the end of epoch 0", tt.epochs, got)
+		assert.False(t, !tt.wantMore && got != 3, "epochs %d: %d shards opened at the end of epoch 0", tt.epochs, got)
 		it.Close()
 	}
 }
@@ -139,41 +121,35 @@ func TestCorruptAndStaleShardsAreNamed(t *testing.T) {
 	manifested := withManifest(t, ds)
 	p := filepath.Join(ds.Root, ds.Shards[1].Name)
 	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// Stale manifest: the dataset claims more samples than shard 1 has.
 	stale := &Dataset{Root: ds.Root, Shards: slices.Clone(ds.Shards)}
 	stale.Shards[1].Samples = 7
-	if err := runToEnd(stale, Options{}); err == nil || !strings.Contains(err.Error(), ds.Shards[1].Name) {
-		t.Fatalf("stale sample count: %v, want an error naming %s", err, ds.Shards[1].Name)
-	}
+	err = runToEnd(stale, Options{})
+	require.Error(t, err, "stale sample count: %v, want an error naming %s", err, ds.Shards[1].Name)
+	require.ErrorContains(t, err, ds.Shards[1].Name, "stale sample count: %v, want an error naming %s", err, ds.Shards[1].Name)
 	// Flipped byte in a member header: decoding fails, naming the shard.
 	bad := slices.Clone(data)
 	bad[100] ^= 0x55
-	if err := os.WriteFile(p, bad, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, bad, 0o644))
 	// Opened from a manifest, the shard's digest catches it; opened by a
 	// scan, which counted the plain tar from its headers and took no
 	// digest, decoding does.
-	if err := runToEnd(manifested, Options{}); !errors.Is(err, webdataset.ErrShardChecksum) || !strings.Contains(err.Error(), ds.Shards[1].Name) {
-		t.Fatalf("by default: %v, want ErrShardChecksum naming %s", err, ds.Shards[1].Name)
-	}
-	if err := runToEnd(ds, Options{}); err == nil || !strings.Contains(err.Error(), ds.Shards[1].Name) {
-		t.Fatalf("scanned dataset: %v, want a decode error naming %s", err, ds.Shards[1].Name)
-	}
-	if err := runToEnd(ds, Options{SkipChecksum: true}); err == nil || !strings.Contains(err.Error(), ds.Shards[1].Name) {
-		t.Fatalf("with SkipChecksum: %v, want a decode error naming %s", err, ds.Shards[1].Name)
-	}
+	err = runToEnd(manifested, Options{})
+	require.ErrorIs(t, err, webdataset.ErrShardChecksum, "by default: %v, want ErrShardChecksum naming %s", err, ds.Shards[1].Name)
+	require.ErrorContains(t, err, ds.Shards[1].Name, "by default: %v, want ErrShardChecksum naming %s", err, ds.Shards[1].Name)
+	err = runToEnd(ds, Options{})
+	require.Error(t, err, "scanned dataset: %v, want a decode error naming %s", err, ds.Shards[1].Name)
+	require.ErrorContains(t, err, ds.Shards[1].Name, "scanned dataset: %v, want a decode error naming %s", err, ds.Shards[1].Name)
+	err = runToEnd(ds, Options{SkipChecksum: true})
+	require.Error(t, err, "with SkipChecksum: %v, want a decode error naming %s", err, ds.Shards[1].Name)
+	require.ErrorContains(t, err, ds.Shards[1].Name, "with SkipChecksum: %v, want a decode error naming %s", err, ds.Shards[1].Name)
 	// A shard whose size differs from the manifest's is refused even
 	// without checksums.
-	if err := os.WriteFile(p, append(slices.Clone(data), make([]byte, 512)...), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := runToEnd(ds, Options{SkipChecksum: true}); !errors.Is(err, webdataset.ErrShardSize) || !strings.Contains(err.Error(), ds.Shards[1].Name) {
-		t.Fatalf("grown shard: %v, want ErrShardSize naming %s", err, ds.Shards[1].Name)
-	}
+	require.NoError(t, os.WriteFile(p, append(slices.Clone(data), make([]byte, 512)...), 0o644))
+	err = runToEnd(ds, Options{SkipChecksum: true})
+	require.ErrorIs(t, err, webdataset.ErrShardSize, "grown shard: %v, want ErrShardSize naming %s", err, ds.Shards[1].Name)
+	require.ErrorContains(t, err, ds.Shards[1].Name, "grown shard: %v, want ErrShardSize naming %s", err, ds.Shards[1].Name)
 }
 
 // endless is a shard stream that never ends, as a broken or hostile
@@ -193,14 +169,13 @@ func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 // buffer without bound.
 func TestEndlessShardStreamIsBounded(t *testing.T) {
 	ds := makeShards(t, []int{3})
-	if err := runToEnd(ds, Options{Opener: endless{}}); !errors.Is(err, webdataset.ErrShardSize) {
-		t.Errorf("listed size: %v, want ErrShardSize", err)
-	}
+	err := runToEnd(ds, Options{Opener: endless{}})
+	assert.ErrorIs(t, err, webdataset.ErrShardSize, "listed size: %v, want ErrShardSize", err)
 	unknown := &Dataset{Root: ds.Root, Shards: slices.Clone(ds.Shards)}
 	unknown.Shards[0].Bytes, unknown.Shards[0].SampleBytes = 0, 0
-	if err := runToEnd(unknown, Options{Opener: endless{}, MaxShardBytes: 1 << 20}); err == nil || !strings.Contains(err.Error(), "larger than 2097152 bytes") {
-		t.Errorf("no listed size: %v, want the MaxShardBytes bound", err)
-	}
+	err = runToEnd(unknown, Options{Opener: endless{}, MaxShardBytes: 1 << 20})
+	assert.Error(t, err, "no listed size: %v, want the MaxShardBytes bound", err)
+	assert.ErrorContains(t, err, "larger than 2097152 bytes", "no listed size: %v, want the MaxShardBytes bound", err)
 }
 
 func runToEnd(ds *Dataset, opts Options) error {
@@ -226,38 +201,27 @@ func TestCancelAndCloseMidEpoch(t *testing.T) {
 	o := opts
 	o.Opener = blocked
 	it, err := New(ds, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	if _, err := it.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Next with a blocked opener: %v, want deadline exceeded", err)
-	}
+	_, err = it.Next(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "Next with a blocked opener: %v, want deadline exceeded", err)
 	st := it.State()
 	close(blocked.release)
 	it.Close() // must not leak the prefetcher or workers (goleak checks)
-	if st.Consumed != 0 {
-		t.Fatalf("state after a failed first Next: %+v, want consumed 0", st)
-	}
+	require.Zero(t, st.Consumed, "state after a failed first Next: %+v, want consumed 0", st)
 	rest, _ := collect(t, ds, opts, &st, 0)
-	if !slices.Equal(keysOf(rest), keysOf(ref)) {
-		t.Fatal("restoring after a cancelled Next changed the order")
-	}
+	require.True(t, slices.Equal(keysOf(rest), keysOf(ref)), "restoring after a cancelled Next changed the order")
 	// Close in the middle of an epoch with prefetch in flight.
 	it, err = New(ds, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for range 10 {
-		if _, err := it.Next(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		_, err := it.Next(context.Background())
+		require.NoError(t, err)
 	}
 	it.Close()
-	if _, err := it.Next(context.Background()); err == nil {
-		t.Fatal("Next after Close succeeded")
-	}
+	_, err = it.Next(context.Background())
+	require.Error(t, err, "Next after Close succeeded")
 }
 
 type blockingOpener struct {
@@ -281,14 +245,10 @@ func TestShardIterator(t *testing.T) {
 	var ref []string
 	collectShards := func(o Options, st *State, limit int) ([]string, State) {
 		it, err := NewShards(ds, o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer it.Close()
 		if st != nil {
-			if err := it.Restore(*st); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, it.Restore(*st))
 		}
 		var names []string
 		for limit <= 0 || len(names) < limit {
@@ -296,21 +256,15 @@ func TestShardIterator(t *testing.T) {
 			if err == io.EOF {
 				break
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			want, _ := os.ReadFile(filepath.Join(ds.Root, sd.Name))
-			if !slices.Equal(sd.Data, want) {
-				t.Fatalf("shard %s: data differs from the file", sd.Name)
-			}
+			require.True(t, slices.Equal(sd.Data, want), "shard %s: data differs from the file", sd.Name)
 			names = append(names, sd.Name)
 		}
 		return names, it.State()
 	}
 	ref, _ = collectShards(opts, nil, 0)
-	if len(ref) != m {
-		t.Fatalf("%d shards, want %d", len(ref), m)
-	}
+	require.Len(t, ref, m, "%d shards, want %d", len(ref), m)
 	for world := 2; world <= 4; world++ {
 		per := make([][]*Sample, world)
 		var st State
@@ -326,17 +280,14 @@ func TestShardIterator(t *testing.T) {
 		// Resume everyone at world size 1 after one shard per rank.
 		rest, _ := collectShards(Options{}, &st, 0)
 		got := append(merge(per), rest...)
-		if !slices.Equal(got, ref) {
-			t.Fatalf("W=%d then 1: shard order %v, want %v", world, got, ref)
-		}
+		require.True(t, slices.Equal(got, ref), "W=%d then 1: shard order %v, want %v", world, got, ref)
 	}
 	// A whole-shard state is refused by the sample iterator.
 	_, st := collectShards(opts, nil, 2)
 	it, _ := New(ds, opts)
 	defer it.Close()
-	if err := it.Restore(st); !errors.Is(err, ErrOtherDataset) {
-		t.Fatalf("sample iterator restoring a shard state: %v", err)
-	}
+	err := it.Restore(st)
+	require.ErrorIs(t, err, ErrOtherDataset, "sample iterator restoring a shard state")
 }
 
 func TestOpenSources(t *testing.T) {
@@ -345,43 +296,39 @@ func TestOpenSources(t *testing.T) {
 	// The manifest's entries (streamed scan, SHA-256) give the dataset the
 	// fingerprint of Open's own scan (in memory, CRC-32C only).
 	m, err := webdataset.BuildManifest(context.Background(), ds.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i, e := range m.Shards {
 		wantCRC := e.CRC32C // compressed shards; plain ones are counted from their headers alone
 		if !strings.HasSuffix(e.Name, ".zst") {
 			wantCRC = ""
 		}
-		if s := ds.Shards[i]; e.Name != s.Name || e.Bytes != s.Bytes || e.Samples != s.Samples || e.SampleBytes != s.SampleBytes || s.CRC32C != wantCRC || s.SHA256 != "" {
-			t.Errorf("manifest entry %+v, Open scanned %+v", e, s)
-		}
+		s := ds.Shards[i]
+		assert.Equal(t, s.Name, e.Name, "manifest entry %+v, Open scanned %+v", e, s)
+		assert.Equal(t, s.Bytes, e.Bytes, "manifest entry %+v, Open scanned %+v", e, s)
+		assert.Equal(t, s.Samples, e.Samples, "manifest entry %+v, Open scanned %+v", e, s)
+		assert.Equal(t, s.SampleBytes, e.SampleBytes, "manifest entry %+v, Open scanned %+v", e, s)
+		assert.Equal(t, wantCRC, s.CRC32C, "manifest entry %+v, Open scanned %+v", e, s)
+		assert.Empty(t, s.SHA256, "manifest entry %+v, Open scanned %+v", e, s)
 	}
-	if err := webdataset.WriteManifest(context.Background(), ds.Root, m); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, webdataset.WriteManifest(context.Background(), ds.Root, m))
 	ctx := context.Background()
 	for _, src := range []string{ds.Root, filepath.Join(ds.Root, "index.json")} {
 		got, err := Open(ctx, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Fingerprint() != fp || got.Samples() != 9 {
-			t.Errorf("Open(%s): fingerprint %s, %d samples; want %s, 9", src, got.Fingerprint(), got.Samples(), fp)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, fp, got.Fingerprint(), "Open(%s): fingerprint %s, %d samples; want %s, 9", src, got.Fingerprint(), got.Samples(), fp)
+		assert.EqualValues(t, 9, got.Samples(), "Open(%s): fingerprint %s, %d samples; want %s, 9", src, got.Fingerprint(), got.Samples(), fp)
 	}
 	// shard-00.tar.zst does not exist: a pattern naming it must fail.
-	if got, err := Open(ctx, filepath.Join(ds.Root, "shard-{00..01}.tar{,.zst}")); err == nil {
-		t.Fatalf("pattern with a missing shard accepted: %+v", got)
-	}
-	got, err := Open(ctx, filepath.Join(ds.Root, "shard-0{0,1}.tar"))
-	if err != nil || len(got.Shards) != 2 || got.Shards[1].Name != "shard-01.tar" || got.Root != ds.Root {
-		t.Fatalf("brace pattern: %+v, %v", got, err)
-	}
+	got, err := Open(ctx, filepath.Join(ds.Root, "shard-{00..01}.tar{,.zst}"))
+	require.Error(t, err, "pattern with a missing shard accepted: %+v", got)
+	got, err = Open(ctx, filepath.Join(ds.Root, "shard-0{0,1}.tar"))
+	require.NoError(t, err, "brace pattern: %+v, %v", got, err)
+	require.Len(t, got.Shards, 2, "brace pattern: %+v, %v", got, err)
+	require.Equal(t, "shard-01.tar", got.Shards[1].Name, "brace pattern: %+v, %v", got, err)
+	require.Equal(t, ds.Root, got.Root, "brace pattern: %+v, %v", got, err)
 	got, err = Open(ctx, filepath.Join(ds.Root, "shard-02.tar.zst"))
-	if err != nil || got.Samples() != 4 {
-		t.Fatalf("single zstd shard: %+v, %v", got, err)
-	}
+	require.NoError(t, err, "single zstd shard: %+v, %v", got, err)
+	require.EqualValues(t, 4, got.Samples(), "single zstd shard: %+v, %v", got, err)
 }
 
 func TestPlacementFromEnv(t *testing.T) {
@@ -389,17 +336,14 @@ func TestPlacementFromEnv(t *testing.T) {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}
 	p, err := placementFrom(env(nil))
-	if err != nil || p != (Placement{Rank: 0, WorldSize: 1}) {
-		t.Fatalf("empty environment: %+v, %v", p, err)
-	}
+	require.NoError(t, err, "empty environment: %+v, %v", p, err)
+	require.Equal(t, (Placement{Rank: 0, WorldSize: 1}), p, "empty environment: %+v, %v", p, err)
 	p, err = placementFrom(env(map[string]string{"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1"}))
-	if err != nil || p != (Placement{Rank: 3, WorldSize: 8, LocalRank: 1}) {
-		t.Fatalf("torchrun environment: %+v, %v", p, err)
-	}
+	require.NoError(t, err, "torchrun environment: %+v, %v", p, err)
+	require.Equal(t, (Placement{Rank: 3, WorldSize: 8, LocalRank: 1}), p, "torchrun environment: %+v, %v", p, err)
 	for _, bad := range []map[string]string{{"RANK": "x"}, {"WORLD_SIZE": "0"}, {"RANK": "4", "WORLD_SIZE": "4"}, {"LOCAL_RANK": "-1"}} {
-		if _, err := placementFrom(env(bad)); err == nil {
-			t.Errorf("environment %v accepted", bad)
-		}
+		_, err := placementFrom(env(bad))
+		assert.Error(t, err, "environment %v accepted", bad)
 	}
 }
 
@@ -419,9 +363,8 @@ func TestPlacementValidate(t *testing.T) {
 		{Placement{Rank: 0, WorldSize: 1, LocalRank: -1}, false},
 		{Placement{Rank: 0, WorldSize: MaxPartitions + 1}, false},
 	} {
-		if err := tt.p.Validate(); (err == nil) != tt.ok {
-			t.Errorf("%+v: Validate() = %v, want ok=%v", tt.p, err, tt.ok)
-		}
+		err := tt.p.Validate()
+		assert.Equal(t, tt.ok, (err == nil), "%+v: Validate() = %v, want ok=%v", tt.p, err, tt.ok)
 	}
 }
 
@@ -429,40 +372,30 @@ func TestEdgeCases(t *testing.T) {
 	// More partitions than samples, and more ranks than samples.
 	ds := makeShards(t, []int{2, 0, 3})
 	ref, _ := collect(t, ds, Options{Partitions: 16, Shuffle: true, Seed: 1, ShuffleBytes: 64}, nil, 0)
-	if len(ref) != 5 {
-		t.Fatalf("P=16 over 5 samples: %d samples", len(ref))
-	}
+	require.Len(t, ref, 5, "P=16 over 5 samples: %d samples", len(ref))
 	perRank, _ := allRanks(t, ds, Options{Partitions: 16, Shuffle: true, Seed: 1, ShuffleBytes: 64}, 7, nil, 0)
 	for r, rs := range perRank {
-		if len(rs) != 1 {
-			t.Fatalf("world 7 over 5 samples: rank %d yields %d, want 1", r, len(rs))
-		}
+		require.Len(t, rs, 1, "world 7 over 5 samples: rank %d yields %d, want 1", r, len(rs))
 	}
-	if got := merge(perRank)[:5]; !slices.Equal(got, keysOf(ref)) {
-		t.Fatalf("world 7: order %v, want %v", got, keysOf(ref))
-	}
+	got := merge(perRank)[:5]
+	require.True(t, slices.Equal(got, keysOf(ref)), "world 7: order %v, want %v", got, keysOf(ref))
 	perRank, _ = allRanks(t, ds, Options{DropRemainder: true}, 7, nil, 0)
 	for r, rs := range perRank {
-		if len(rs) != 0 {
-			t.Fatalf("world 7 dropping the remainder of 5 samples: rank %d yields %d", r, len(rs))
-		}
+		require.Empty(t, rs, "world 7 dropping the remainder of 5 samples: rank %d yields %d", r, len(rs))
 	}
 	// Counts that would need an entry per partition beyond any real job
 	// are refused, from options and from a state file alike.
 	for _, o := range []Options{{Partitions: MaxPartitions + 1}, {WorldSize: 1 << 40}} {
-		if _, err := New(ds, o); err == nil || !strings.Contains(err.Error(), "at most") {
-			t.Errorf("New with %+v: %v", o, err)
-		}
+		_, err := New(ds, o)
+		assert.Error(t, err, "New with %+v: %v", o, err)
+		assert.ErrorContains(t, err, "at most", "New with %+v: %v", o, err)
 	}
 	it, err := New(ds, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	st := it.State()
 	st.Partitions = 1 << 40
-	if err := it.Restore(st); err == nil {
-		t.Error("a state with 2^40 partitions was restored")
-	}
+	err = it.Restore(st)
+	assert.Error(t, err, "a state with 2^40 partitions was restored")
 	it.Close()
 	// A damaged manifest's counts are refused before they size anything.
 	for _, bad := range []func(*Shard){
@@ -473,15 +406,15 @@ func TestEdgeCases(t *testing.T) {
 		hostile := *ds
 		hostile.Shards = slices.Clone(ds.Shards)
 		bad(&hostile.Shards[0])
-		if _, err := New(&hostile, Options{}); !errors.Is(err, ErrImpossibleShard) || !strings.Contains(err.Error(), "rewrite the manifest") {
-			t.Errorf("shard %+v: %v", hostile.Shards[0], err)
-		}
+		_, err := New(&hostile, Options{})
+		assert.ErrorIs(t, err, ErrImpossibleShard, "shard %+v: %v", hostile.Shards[0], err)
+		assert.ErrorContains(t, err, "rewrite the manifest", "shard %+v: %v", hostile.Shards[0], err)
 	}
 	// No samples at all.
 	empty := makeShards(t, []int{0, 0})
-	if got, st := collect(t, empty, Options{Epochs: 3}, nil, 0); len(got) != 0 || st.Epoch != 3 {
-		t.Fatalf("empty dataset: %d samples, state %+v", len(got), st)
-	}
+	samples, state := collect(t, empty, Options{Epochs: 3}, nil, 0)
+	require.Empty(t, samples, "empty dataset: %d samples, state %+v", len(samples), state)
+	require.EqualValues(t, 3, state.Epoch, "empty dataset: %d samples, state %+v", len(samples), state)
 }
 
 func TestWorkersAndPrefetchDoNotChangeTheOrder(t *testing.T) {
@@ -492,27 +425,21 @@ func TestWorkersAndPrefetchDoNotChangeTheOrder(t *testing.T) {
 		o := base
 		o.Workers, o.Prefetch = wp[0], wp[1]
 		got, _ := collect(t, ds, o, nil, 0)
-		if !slices.Equal(keysOf(got), keysOf(ref)) {
-			t.Fatalf("workers %d, prefetch %d: order differs from 1 worker", wp[0], wp[1])
-		}
+		require.True(t, slices.Equal(keysOf(got), keysOf(ref)), "workers %d, prefetch %d: order differs from 1 worker", wp[0], wp[1])
 	}
 }
 
 func TestDirOpenerStaysInRoot(t *testing.T) {
 	root := t.TempDir()
 	outside := filepath.Join(filepath.Dir(root), "outside.tar")
-	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(outside, []byte("x"), 0o644))
 	defer os.Remove(outside)
-	if err := os.Symlink(outside, filepath.Join(root, "link.tar")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "link.tar")))
 	op := DirOpener{Root: root}
 	for _, name := range []string{"../outside.tar", "/etc/passwd", "link.tar"} {
-		if rc, err := op.Open(context.Background(), name); err == nil {
+		rc, err := op.Open(context.Background(), name)
+		if !assert.Error(t, err, "DirOpener opened %q outside its root", name) {
 			rc.Close()
-			t.Errorf("DirOpener opened %q outside its root", name)
 		}
 	}
 }
@@ -523,16 +450,14 @@ func TestDirOpenerStaysInRoot(t *testing.T) {
 func TestBufferPoolReusesNearSizes(t *testing.T) {
 	for _, n := range []int64{1, 4096, 64 << 10, 64<<10 + 1, 6315171, 18945513, 1 << 30, 1<<30 + 1} {
 		got := poolSize(n)
-		if got < n || (n > 64<<10 && float64(got) > float64(n)*1.125) {
-			t.Errorf("poolSize(%d) = %d", n, got)
-		}
+		assert.GreaterOrEqual(t, got, n, "poolSize(%d) = %d", n, got)
+		assert.False(t, n > 64<<10 && float64(got) > float64(n)*1.125, "poolSize(%d) = %d", n, got)
 	}
 	p := &bufferPool{keep: 2}
 	b := p.get(18945513)
 	p.put(b)
-	if again := p.get(18991113); &again[:1][0] != &b[:1][0] {
-		t.Error("a shard 45 KB larger did not reuse the pooled buffer")
-	}
+	again := p.get(18991113)
+	assert.Same(t, &b[:1][0], &again[:1][0], "a shard 45 KB larger did not reuse the pooled buffer")
 }
 
 // A FIFO named as the source is refused at once instead of blocking.
@@ -545,11 +470,10 @@ func TestOpenRefusesFIFO(t *testing.T) {
 	go func() { _, err := Open(context.Background(), p); done <- err }()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "neither a directory nor a regular file") {
-			t.Errorf("Open(FIFO) = %v", err)
-		}
+		assert.Error(t, err, "Open(FIFO) = %v", err)
+		assert.ErrorContains(t, err, "neither a directory nor a regular file", "Open(FIFO) = %v", err)
 	case <-time.After(5 * time.Second):
-		t.Fatal("Open(FIFO) blocked")
+		require.FailNow(t, "Open(FIFO) blocked")
 	}
 }
 
@@ -566,23 +490,14 @@ func TestNonUTF8ShardNamesIterate(t *testing.T) {
 	}
 	ctx := context.Background()
 	m, err := webdataset.BuildManifest(ctx, ds.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := webdataset.WriteManifest(ctx, ds.Root, m); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, webdataset.WriteManifest(ctx, ds.Root, m))
 	got, err := Open(ctx, ds.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Shards[0].Name != "s-\xff00\xe9.tar" {
-		t.Fatalf("shard name %q read back from index.json", got.Shards[0].Name)
-	}
+	require.NoError(t, err)
+	require.Equal(t, "s-\xff00\xe9.tar", got.Shards[0].Name, "shard name %q read back from index.json", got.Shards[0].Name)
 	samples, _ := collect(t, got, Options{}, nil, 0)
-	if len(samples) != 7 || samples[0].Shard != got.Shards[0].Name {
-		t.Fatalf("%d samples, the first from %q; want 7", len(samples), samples[0].Shard)
-	}
+	require.Len(t, samples, 7, "%d samples, the first from %q; want 7", len(samples), samples[0].Shard)
+	require.Equal(t, got.Shards[0].Name, samples[0].Shard, "%d samples, the first from %q; want 7", len(samples), samples[0].Shard)
 	// A manifest from before, with U+FFFD in place of the bytes, fails with
 	// a hint at the cause.
 	old := *m
@@ -590,19 +505,13 @@ func TestNonUTF8ShardNamesIterate(t *testing.T) {
 	for i := range old.Shards {
 		old.Shards[i].Name = strings.ToValidUTF8(old.Shards[i].Name, "\ufffd")
 	}
-	if err := webdataset.WriteManifest(ctx, ds.Root, &old); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, webdataset.WriteManifest(ctx, ds.Root, &old))
 	mangled, err := Open(ctx, ds.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	it, err := New(mangled, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer it.Close()
-	if _, err := it.Next(ctx); err == nil || !strings.Contains(err.Error(), "U+FFFD") {
-		t.Fatalf("mangled manifest: %v, want an error that explains the U+FFFD", err)
-	}
+	_, err = it.Next(ctx)
+	require.Error(t, err, "mangled manifest: %v, want an error that explains the U+FFFD", err)
+	require.ErrorContains(t, err, "U+FFFD", "mangled manifest: %v, want an error that explains the U+FFFD", err)
 }

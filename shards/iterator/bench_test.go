@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/require"
 )
 
 // benchDataset writes zstd shards of word-salad text samples (compressing
@@ -49,14 +50,10 @@ func benchDataset(b *testing.B, shards, perShard int) (*Dataset, int64) {
 		}
 		tw.Close()
 		total += int64(used)
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("shard-%04d.tar.zst", s)), enc.EncodeAll(buf.Bytes(), nil), 0o644); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, os.WriteFile(filepath.Join(dir, fmt.Sprintf("shard-%04d.tar.zst", s)), enc.EncodeAll(buf.Bytes(), nil), 0o644))
 	}
 	ds, err := Open(context.Background(), dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	return ds, total
 }
 
@@ -69,17 +66,13 @@ func BenchmarkIterate(b *testing.B) {
 			b.SetBytes(total)
 			for range b.N {
 				it, err := New(ds, Options{Workers: workers})
-				if err != nil {
-					b.Fatal(err)
-				}
+				require.NoError(b, err)
 				for {
 					_, err := it.Next(context.Background())
 					if err == io.EOF {
 						break
 					}
-					if err != nil {
-						b.Fatal(err)
-					}
+					require.NoError(b, err)
 				}
 				it.Close()
 			}

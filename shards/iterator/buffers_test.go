@@ -2,11 +2,12 @@ package iterator
 
 import (
 	"context"
-	"errors"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // getWait hands out a buffer that comes back instead of allocating past
@@ -32,52 +33,42 @@ func TestBufferPoolGetWait(t *testing.T) {
 	t.Run("waits for a buffer to come back", func(t *testing.T) {
 		p := &bufferPool{keep: 4}
 		first, err := p.getWait(ctx, 1<<20, 1, never)
-		if err != nil || p.live != 1 {
-			t.Fatalf("first buffer: %v, %d live", err, p.live)
-		}
+		require.NoError(t, err, "first buffer: %v, %d live", err, p.live)
+		require.Equal(t, 1, p.live, "first buffer: %v, %d live", err, p.live)
 		done := wait(p, ctx, never)
 		p.put(first)
 		r := <-done
-		if r.err != nil || &r.buf[:1][0] != &first[:1][0] {
-			t.Fatalf("got %v (same buffer: %v), want the buffer put back", r.err, r.err == nil && &r.buf[:1][0] == &first[:1][0])
-		}
-		if p.live != 1 {
-			t.Fatalf("%d buffers live, want 1: the caller allocated past its limit instead of waiting", p.live)
-		}
+		require.NoError(t, r.err, "got %v (same buffer: %v), want the buffer put back", r.err, r.err == nil && &r.buf[:1][0] == &first[:1][0])
+		require.Same(t, &first[:1][0], &r.buf[:1][0], "got %v (same buffer: %v), want the buffer put back", r.err, r.err == nil && &r.buf[:1][0] == &first[:1][0])
+		require.Equal(t, 1, p.live, "%d buffers live, want 1: the caller allocated past its limit instead of waiting", p.live)
 	})
 
 	t.Run("allocates when grow allows", func(t *testing.T) {
 		p := &bufferPool{keep: 4}
-		if _, err := p.getWait(ctx, 1<<20, 1, never); err != nil {
-			t.Fatal(err)
-		}
+		_, err := p.getWait(ctx, 1<<20, 1, never)
+		require.NoError(t, err)
 		var allow atomic.Bool
 		done := wait(p, ctx, allow.Load)
 		allow.Store(true)
 		p.wake()
 		r := <-done
-		if r.err != nil || len(r.buf) != 0 || cap(r.buf) < 1<<20 {
-			t.Fatalf("got %d/%d bytes, %v", len(r.buf), cap(r.buf), r.err)
-		}
-		if p.live != 2 {
-			t.Fatalf("%d buffers live, want 2", p.live)
-		}
+		require.NoError(t, r.err, "got %d/%d bytes, %v", len(r.buf), cap(r.buf), r.err)
+		require.Empty(t, r.buf, "got %d/%d bytes, %v", len(r.buf), cap(r.buf), r.err)
+		require.GreaterOrEqual(t, cap(r.buf), 1<<20, "got %d/%d bytes, %v", len(r.buf), cap(r.buf), r.err)
+		require.Equal(t, 2, p.live, "%d buffers live, want 2", p.live)
 	})
 
 	t.Run("gives up with the context", func(t *testing.T) {
 		p := &bufferPool{keep: 4}
-		if _, err := p.getWait(ctx, 1<<20, 1, never); err != nil {
-			t.Fatal(err)
-		}
+		_, err := p.getWait(ctx, 1<<20, 1, never)
+		require.NoError(t, err)
 		cctx, cancel := context.WithCancel(ctx)
 		done := wait(p, cctx, never)
 		cancel()
-		if r := <-done; !errors.Is(r.err, context.Canceled) || r.buf != nil {
-			t.Fatalf("got %d bytes, %v; want context.Canceled", len(r.buf), r.err)
-		}
-		if p.live != 1 {
-			t.Fatalf("%d buffers live after giving up, want 1", p.live)
-		}
+		r := <-done
+		require.ErrorIs(t, r.err, context.Canceled, "got %d bytes, %v; want context.Canceled", len(r.buf), r.err)
+		require.Nil(t, r.buf, "got %d bytes, %v; want context.Canceled", len(r.buf), r.err)
+		require.Equal(t, 1, p.live, "%d buffers live after giving up, want 1", p.live)
 	})
 
 	t.Run("counts buffers let go", func(t *testing.T) {
@@ -85,13 +76,10 @@ func TestBufferPoolGetWait(t *testing.T) {
 		a, b := p.get(1<<20), p.get(1<<20)
 		p.put(a)
 		p.put(b) // beyond keep: dropped
-		if p.live != 1 {
-			t.Fatalf("%d live after dropping one of two, want 1", p.live)
-		}
+		require.Equal(t, 1, p.live, "%d live after dropping one of two, want 1", p.live)
 		p.get(4 << 20) // the free one is too small: dropped, a bigger one made
-		if p.live != 1 || len(p.free) != 0 {
-			t.Fatalf("%d live, %d free after replacing a small buffer, want 1 and 0", p.live, len(p.free))
-		}
+		require.Equal(t, 1, p.live, "%d live, %d free after replacing a small buffer, want 1 and 0", p.live, len(p.free))
+		require.Empty(t, p.free, "%d live, %d free after replacing a small buffer, want 1 and 0", p.live, len(p.free))
 	})
 }
 
@@ -110,26 +98,21 @@ func TestDecodeBuffersNeverStallTheConsumer(t *testing.T) {
 		o := base
 		o.Workers, o.Prefetch = wp[0], wp[1]
 		it, err := New(ds, o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		var keys []string
 		for s, err := range it.All(ctx) {
-			if err != nil {
-				t.Fatalf("workers %d, prefetch %d, after %d samples: %v", wp[0], wp[1], len(keys), err)
-			}
+			require.NoError(t, err, "workers %d, prefetch %d, after %d samples", wp[0], wp[1], len(keys))
 			keys = append(keys, s.Key)
 		}
 		cancel()
 		it.Close()
 		if ref == nil {
-			if want := 2 * (total(testCounts) + 1) / 2; len(keys) != want {
-				t.Fatalf("%d samples in two epochs at world size 2, want %d", len(keys), want)
-			}
+			want := 2 * (total(testCounts) + 1) / 2
+			require.Len(t, keys, want, "%d samples in two epochs at world size 2, want %d", len(keys), want)
 			ref = keys
-		} else if !slices.Equal(keys, ref) {
-			t.Fatalf("workers %d, prefetch %d: %d samples, order differs from 1 worker's %d", wp[0], wp[1], len(keys), len(ref))
+		} else {
+			require.Equal(t, ref, keys, "workers %d, prefetch %d: %d samples, order differs from 1 worker's %d", wp[0], wp[1], len(keys), len(ref))
 		}
 	}
 }
@@ -158,14 +141,11 @@ func TestDecodeBuffersShareOneSizeClass(t *testing.T) {
 				}
 			}
 			it, err := New(ds, Options{Workers: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer it.Close()
 			hint := func(i int) int64 { return it.bufferHint(ds.Shards[i]) }
-			if (hint(0) == hint(1)) != tc.wantSame || hint(1) != decodeHint(ds.Shards[1]) {
-				t.Fatalf("hints %d and %d (own %d and %d)", hint(0), hint(1), decodeHint(ds.Shards[0]), decodeHint(ds.Shards[1]))
-			}
+			require.Equal(t, tc.wantSame, (hint(0) == hint(1)), "hints %d and %d (own %d and %d)", hint(0), hint(1), decodeHint(ds.Shards[0]), decodeHint(ds.Shards[1]))
+			require.Equal(t, decodeHint(ds.Shards[1]), hint(1), "hints %d and %d (own %d and %d)", hint(0), hint(1), decodeHint(ds.Shards[0]), decodeHint(ds.Shards[1]))
 			// Two shards decoded at once come back in the other order; then
 			// a small shard takes the first free buffer that fits, and the
 			// big one after it must not find only a buffer too small.
@@ -175,9 +155,7 @@ func TestDecodeBuffersShareOneSizeClass(t *testing.T) {
 			p.put(a)
 			p.get(hint(2))
 			p.get(hint(3))
-			if p.allocs != tc.wantAllocs {
-				t.Errorf("%d buffers allocated, want %d", p.allocs, tc.wantAllocs)
-			}
+			assert.Equal(t, tc.wantAllocs, p.allocs, "%d buffers allocated, want %d", p.allocs, tc.wantAllocs)
 		})
 	}
 }

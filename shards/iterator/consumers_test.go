@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // roundRobin interleaves consumer streams one sample at a time within each
@@ -41,13 +44,12 @@ func TestConsumersSplitTheRankExactly(t *testing.T) {
 					oc.Consumer, oc.Consumers = c, tc.consumers
 					streams[c], _ = collect(t, ds, oc, nil, 0)
 					// Per epoch, consumers' counts differ by at most one.
-					if d := len(streams[0]) - len(streams[c]); d < 0 || d > int(base.Epochs) {
-						t.Fatalf("rank %d: consumer %d yields %d samples over %d epochs, consumer 0 %d", r, c, len(streams[c]), base.Epochs, len(streams[0]))
-					}
+					d := len(streams[0]) - len(streams[c])
+					require.GreaterOrEqual(t, d, 0, "rank %d: consumer %d yields %d samples over %d epochs, consumer 0 %d", r, c, len(streams[c]), base.Epochs, len(streams[0]))
+					require.LessOrEqual(t, d, int(base.Epochs), "rank %d: consumer %d yields %d samples over %d epochs, consumer 0 %d", r, c, len(streams[c]), base.Epochs, len(streams[0]))
 				}
-				if got := roundRobin(streams, base.Epochs); !slices.Equal(got, keysOf(want)) {
-					t.Fatalf("rank %d: consumers taken in turn yield\n%v\nthe rank alone\n%v", r, got, keysOf(want))
-				}
+				got := roundRobin(streams, base.Epochs)
+				require.True(t, slices.Equal(got, keysOf(want)), "rank %d: consumers taken in turn yield\n%v\nthe rank alone\n%v", r, got, keysOf(want))
 			}
 		})
 	}
@@ -65,22 +67,15 @@ func TestConsumerStateAndSkipResume(t *testing.T) {
 		// The consumer's own state resumes it.
 		first, st := collect(t, ds, o, nil, stop)
 		second, _ := collect(t, ds, o, &st, 0)
-		if got := append(keysOf(first), keysOf(second)...); !slices.Equal(got, keysOf(want)) {
-			t.Fatalf("trial %d (%+v, stop %d): state resume differs\n got %v\nwant %v", trial, o, stop, got, keysOf(want))
-		}
+		got := append(keysOf(first), keysOf(second)...)
+		require.True(t, slices.Equal(got, keysOf(want)), "trial %d (%+v, stop %d): state resume differs\n got %v\nwant %v", trial, o, stop, got, keysOf(want))
 		// So does skipping from the start.
 		it, err := New(ds, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := it.Skip(int64(stop)); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, it.Skip(int64(stop)))
 		skipped := it.State()
 		it.Close()
-		if skipped != st {
-			t.Fatalf("trial %d: state after skipping %d is %+v, after reading them %+v", trial, stop, skipped, st)
-		}
+		require.Equal(t, st, skipped, "trial %d: state after skipping %d is %+v, after reading them %+v", trial, stop, skipped, st)
 	}
 }
 
@@ -93,16 +88,12 @@ func TestConsumerOptionsAreChecked(t *testing.T) {
 		{Consumers: -1},
 		{Consumers: MaxPartitions, WorldSize: 2},
 	} {
-		if _, err := New(ds, o); err == nil {
-			t.Errorf("New accepted consumer %d of %d (world %d)", o.Consumer, o.Consumers, o.WorldSize)
-		}
+		_, err := New(ds, o)
+		assert.Error(t, err, "New accepted consumer %d of %d (world %d)", o.Consumer, o.Consumers, o.WorldSize)
 	}
 	it, err := New(ds, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer it.Close()
-	if err := it.Skip(-1); err == nil {
-		t.Error("Skip(-1) accepted")
-	}
+	err = it.Skip(-1)
+	assert.Error(t, err, "Skip(-1) accepted")
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,19 +25,14 @@ func BenchmarkStoredShardCopy(b *testing.B) {
 	const size = 32 << 20
 	dir := b.TempDir()
 	data := make([]byte, size)
-	if _, err := rand.Read(data); err != nil {
-		b.Fatal(err)
-	}
+	_, err := rand.Read(data)
+	require.NoError(b, err)
 	var files []*os.File
 	for i := range 4 {
 		path := filepath.Join(dir, fmt.Sprintf("shard-%d", i))
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, os.WriteFile(path, data, 0o644))
 		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		defer f.Close()
 		files = append(files, f)
 	}
@@ -45,8 +42,7 @@ func BenchmarkStoredShardCopy(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			f := files[int(next.Add(1)-1)%len(files)]
 			m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
-			if err != nil {
-				b.Error(err)
+			if !assert.NoError(b, err) {
 				return
 			}
 			defer unix.Munmap(m)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/require"
 )
 
 // makeShards writes one shard per count (sample i of shard s has key
@@ -32,9 +33,7 @@ func makeShardsCompressing(t testing.TB, counts []int, compress func(s int) bool
 		for i := range n {
 			key := fmt.Sprintf("s%02d/%03d", s, i)
 			for _, f := range []struct{ ext, data string }{{"txt", key}, {"cls", fmt.Sprint(i)}} {
-				if err := tw.WriteHeader(&tar.Header{Name: key + "." + f.ext, Mode: 0o644, Size: int64(len(f.data))}); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, tw.WriteHeader(&tar.Header{Name: key + "." + f.ext, Mode: 0o644, Size: int64(len(f.data))}))
 				tw.Write([]byte(f.data))
 			}
 		}
@@ -46,14 +45,10 @@ func makeShardsCompressing(t testing.TB, counts []int, compress func(s int) bool
 			data = enc.EncodeAll(data, nil)
 			name += ".zst"
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), data, 0o644))
 	}
 	ds, err := Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return ds
 }
 
@@ -62,14 +57,10 @@ func makeShardsCompressing(t testing.TB, counts []int, compress func(s int) bool
 func collect(t testing.TB, ds *Dataset, opts Options, restore *State, limit int) ([]*Sample, State) {
 	t.Helper()
 	it, err := New(ds, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer it.Close()
 	if restore != nil {
-		if err := it.Restore(*restore); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, it.Restore(*restore))
 	}
 	var out []*Sample
 	for limit <= 0 || len(out) < limit {
@@ -77,12 +68,9 @@ func collect(t testing.TB, ds *Dataset, opts Options, restore *State, limit int)
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if txt, _ := sampleField(s, "txt"); string(txt) != s.Key {
-			t.Fatalf("sample %s carries %q", s.Key, txt)
-		}
+		require.NoError(t, err)
+		txt, _ := sampleField(s, "txt")
+		require.Equal(t, s.Key, string(txt), "sample %s carries %q", s.Key, txt)
 		out = append(out, s)
 	}
 	return out, it.State()

@@ -1,13 +1,13 @@
 package iterator
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/gdsload/gdsload/internal/uring"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -42,9 +42,7 @@ func TestRanksEqualCountsAndCoverDataset(t *testing.T) {
 				seen := map[string]int{}
 				padding := 0
 				for r, rs := range perRank {
-					if len(rs) != want {
-						t.Fatalf("%s: rank %d yields %d samples, want %d", name, r, len(rs), want)
-					}
+					require.Len(t, rs, want, "%s: rank %d yields %d samples, want %d", name, r, len(rs), want)
 					for _, s := range rs {
 						if s.Padding {
 							padding++
@@ -57,17 +55,12 @@ func TestRanksEqualCountsAndCoverDataset(t *testing.T) {
 				if drop {
 					wantPad = 0
 				}
-				if padding != wantPad {
-					t.Fatalf("%s: %d padding samples, want %d", name, padding, wantPad)
-				}
+				require.Equal(t, wantPad, padding, "%s: %d padding samples, want %d", name, padding, wantPad)
 				for k, c := range seen {
-					if c != 1 {
-						t.Fatalf("%s: sample %s yielded %d times", name, k, c)
-					}
+					require.Equal(t, 1, c, "%s: sample %s yielded %d times", name, k, c)
 				}
-				if wantSeen := want*world - wantPad; len(seen) != wantSeen {
-					t.Fatalf("%s: %d distinct samples, want %d", name, len(seen), wantSeen)
-				}
+				wantSeen := want*world - wantPad
+				require.Len(t, seen, wantSeen, "%s: %d distinct samples, want %d", name, len(seen), wantSeen)
 			}
 		}
 	}
@@ -80,15 +73,11 @@ func TestOrderIndependentOfWorldSize(t *testing.T) {
 		opts := Options{Partitions: parts, Seed: 3, Shuffle: true, ShuffleBytes: 200}
 		ref, _ := collect(t, ds, opts, nil, 0)
 		refKeys := keysOf(ref)
-		if len(refKeys) != n {
-			t.Fatalf("P=%d: world 1 yields %d samples, want %d", parts, len(refKeys), n)
-		}
+		require.Len(t, refKeys, n, "P=%d: world 1 yields %d samples, want %d", parts, len(refKeys), n)
 		for world := 2; world <= 8; world++ {
 			perRank, _ := allRanks(t, ds, opts, world, nil, 0)
 			got := merge(perRank)[:n]
-			if !slices.Equal(got, refKeys) {
-				t.Fatalf("P=%d W=%d: global order differs from world size 1\n got %v\nwant %v", parts, world, got[:20], refKeys[:20])
-			}
+			require.Equal(t, refKeys, got, "P=%d W=%d: global order differs from world size 1", parts, world)
 		}
 	}
 }
@@ -105,20 +94,15 @@ func TestSeedsAndEpochsChangeTheOrder(t *testing.T) {
 	}
 	ref := slices.Sorted(slices.Values(orders["seed1/epoch0"]))
 	for name, o := range orders {
-		if got := slices.Sorted(slices.Values(o)); !slices.Equal(got, ref) {
-			t.Fatalf("%s is not a permutation of the dataset", name)
-		}
+		got := slices.Sorted(slices.Values(o))
+		require.True(t, slices.Equal(got, ref), "%s is not a permutation of the dataset", name)
 		for other, p := range orders {
-			if other < name && slices.Equal(o, p) {
-				t.Fatalf("%s and %s give the same order", name, other)
-			}
+			require.False(t, other < name && slices.Equal(o, p), "%s and %s give the same order", name, other)
 		}
 	}
 	// Same inputs, same order.
 	again, _ := collect(t, ds, Options{Partitions: 2, Seed: 1, Shuffle: true, ShuffleBytes: 500}, nil, 0)
-	if !slices.Equal(keysOf(again), orders["seed1/epoch0"]) {
-		t.Fatal("the same seed and epoch gave a different order")
-	}
+	require.True(t, slices.Equal(keysOf(again), orders["seed1/epoch0"]), "the same seed and epoch gave a different order")
 }
 
 func TestResumeAtRandomPointsAndWorldSizes(t *testing.T) {
@@ -129,9 +113,7 @@ func TestResumeAtRandomPointsAndWorldSizes(t *testing.T) {
 	ref, _ := collect(t, ds, base, nil, 0)
 	refKeys := keysOf(ref) // both epochs at world size 1
 	fresh, err := New(ds, base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	start := fresh.State()
 	fresh.Close()
 	for trial := range 16 {
@@ -144,27 +126,20 @@ func TestResumeAtRandomPointsAndWorldSizes(t *testing.T) {
 		o1.Epochs = epoch + 1
 		first, states := allRanks(t, ds, o1, w1, &s0, steps)
 		for r := range states {
-			if states[r] != states[0] {
-				t.Fatalf("trial %d: rank %d state %+v differs from rank 0's %+v", trial, r, states[r], states[0])
-			}
+			require.Equal(t, states[0], states[r], "trial %d: rank %d state %+v differs from rank 0's %+v", trial, r, states[r], states[0])
 		}
 		st := states[0]
-		if st.Epoch != epoch || st.Consumed != int64(steps*w1) {
-			t.Fatalf("trial %d: state %+v after %d steps of %d ranks, want epoch %d consumed %d", trial, st, steps, w1, epoch, steps*w1)
-		}
+		require.Equal(t, epoch, st.Epoch, "trial %d: state %+v after %d steps of %d ranks, want epoch %d consumed %d", trial, st, steps, w1, epoch, steps*w1)
+		require.Equal(t, int64(steps*w1), st.Consumed, "trial %d: state %+v after %d steps of %d ranks, want epoch %d consumed %d", trial, st, steps, w1, epoch, steps*w1)
 		// Resume at another world size; Restore must override these.
 		o2 := Options{Partitions: 1, Seed: 999, Shuffle: false, Epochs: epoch + 1}
 		second, _ := allRanks(t, ds, o2, w2, &st, 0)
 		for r := range second {
-			if len(second[r]) != len(second[0]) {
-				t.Fatalf("trial %d: after resuming, rank %d yields %d samples, rank 0 %d", trial, r, len(second[r]), len(second[0]))
-			}
+			require.Len(t, second[r], len(second[0]), "trial %d: after resuming, rank %d yields %d samples, rank 0 %d", trial, r, len(second[r]), len(second[0]))
 		}
 		got := append(merge(first), merge(second)[:n-int(st.Consumed)]...)
 		want := refKeys[int(epoch)*n : int(epoch+1)*n]
-		if !slices.Equal(got, want) {
-			t.Fatalf("trial %d (W %d -> %d, epoch %d, stop at %d): resumed order differs\n got %v\nwant %v", trial, w1, w2, epoch, st.Consumed, got, want)
-		}
+		require.True(t, slices.Equal(got, want), "trial %d (W %d -> %d, epoch %d, stop at %d): resumed order differs\n got %v\nwant %v", trial, w1, w2, epoch, st.Consumed, got, want)
 	}
 }
 
@@ -172,37 +147,30 @@ func TestRestoreRefusesOtherDataset(t *testing.T) {
 	a := makeShards(t, []int{3, 4})
 	b := makeShards(t, []int{3, 5})
 	it, err := New(a, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	st := it.State()
 	it.Close()
 	other, err := New(b, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer other.Close()
-	if err := other.Restore(st); !errors.Is(err, ErrOtherDataset) {
-		t.Fatalf("Restore on another dataset: %v, want ErrOtherDataset", err)
-	}
+	err = other.Restore(st)
+	require.ErrorIs(t, err, ErrOtherDataset, "Restore on another dataset: %v, want ErrOtherDataset", err)
 	st.Fingerprint = b.Fingerprint()
 	st.Consumed = 8
-	if err := other.Restore(st); err == nil {
-		t.Fatal("Restore accepted a position past the end of the dataset")
-	}
+	err = other.Restore(st)
+	require.Error(t, err, "Restore accepted a position past the end of the dataset")
 }
 
 func TestStateAtEpochEnd(t *testing.T) {
 	ds := makeShards(t, []int{5, 6})
 	samples, st := collect(t, ds, Options{WorldSize: 3, Rank: 1, Epochs: 2}, nil, 4)
-	if len(samples) != 4 || st.Epoch != 1 || st.Consumed != 0 {
-		t.Fatalf("after a full epoch (4 of 11 samples at world 3): %d samples, state %+v; want epoch 1, consumed 0", len(samples), st)
-	}
-	if samples[3].Position != 10 || samples[3].Padding {
-		t.Fatalf("rank 1's last sample is at %d (padding %v), want 10, not padding", samples[3].Position, samples[3].Padding)
-	}
+	require.Len(t, samples, 4, "after a full epoch (4 of 11 samples at world 3): %d samples, state %+v; want epoch 1, consumed 0", len(samples), st)
+	require.EqualValues(t, 1, st.Epoch, "after a full epoch (4 of 11 samples at world 3): %d samples, state %+v; want epoch 1, consumed 0", len(samples), st)
+	require.Zero(t, st.Consumed, "after a full epoch (4 of 11 samples at world 3): %d samples, state %+v; want epoch 1, consumed 0", len(samples), st)
+	require.EqualValues(t, 10, samples[3].Position, "rank 1's last sample is at %d (padding %v), want 10, not padding", samples[3].Position, samples[3].Padding)
+	require.False(t, samples[3].Padding, "rank 1's last sample is at %d (padding %v), want 10, not padding", samples[3].Position, samples[3].Padding)
 	samples, _ = collect(t, ds, Options{WorldSize: 3, Rank: 2}, nil, 0)
-	if len(samples) != 4 || samples[3].Position != 0 || !samples[3].Padding {
-		t.Fatalf("rank 2: %d samples, last at %d (padding %v); want 4, the last wrapping to position 0", len(samples), samples[3].Position, samples[3].Padding)
-	}
+	require.Len(t, samples, 4, "rank 2: want 4 samples, the last wrapping to position 0")
+	require.Zero(t, samples[3].Position, "rank 2: last at %d (padding %v); want 4, the last wrapping to position 0", samples[3].Position, samples[3].Padding)
+	require.True(t, samples[3].Padding, "rank 2: last at %d (padding %v); want 4, the last wrapping to position 0", samples[3].Position, samples[3].Padding)
 }

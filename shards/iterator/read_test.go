@@ -18,6 +18,7 @@ import (
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,9 +41,7 @@ func (m mapCounter) MapShard(ctx context.Context, name string) ([]byte, func() e
 func withManifest(t *testing.T, ds *Dataset) *Dataset {
 	t.Helper()
 	m, err := webdataset.BuildManifest(context.Background(), ds.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return FromManifest(ds.Root, m)
 }
 
@@ -57,25 +56,18 @@ func TestMappedShardsReadAlike(t *testing.T) {
 		var mapped atomic.Int64
 		op := mapCounter{DirOpener{Root: ds.Root, Direct: loader.DirectOff}, &mapped}
 		got, _ := collect(t, ds, Options{Shuffle: true, Seed: 3, Workers: 2, Opener: op, SkipChecksum: skip}, nil, 0)
-		if len(got) != len(ref) {
-			t.Fatalf("mapped: %d samples, read: %d", len(got), len(ref))
-		}
+		require.Len(t, got, len(ref), "mapped: %d samples, read: %d", len(got), len(ref))
 		for i := range ref {
-			if got[i].Key != ref[i].Key || got[i].Shard != ref[i].Shard {
-				t.Fatalf("sample %d: mapped %s/%s, read %s/%s", i, got[i].Shard, got[i].Key, ref[i].Shard, ref[i].Key)
-			}
+			require.Equal(t, ref[i].Key, got[i].Key, "sample %d: mapped %s/%s, read %s/%s", i, got[i].Shard, got[i].Key, ref[i].Shard, ref[i].Key)
+			require.Equal(t, ref[i].Shard, got[i].Shard, "sample %d: mapped %s/%s, read %s/%s", i, got[i].Shard, got[i].Key, ref[i].Shard, ref[i].Key)
 		}
 		// Shards 2 and 5 are compressed: mapped; the others are read.
-		if mapped.Load() != 2 {
-			t.Errorf("SkipChecksum %v: %d shards mapped, want the 2 compressed ones", skip, mapped.Load())
-		}
+		assert.EqualValues(t, 2, mapped.Load(), "SkipChecksum %v: %d shards mapped, want the 2 compressed ones", skip, mapped.Load())
 	}
 	// With O_DIRECT allowed, nothing is mapped.
 	var mapped atomic.Int64
 	collect(t, ds, Options{Opener: mapCounter{DirOpener{Root: ds.Root}, &mapped}}, nil, 0)
-	if mapped.Load() != 0 {
-		t.Errorf("Direct auto: %d shards mapped", mapped.Load())
-	}
+	assert.Zero(t, mapped.Load(), "Direct auto: %d shards mapped", mapped.Load())
 }
 
 // TestDamagedCompressedShard: a flipped payload byte in a .tar.zst shard
@@ -85,19 +77,15 @@ func TestMappedShardsReadAlike(t *testing.T) {
 func TestDamagedCompressedShard(t *testing.T) {
 	ds := withManifest(t, makeShards(t, []int{3, 3, 9}))
 	sh := ds.Shards[2]
-	if !strings.HasSuffix(sh.Name, ".zst") || sh.CRC32C == "" || sh.SHA256 == "" {
-		t.Fatalf("shard %+v: want a zstd shard with both digests", sh)
-	}
+	require.True(t, strings.HasSuffix(sh.Name, ".zst"), "shard %+v: want a zstd shard with both digests", sh)
+	require.NotEmpty(t, sh.CRC32C, "shard %+v: want a zstd shard with both digests", sh)
+	require.NotEmpty(t, sh.SHA256, "shard %+v: want a zstd shard with both digests", sh)
 	p := filepath.Join(ds.Root, sh.Name)
 	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	bad := slices.Clone(data)
 	bad[len(bad)/2] ^= 0x20
-	if err := os.WriteFile(p, bad, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, bad, 0o644))
 	for _, direct := range []loader.DirectMode{loader.DirectAuto, loader.DirectOff} {
 		for _, tt := range []struct {
 			opts Options
@@ -109,27 +97,20 @@ func TestDamagedCompressedShard(t *testing.T) {
 		} {
 			tt.opts.Direct = direct
 			err := runToEnd(ds, tt.opts)
-			if err == nil || !strings.Contains(err.Error(), sh.Name) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("direct %v, %+v: %v; want an error naming %s and %q", direct, tt.opts, err, sh.Name, tt.want)
-			}
-			if !tt.opts.SkipChecksum && !errors.Is(err, webdataset.ErrShardChecksum) {
-				t.Errorf("direct %v, %+v: %v is not ErrShardChecksum", direct, tt.opts, err)
-			}
+			assert.Error(t, err, "direct %v, %+v: %v; want an error naming %s and %q", direct, tt.opts, err, sh.Name, tt.want)
+			assert.ErrorContains(t, err, sh.Name, "direct %v, %+v: %v; want an error naming %s and %q", direct, tt.opts, err, sh.Name, tt.want)
+			assert.ErrorContains(t, err, tt.want, "direct %v, %+v: %v; want an error naming %s and %q", direct, tt.opts, err, sh.Name, tt.want)
+			assert.False(t, !tt.opts.SkipChecksum && !errors.Is(err, webdataset.ErrShardChecksum), "direct %v, %+v: %v is not ErrShardChecksum", direct, tt.opts, err)
 		}
 	}
 	// A manifest whose SHA-256 is wrong but CRC-32C right passes the
 	// default check and fails the SHA-256 one.
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, data, 0o644))
 	forged := &Dataset{Root: ds.Root, Shards: slices.Clone(ds.Shards)}
 	forged.Shards[2].SHA256 = strings.Repeat("0", 64)
-	if err := runToEnd(forged, Options{}); err != nil {
-		t.Errorf("default check with a right CRC-32C: %v", err)
-	}
-	if err := runToEnd(forged, Options{SHA256: true}); !errors.Is(err, webdataset.ErrShardChecksum) {
-		t.Errorf("SHA256 with a wrong SHA-256: %v, want ErrShardChecksum", err)
-	}
+	assert.NoError(t, runToEnd(forged, Options{}), "default check with a right CRC-32C")
+	err = runToEnd(forged, Options{SHA256: true})
+	assert.ErrorIs(t, err, webdataset.ErrShardChecksum, "SHA256 with a wrong SHA-256: %v, want ErrShardChecksum", err)
 }
 
 // TestTruncatedMappingFails: a shard file truncated under its mapping
@@ -137,17 +118,11 @@ func TestDamagedCompressedShard(t *testing.T) {
 // turned into an error), not crash the process.
 func TestTruncatedMappingFails(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "s.tar.zst")
-	if err := os.WriteFile(p, bytes.Repeat([]byte{7}, 1<<20), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, bytes.Repeat([]byte{7}, 1<<20), 0o644))
 	data, unmap, err := DirOpener{Root: filepath.Dir(p), Direct: loader.DirectOff}.MapShard(context.Background(), "s.tar.zst")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer unmap()
-	if err := os.Truncate(p, 0); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Truncate(p, 0))
 	raw := rawShard{data: data, mapped: true}
 	var sum byte
 	err = guardMapped(raw, "s.tar.zst", func() error {
@@ -156,14 +131,13 @@ func TestTruncatedMappingFails(t *testing.T) {
 		}
 		return nil
 	})
-	if err == nil || !strings.Contains(err.Error(), "s.tar.zst") || !strings.Contains(err.Error(), "truncated") {
-		t.Fatalf("reading a truncated mapping: %v (sum %d)", err, sum)
-	}
+	require.Error(t, err, "reading a truncated mapping: %v (sum %d)", err, sum)
+	require.ErrorContains(t, err, "s.tar.zst", "reading a truncated mapping: %v (sum %d)", err, sum)
+	require.ErrorContains(t, err, "truncated", "reading a truncated mapping: %v (sum %d)", err, sum)
 	// Other panics are not swallowed.
 	defer func() {
-		if r := recover(); r != "not a fault" {
-			t.Fatalf("recovered %v, want the panic to go on", r)
-		}
+		r := recover()
+		require.Equal(t, "not a fault", r, "recovered %v, want the panic to go on", r)
 	}()
 	_ = guardMapped(raw, "s.tar.zst", func() error { panic("not a fault") })
 }
@@ -178,63 +152,44 @@ func TestSkipBadShards(t *testing.T) {
 	bad := ds.Shards[1]
 	p := filepath.Join(ds.Root, bad.Name)
 	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// Truncated inside the payload of sample 2's first member (a cut at a
 	// block boundary reads as a shorter tar, in Python's tarfile too):
 	// open fails without a handler.
-	if err := os.WriteFile(p, data[:2*2048+512+3], 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, data[:2*2048+512+3], 0o644))
 	ctx := context.Background()
-	if _, err := Open(ctx, ds.Root); err == nil || !strings.Contains(err.Error(), bad.Name) {
-		t.Fatalf("Open without a handler: %v, want an error naming %s", err, bad.Name)
-	}
+	_, err = Open(ctx, ds.Root)
+	require.ErrorContains(t, err, bad.Name, "Open without a handler: want an error naming %s", bad.Name)
 	var told []string
 	note := func(name string, err error) error { told = append(told, name); return nil }
 	got, err := Open(ctx, ds.Root, WithReaderOptions(webdataset.WithShardErrorHandler(note)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Shards) != 3 || slices.ContainsFunc(got.Shards, func(s Shard) bool { return s.Name == bad.Name }) || !slices.Equal(told, []string{bad.Name}) {
-		t.Fatalf("opened %d shards, handler told of %q; want %s left out", len(got.Shards), told, bad.Name)
-	}
+	require.NoError(t, err)
+	require.Len(t, got.Shards, 3, "opened %d shards, handler told of %q; want %s left out", len(got.Shards), told, bad.Name)
+	require.False(t, slices.ContainsFunc(got.Shards, func(s Shard) bool { return s.Name == bad.Name }), "opened %d shards, handler told of %q; want %s left out", len(got.Shards), told, bad.Name)
+	require.True(t, slices.Equal(told, []string{bad.Name}), "opened %d shards, handler told of %q; want %s left out", len(got.Shards), told, bad.Name)
 	// Damaged after the dataset was opened whole: iteration skips it.
-	if err := os.WriteFile(p, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, data, 0o644))
 	whole := withManifest(t, ds)
 	flipped := slices.Clone(data)
 	flipped[600] ^= 0x40
-	if err := os.WriteFile(p, flipped, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := runToEnd(whole, Options{}); !errors.Is(err, webdataset.ErrShardChecksum) {
-		t.Fatalf("without a handler: %v", err)
-	}
+	require.NoError(t, os.WriteFile(p, flipped, 0o644))
+	err = runToEnd(whole, Options{})
+	require.ErrorIs(t, err, webdataset.ErrShardChecksum, "without a handler")
 	told = nil
 	samples, st := collect(t, whole, Options{Shuffle: true, Seed: 5, Workers: 2, OnShardError: note}, nil, 0)
-	if len(samples) != 18-5 || !slices.Equal(told, []string{bad.Name}) {
-		t.Fatalf("%d samples, handler told of %q; want 13, and %s", len(samples), told, bad.Name)
-	}
+	require.Len(t, samples, 18-5, "%d samples, handler told of %q; want 13, and %s", len(samples), told, bad.Name)
+	require.True(t, slices.Equal(told, []string{bad.Name}), "%d samples, handler told of %q; want 13, and %s", len(samples), told, bad.Name)
 	for _, s := range samples {
-		if s.Shard == bad.Name {
-			t.Fatalf("sample %s of the skipped shard yielded", s.Key)
-		}
+		require.NotEqual(t, bad.Name, s.Shard, "sample %s of the skipped shard yielded", s.Key)
 	}
-	if st.Epoch != 1 || st.Consumed != 0 {
-		t.Errorf("state after the epoch: %+v", st)
-	}
+	assert.EqualValues(t, 1, st.Epoch, "state after the epoch: %+v", st)
+	assert.Zero(t, st.Consumed, "state after the epoch: %+v", st)
 	stop := errors.New("stop")
-	if err := runToEnd(whole, Options{OnShardError: func(string, error) error { return stop }}); !errors.Is(err, stop) {
-		t.Errorf("a stopping handler: %v", err)
-	}
+	err = runToEnd(whole, Options{OnShardError: func(string, error) error { return stop }})
+	assert.ErrorIs(t, err, stop, "a stopping handler")
 	told = nil
 	sit, err := NewShards(whole, Options{OnShardError: note})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer sit.Close()
 	var names []string
 	for {
@@ -242,14 +197,12 @@ func TestSkipBadShards(t *testing.T) {
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		names = append(names, sd.Name)
 	}
-	if len(names) != 3 || slices.Contains(names, bad.Name) || !slices.Equal(told, []string{bad.Name}) {
-		t.Errorf("whole shards %q, handler told of %q", names, told)
-	}
+	assert.Len(t, names, 3, "whole shards %q, handler told of %q", names, told)
+	assert.False(t, slices.Contains(names, bad.Name), "whole shards %q, handler told of %q", names, told)
+	assert.True(t, slices.Equal(told, []string{bad.Name}), "whole shards %q, handler told of %q", names, told)
 }
 
 // TestSplitSampleWarned: a sample split across two shards is yielded as
@@ -264,23 +217,17 @@ func TestSplitSampleWarned(t *testing.T) {
 			tw.Write([]byte(m))
 		}
 		tw.Close()
-		if err := os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), buf.Bytes(), 0o644))
 	}
 	write("a.tar", "k1.txt", "k2.txt")
 	write("b.tar", "k2.cls", "k3.txt")
 	ds, err := Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w := ds.Warnings(); len(w) != 1 || !strings.Contains(w[0], "a.tar and b.tar") {
-		t.Fatalf("warnings %q", w)
-	}
+	require.NoError(t, err)
+	w := ds.Warnings()
+	require.Len(t, w, 1, "warnings %q", w)
+	require.Contains(t, w[0], "a.tar and b.tar", "warnings %q", w)
 	it, err := New(ds, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer it.Close()
 	var keys []string
 	for {
@@ -288,14 +235,10 @@ func TestSplitSampleWarned(t *testing.T) {
 		if err == io.EOF {
 			break
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		keys = append(keys, s.Key)
 	}
-	if !slices.Equal(keys, []string{"k1", "k2", "k2", "k3"}) {
-		t.Errorf("keys %q", keys)
-	}
+	assert.True(t, slices.Equal(keys, []string{"k1", "k2", "k2", "k3"}), "keys %q", keys)
 }
 
 // TestSummedWhileDecoding covers a zstd shard of data that does not

@@ -3,8 +3,9 @@ package iterator
 import (
 	"errors"
 	"path/filepath"
-	"reflect"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // A state saved at the end of a run is reported as finished for a run of
@@ -15,9 +16,8 @@ func TestCheckResume(t *testing.T) {
 	run := Options{Seed: 3, Shuffle: true, Epochs: 3}
 	_, end := collect(t, ds, run, nil, 0)
 	_, mid := collect(t, ds, run, nil, 5)
-	if end.Epoch != 3 || end.Consumed != 0 {
-		t.Fatalf("state after 3 epochs: %+v", end)
-	}
+	require.EqualValues(t, 3, end.Epoch, "state after 3 epochs: %+v", end)
+	require.Zero(t, end.Consumed, "state after 3 epochs: %+v", end)
 	tests := []struct {
 		name     string
 		st       State
@@ -37,35 +37,25 @@ func TestCheckResume(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			mm, err := CheckResume(tc.st, tc.o)
-			if tc.finished != errors.Is(err, ErrRunFinished) {
-				t.Fatalf("CheckResume: %v, want ErrRunFinished %v", err, tc.finished)
-			}
-			if !tc.finished && err != nil {
-				t.Fatal(err)
-			}
+			require.Equal(t, errors.Is(err, ErrRunFinished), tc.finished, "CheckResume: %v, want ErrRunFinished %v", err, tc.finished)
+			require.False(t, !tc.finished && err != nil, err)
 			var got []string
 			for _, m := range mm {
 				got = append(got, m.Option)
 			}
-			if !reflect.DeepEqual(got, tc.options) {
-				t.Fatalf("mismatches %v, want %v", mm, tc.options)
-			}
+			require.Equal(t, tc.options, got, "mismatches %v, want %v", mm, tc.options)
 		})
 	}
 	// What CheckResume lets through restores and goes on: the end of the
 	// run yields the fourth epoch.
 	samples, st := collect(t, ds, Options{Seed: 3, Shuffle: true, Epochs: 4}, &end, 0)
-	if len(samples) != 7 || st.Epoch != 4 {
-		t.Fatalf("resumed at the end of 3 epochs into 4: %d samples, state %+v; want 7, epoch 4", len(samples), st)
-	}
+	require.Len(t, samples, 7, "resumed at the end of 3 epochs into 4: %d samples, state %+v; want 7, epoch 4", len(samples), st)
+	require.EqualValues(t, 4, st.Epoch, "resumed at the end of 3 epochs into 4: %d samples, state %+v; want 7, epoch 4", len(samples), st)
 }
 
 func TestCheckStateFile(t *testing.T) {
 	dir := t.TempDir()
-	if err := CheckStateFile(filepath.Join(dir, "state.json")); err != nil {
-		t.Fatal(err)
-	}
-	if err := CheckStateFile(filepath.Join(dir, "missing", "state.json")); err == nil {
-		t.Fatal("a state file in a missing directory passed the check")
-	}
+	require.NoError(t, CheckStateFile(filepath.Join(dir, "state.json")))
+	err := CheckStateFile(filepath.Join(dir, "missing", "state.json"))
+	require.Error(t, err, "a state file in a missing directory passed the check")
 }

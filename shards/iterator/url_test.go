@@ -2,7 +2,6 @@ package iterator
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,14 +12,14 @@ import (
 	"github.com/gdsload/gdsload/shards/webdataset"
 	"github.com/gdsload/gdsload/vfs"
 	"github.com/gdsload/gdsload/vfs/rdmafsfs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func urlMux(t *testing.T) *vfs.Mux {
 	t.Helper()
 	m, err := vfs.New(rdmafsfs.With(rdmafstest.Options()...))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
 	return m
 }
@@ -41,18 +40,12 @@ func TestOpenURLMatchesLocal(t *testing.T) {
 	withManifest := t.TempDir()
 	for _, sh := range local.Shards {
 		b, err := os.ReadFile(filepath.Join(local.Root, sh.Name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		os.WriteFile(filepath.Join(withManifest, sh.Name), b, 0o644)
 	}
 	mf, err := webdataset.BuildManifest(ctx, withManifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := webdataset.WriteManifest(ctx, withManifest, mf); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, webdataset.WriteManifest(ctx, withManifest, mf))
 	remote2 := rdmafstest.Serve(t, withManifest)
 
 	for _, tc := range []struct {
@@ -67,33 +60,25 @@ func TestOpenURLMatchesLocal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds, err := Open(ctx, tc.source, WithFS(m))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer ds.Close()
-			if len(ds.Shards) != tc.shards {
-				t.Fatalf("%d shards, want %d", len(ds.Shards), tc.shards)
-			}
+			require.Len(t, ds.Shards, tc.shards, "%d shards, want %d", len(ds.Shards), tc.shards)
 			for _, sh := range ds.Shards {
 				// What shapes the order is the same; digests depend on how
 				// each was scanned (a manifest has SHA-256 and CRC-32C, a
 				// local scan CRC-32C for compressed shards only).
 				want := local.Shards[shardIndex(t, local, sh.Name)]
-				if sh.Name != want.Name || sh.Bytes != want.Bytes || sh.Samples != want.Samples || sh.SampleBytes != want.SampleBytes {
-					t.Fatalf("shard %+v, local %+v", sh, want)
-				}
+				require.Equal(t, want.Name, sh.Name, "shard %+v, local %+v", sh, want)
+				require.Equal(t, want.Bytes, sh.Bytes, "shard %+v, local %+v", sh, want)
+				require.Equal(t, want.Samples, sh.Samples, "shard %+v, local %+v", sh, want)
+				require.Equal(t, want.SampleBytes, sh.SampleBytes, "shard %+v, local %+v", sh, want)
 			}
-			if !strings.HasPrefix(ds.Root, "rdmafs://") {
-				t.Errorf("root %s is not the URL", ds.Root)
-			}
+			assert.True(t, strings.HasPrefix(ds.Root, "rdmafs://"), "root %s is not the URL", ds.Root)
 			if tc.shards == 4 {
-				if ds.Fingerprint() != local.Fingerprint() {
-					t.Fatal("fingerprint differs from the same files on a disk")
-				}
+				require.Equal(t, local.Fingerprint(), ds.Fingerprint(), "fingerprint differs from the same files on a disk")
 				got, _ := allRanks(t, ds, opts, 2, nil, 0)
-				if seq := merge(got); strings.Join(seq, ",") != strings.Join(wantSeq, ",") {
-					t.Fatalf("order %v, local %v", seq, wantSeq)
-				}
+				seq := merge(got)
+				require.Equal(t, strings.Join(wantSeq, ","), strings.Join(seq, ","), "order %v, local %v", seq, wantSeq)
 			}
 		})
 	}
@@ -105,7 +90,7 @@ func shardIndex(t *testing.T, ds *Dataset, name string) int {
 			return i
 		}
 	}
-	t.Fatalf("no shard %s", name)
+	require.FailNow(t, "no shard "+name)
 	return -1
 }
 
@@ -118,20 +103,15 @@ func TestURLResumeAcrossWorldSizes(t *testing.T) {
 	t.Setenv("GDSLOAD_TOKEN", string(rdmafstest.Token))
 	ctx := context.Background()
 	ds, err := Open(ctx, remote+"/") // its own Mux, from the environment
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ds.Close()
 	opts := Options{Seed: 7, Shuffle: true, Partitions: 6, DropRemainder: true}
 	first, states := allRanks(t, ds, opts, 2, nil, 3)
 	stateFile := filepath.Join(t.TempDir(), "state.json")
-	if err := WriteStateFile(ctx, stateFile, states[0]); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, WriteStateFile(ctx, stateFile, states[0]))
 	st, err := ReadStateFile(stateFile)
-	if err != nil || st != states[0] {
-		t.Fatalf("state read back %+v, %v; want %+v", st, err, states[0])
-	}
+	require.NoError(t, err, "state read back %+v, %v; want %+v", st, err, states[0])
+	require.Equal(t, states[0], st, "state read back %+v, %v; want %+v", st, err, states[0])
 	seen := map[string]int{}
 	for _, rs := range first {
 		for _, s := range rs {
@@ -142,34 +122,22 @@ func TestURLResumeAcrossWorldSizes(t *testing.T) {
 		o := opts
 		o.Rank, o.WorldSize = r, 3
 		it, err := New(ds, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := it.Restore(st); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, it.Restore(st))
 		for s, err := range it.All(ctx) {
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			txt, ok := s.Get("txt")
-			if !ok || string(txt) != s.Key {
-				t.Fatalf("Get(txt) of %s = %q, %t", s.Key, txt, ok)
-			}
-			if _, ok := s.Get("jpg"); ok {
-				t.Fatal("Get of a missing extension found one")
-			}
+			require.True(t, ok, "Get(txt) of %s = %q, %t", s.Key, txt, ok)
+			require.Equal(t, s.Key, string(txt), "Get(txt) of %s = %q, %t", s.Key, txt, ok)
+			_, ok = s.Get("jpg")
+			require.False(t, ok, "Get of a missing extension found one")
 			seen[s.Key]++
 		}
 		it.Close()
 	}
-	if len(seen) != 15 {
-		t.Fatalf("%d distinct samples over both runs, want 15", len(seen))
-	}
+	require.Len(t, seen, 15, "%d distinct samples over both runs, want 15", len(seen))
 	for k, n := range seen {
-		if n != 1 {
-			t.Fatalf("sample %s seen %d times", k, n)
-		}
+		require.Equal(t, 1, n, "sample %s seen %d times", k, n)
 	}
 }
 
@@ -181,39 +149,31 @@ func TestOpenMissingMatchesErrNotExist(t *testing.T) {
 	m := urlMux(t)
 	for _, src := range []string{filepath.Join(dir, "nope"), remote + "/nope", remote + "/nope/index.json", "file://" + filepath.Join(dir, "nope")} {
 		_, err := Open(context.Background(), src, WithFS(m))
-		if !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("%s: %v, want an error matching fs.ErrNotExist", src, err)
-		}
+		assert.ErrorIs(t, err, fs.ErrNotExist, "%s: %v, want an error matching fs.ErrNotExist", src, err)
 	}
-	if _, err := Open(context.Background(), remote+"/", WithFS(m)); err == nil || !strings.Contains(err.Error(), "no shards") {
-		t.Errorf("an empty export: %v", err)
-	}
-	if _, err := Open(context.Background(), remote, WithScanWorkers(0)); err == nil {
-		t.Error("0 scan workers accepted")
-	}
+	_, err := Open(context.Background(), remote+"/", WithFS(m))
+	assert.Error(t, err, "an empty export: %v", err)
+	assert.ErrorContains(t, err, "no shards", "an empty export: %v", err)
+	_, err = Open(context.Background(), remote, WithScanWorkers(0))
+	assert.Error(t, err, "0 scan workers accepted")
 }
 
 // All ends cleanly at the end, and reports a failure once.
 func TestAllStopsAndReports(t *testing.T) {
 	ds := makeShards(t, []int{3, 2})
 	it, err := New(ds, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n := 0
 	for s, err := range it.All(context.Background()) {
-		if err != nil || s == nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err, err)
+		require.NotNil(t, s, err)
 		n++
 		if n == 2 {
 			break
 		}
 	}
 	st := it.State()
-	if st.Consumed != 2 {
-		t.Fatalf("stopped after 2 samples, state says %d consumed", st.Consumed)
-	}
+	require.EqualValues(t, 2, st.Consumed, "stopped after 2 samples, state says %d consumed", st.Consumed)
 	it.Close()
 	var errs int
 	for _, err := range it.All(context.Background()) {
@@ -221,7 +181,5 @@ func TestAllStopsAndReports(t *testing.T) {
 			errs++
 		}
 	}
-	if errs != 1 {
-		t.Fatalf("a closed iterator reported %d errors, want 1", errs)
-	}
+	require.Equal(t, 1, errs, "a closed iterator reported %d errors, want 1", errs)
 }

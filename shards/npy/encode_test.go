@@ -2,9 +2,11 @@ package npy
 
 import (
 	"bytes"
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestEncodeRoundTrip(t *testing.T) {
@@ -12,9 +14,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 	shapes := [][]int64{{}, {0}, {5}, {2, 3}, {1, 2, 3, 4}}
 	for _, descr := range descrs {
 		d, err := ParseDescr(descr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, shape := range shapes {
 			for _, version := range [][2]byte{{}, {1, 0}, {2, 0}, {3, 0}} {
 				for _, fortran := range []bool{false, true} {
@@ -28,22 +28,24 @@ func TestEncodeRoundTrip(t *testing.T) {
 					}
 					var buf bytes.Buffer
 					a := Array{Descr: descr, FortranOrder: fortran, Shape: shape, Data: data, Version: version}
-					if err := Encode(&buf, a); err != nil {
-						t.Fatalf("%+v: %v", a, err)
-					}
+					require.NoError(t, Encode(&buf, a), "%+v", a)
 					h, err := parseBytes(buf.Bytes())
-					if err != nil {
-						t.Fatalf("%s %v v%v: %v", descr, shape, version, err)
-					}
+					require.NoError(t, err, "%s %v v%v", descr, shape, version)
 					wantVersion := version
 					if version == [2]byte{} {
 						wantVersion = [2]byte{1, 0}
 					}
-					if h.Version != wantVersion || h.Descr != descr || h.Dtype.String() != d.String() || h.FortranOrder != fortran || !equalShape(h.Shape, shape) {
-						t.Errorf("wrote %s %v %v v%v, read %+v", descr, shape, fortran, version, h)
+					if assert.Equal(t, wantVersion, h.Version, "wrote %s %v %v v%v, read %+v", descr, shape, fortran, version, h) {
+						if assert.Equal(t, descr, h.Descr, "wrote %s %v %v v%v, read %+v", descr, shape, fortran, version, h) {
+							if assert.Equal(t, d.String(), h.Dtype.String(), "wrote %s %v %v v%v, read %+v", descr, shape, fortran, version, h) {
+								if assert.Equal(t, fortran, h.FortranOrder, "wrote %s %v %v v%v, read %+v", descr, shape, fortran, version, h) {
+									assert.True(t, equalShape(h.Shape, shape), "wrote %s %v %v v%v, read %+v", descr, shape, fortran, version, h)
+								}
+							}
+						}
 					}
-					if h.DataOffset%64 != 0 || !bytes.Equal(buf.Bytes()[h.DataOffset:], data) {
-						t.Errorf("%s %v: data at %d not aligned or differs", descr, shape, h.DataOffset)
+					if assert.EqualValues(t, 0, h.DataOffset%64, "%s %v: data at %d not aligned or differs", descr, shape, h.DataOffset) {
+						assert.Equal(t, data, buf.Bytes()[h.DataOffset:], "%s %v: data at %d not aligned or differs", descr, shape, h.DataOffset)
 					}
 				}
 			}
@@ -71,26 +73,19 @@ func TestEncodeRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			err := Encode(&buf, tt.a)
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("got %v, want %v", err, tt.want)
-			}
-			if buf.Len() != 0 {
-				t.Errorf("wrote %d bytes before failing", buf.Len())
-			}
+			require.ErrorIs(t, err, tt.want, "got %v, want %v", err, tt.want)
+			assert.Equal(t, 0, buf.Len(), "wrote %d bytes before failing", buf.Len())
 		})
 	}
 }
 
 func TestEncodeHeaderText(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Encode(&buf, Array{Descr: "<f4", Shape: []int64{3, 4}, Data: make([]byte, 48)}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Encode(&buf, Array{Descr: "<f4", Shape: []int64{3, 4}, Data: make([]byte, 48)}))
 	// Magic, version 1.0, u16 length, the dict with 20 spaces of room for
 	// the growth axis "3", padding to 128 bytes, newline.
 	dictText := "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }" + strings.Repeat(" ", 20)
 	want := Magic + "\x01\x00\x76\x00" + dictText + strings.Repeat(" ", 128-10-len(dictText)-1) + "\n"
-	if got := buf.String()[:128]; got != want {
-		t.Errorf("header\n%q\nwant\n%q", got, want)
-	}
+	got := buf.String()[:128]
+	assert.Equal(t, want, got, "header\n%q\nwant\n%q", got, want)
 }

@@ -2,8 +2,9 @@ package npy
 
 import (
 	"bytes"
-	"errors"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func FuzzParseHeader(f *testing.F) {
@@ -13,9 +14,7 @@ func FuzzParseHeader(f *testing.F) {
 		{Descr: ">c16", FortranOrder: true, Shape: []int64{1, 0}, Version: [2]byte{3, 0}},
 	} {
 		var buf bytes.Buffer
-		if err := Encode(&buf, a); err != nil {
-			f.Fatal(err)
-		}
+		require.NoError(f, Encode(&buf, a))
 		f.Add(buf.Bytes())
 	}
 	f.Add(rawNPY(1, dict("[('a', '<i4'), ('b', [('c', '<f8', (2, 3))])]", "False", "(2,)"), 0))
@@ -26,14 +25,13 @@ func FuzzParseHeader(f *testing.F) {
 		h, err := ParseHeader(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			var e *Error
-			if !errors.As(err, &e) || e.Kind == nil {
-				t.Fatalf("error %v is not an *Error with a Kind", err)
-			}
+			require.ErrorAs(t, err, &e, "error %v is not an *Error with a Kind", err)
+			require.Error(t, e.Kind, "error %v is not an *Error with a Kind", err)
 			return
 		}
-		if h.DataOffset+h.DataLen+h.Trailing != int64(len(data)) || h.Trailing < 0 || h.DataLen != h.Elements()*h.Dtype.ItemSize {
-			t.Fatalf("DataOffset %d DataLen %d Trailing %d for %d bytes", h.DataOffset, h.DataLen, h.Trailing, len(data))
-		}
+		require.Equal(t, int64(len(data)), h.DataOffset+h.DataLen+h.Trailing, "DataOffset %d DataLen %d Trailing %d for %d bytes", h.DataOffset, h.DataLen, h.Trailing, len(data))
+		require.GreaterOrEqual(t, h.Trailing, int64(0), "DataOffset %d DataLen %d Trailing %d for %d bytes", h.DataOffset, h.DataLen, h.Trailing, len(data))
+		require.Equal(t, h.Elements()*h.Dtype.ItemSize, h.DataLen, "DataOffset %d DataLen %d Trailing %d for %d bytes", h.DataOffset, h.DataLen, h.Trailing, len(data))
 		// Cross-check with the writer: an accepted array of a plain dtype
 		// (Encode writes no records) re-encodes in its dtype's canonical
 		// spelling and parses back to the same header fields and data.
@@ -42,15 +40,12 @@ func FuzzParseHeader(f *testing.F) {
 		}
 		var buf bytes.Buffer
 		a := Array{Descr: h.Dtype.String(), FortranOrder: h.FortranOrder, Shape: h.Shape, Data: data[h.DataOffset : h.DataOffset+h.DataLen], Version: h.Version}
-		if err := Encode(&buf, a); err != nil {
-			t.Fatalf("accepted header does not re-encode: %v", err)
-		}
+		require.NoError(t, Encode(&buf, a), "accepted header does not re-encode")
 		h2, err := parseBytes(buf.Bytes())
-		if err != nil {
-			t.Fatalf("re-encoded file rejected: %v", err)
-		}
-		if h2.Dtype.String() != h.Dtype.String() || h2.FortranOrder != h.FortranOrder || !equalShape(h2.Shape, h.Shape) || h2.Version != h.Version {
-			t.Fatalf("re-encoded header %+v differs from %+v", h2, h)
-		}
+		require.NoError(t, err, "re-encoded file rejected")
+		require.Equal(t, h.Dtype.String(), h2.Dtype.String(), "re-encoded header %+v differs from %+v", h2, h)
+		require.Equal(t, h.FortranOrder, h2.FortranOrder, "re-encoded header %+v differs from %+v", h2, h)
+		require.True(t, equalShape(h2.Shape, h.Shape), "re-encoded header %+v differs from %+v", h2, h)
+		require.Equal(t, h.Version, h2.Version, "re-encoded header %+v differs from %+v", h2, h)
 	})
 }

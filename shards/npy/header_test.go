@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // rawNPY builds a file from a literal header text (no padding added) and
@@ -90,21 +93,13 @@ func TestParseHeaderRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h, err := parseBytes(tt.file)
-			if err == nil {
-				t.Fatalf("accepted: %+v", h)
-			}
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("error %q is not %q", err, tt.want)
-			}
+			require.Error(t, err, "accepted: %+v", h)
+			require.ErrorIs(t, err, tt.want, "error %q is not %q", err, tt.want)
 			for _, s := range sentinels {
-				if s != tt.want && errors.Is(err, s) {
-					t.Fatalf("error %q also matches %q", err, s)
-				}
+				require.False(t, s != tt.want && errors.Is(err, s), "error %q also matches %q", err, s)
 			}
 			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("error %T is not *Error", err)
-			}
+			require.ErrorAs(t, err, &e, "error %T is not *Error", err)
 		})
 	}
 }
@@ -137,14 +132,16 @@ func TestParseHeaderAccepts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h, err := parseBytes(tt.file)
-			if err != nil {
-				t.Fatal(err)
+			require.NoError(t, err)
+			if assert.Equal(t, tt.descr, h.Descr, "got %q %+v %v %v, want %q %+v %v %v", h.Descr, h.Dtype, h.FortranOrder, h.Shape, tt.descr, tt.dtype, tt.fortran, tt.shape) {
+				if assert.Equal(t, tt.dtype, h.Dtype.String(), "got %q %+v %v %v, want %q %+v %v %v", h.Descr, h.Dtype, h.FortranOrder, h.Shape, tt.descr, tt.dtype, tt.fortran, tt.shape) {
+					if assert.Equal(t, tt.fortran, h.FortranOrder, "got %q %+v %v %v, want %q %+v %v %v", h.Descr, h.Dtype, h.FortranOrder, h.Shape, tt.descr, tt.dtype, tt.fortran, tt.shape) {
+						assert.True(t, equalShape(h.Shape, tt.shape), "got %q %+v %v %v, want %q %+v %v %v", h.Descr, h.Dtype, h.FortranOrder, h.Shape, tt.descr, tt.dtype, tt.fortran, tt.shape)
+					}
+				}
 			}
-			if h.Descr != tt.descr || h.Dtype.String() != tt.dtype || h.FortranOrder != tt.fortran || !equalShape(h.Shape, tt.shape) {
-				t.Errorf("got %q %+v %v %v, want %q %+v %v %v", h.Descr, h.Dtype, h.FortranOrder, h.Shape, tt.descr, tt.dtype, tt.fortran, tt.shape)
-			}
-			if h.DataOffset+h.DataLen+h.Trailing != int64(len(tt.file)) || h.DataLen != h.Elements()*h.Dtype.ItemSize {
-				t.Errorf("DataOffset %d DataLen %d for %d bytes", h.DataOffset, h.DataLen, len(tt.file))
+			if assert.Equal(t, int64(len(tt.file)), h.DataOffset+h.DataLen+h.Trailing, "DataOffset %d DataLen %d for %d bytes", h.DataOffset, h.DataLen, len(tt.file)) {
+				assert.Equal(t, h.Elements()*h.Dtype.ItemSize, h.DataLen, "DataOffset %d DataLen %d for %d bytes", h.DataOffset, h.DataLen, len(tt.file))
 			}
 		})
 	}
@@ -170,9 +167,9 @@ func TestParseDescr(t *testing.T) {
 		"float32": "<f4", "int": "<i8", ">u1": "|u1", "M8[D/24]": "<M8[h]", "i4,f8": "|V12",
 	}
 	for s, want := range good {
-		if got, err := ParseDescr(s); err != nil || got.String() != want {
-			t.Errorf("ParseDescr(%q) = %v, %v; want %s", s, got, err, want)
-		}
+		got, err := ParseDescr(s)
+		assert.NoError(t, err, "ParseDescr(%q) = %v, %v; want %s", s, got, err, want)
+		assert.Equal(t, want, got.String(), "ParseDescr(%q) = %v, %v; want %s", s, got, err, want)
 	}
 	bad := map[string]error{
 		"": ErrUnsupportedDtype, "<": ErrUnsupportedDtype, "O": ErrObjectDtype, "|O": ErrObjectDtype, "|O8": ErrObjectDtype,
@@ -182,34 +179,27 @@ func TestParseDescr(t *testing.T) {
 		"O,i4": ErrObjectDtype, "M8[ms/3]": ErrUnsupportedDtype,
 	}
 	for s, want := range bad {
-		if _, err := ParseDescr(s); !errors.Is(err, want) {
-			t.Errorf("ParseDescr(%q) = %v, want %v", s, err, want)
-		}
+		_, err := ParseDescr(s)
+		assert.ErrorIs(t, err, want, "ParseDescr(%q) = %v, want %v", s, err, want)
 	}
 }
 
 func TestParseFileErrorNamesFileAndOffset(t *testing.T) {
 	file := rawNPY(1, dict("'<f4'", "False", "(2,)"), 7)
 	path := filepath.Join(t.TempDir(), "x.npy")
-	if err := os.WriteFile(path, file, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, file, 0o644))
 	_, err := ParseFile(path)
 	var e *Error
-	if !errors.As(err, &e) || !errors.Is(err, ErrDataLength) {
-		t.Fatalf("got %v, want *Error of ErrDataLength", err)
-	}
-	if e.Path != path || e.Offset != int64(len(file)-7) {
-		t.Errorf("path %q offset %d, want %q %d", e.Path, e.Offset, path, len(file)-7)
+	require.ErrorAs(t, err, &e, "got %v, want *Error of ErrDataLength", err)
+	require.ErrorIs(t, err, ErrDataLength, "got %v, want *Error of ErrDataLength", err)
+	if assert.Equal(t, path, e.Path, "path %q offset %d, want %q %d", e.Path, e.Offset, path, len(file)-7) {
+		assert.Equal(t, int64(len(file)-7), e.Offset, "path %q offset %d, want %q %d", e.Path, e.Offset, path, len(file)-7)
 	}
 	for _, part := range []string{path, "<f4[2] needs 2 items of 4 bytes, the file has 7 bytes after the header", "truncated"} {
-		if !strings.Contains(err.Error(), part) {
-			t.Errorf("message %q lacks %q", err, part)
-		}
+		assert.ErrorContains(t, err, part, "message %q lacks %q", err, part)
 	}
-	if _, err := ParseFile(filepath.Join(t.TempDir(), "missing.npy")); !errors.Is(err, ErrRead) {
-		t.Errorf("missing file: got %v, want ErrRead", err)
-	}
+	_, err = ParseFile(filepath.Join(t.TempDir(), "missing.npy"))
+	assert.ErrorIs(t, err, ErrRead, "missing file: got %v, want ErrRead", err)
 }
 
 // strictReader fails the test if anything past limit is read.
@@ -220,9 +210,7 @@ type strictReader struct {
 }
 
 func (s strictReader) ReadAt(p []byte, off int64) (int, error) {
-	if off+int64(len(p)) > s.limit {
-		s.t.Errorf("read [%d, %d) past the header end %d", off, off+int64(len(p)), s.limit)
-	}
+	assert.LessOrEqual(s.t, off+int64(len(p)), s.limit, "read [%d, %d) past the header end %d", off, off+int64(len(p)), s.limit)
 	return s.r.ReadAt(p, off)
 }
 
@@ -232,30 +220,22 @@ func (e errReaderAt) ReadAt([]byte, int64) (int, error) { return 0, e.err }
 
 func TestParseHeaderIO(t *testing.T) {
 	var buf bytes.Buffer
-	if err := Encode(&buf, Array{Descr: "|u1", Shape: []int64{1 << 20}, Data: make([]byte, 1<<20)}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Encode(&buf, Array{Descr: "|u1", Shape: []int64{1 << 20}, Data: make([]byte, 1<<20)}))
 	h, err := ParseHeader(strictReader{t, bytes.NewReader(buf.Bytes()), 128}, int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.DataOffset != 128 {
-		t.Errorf("DataOffset %d, want 128", h.DataOffset)
-	}
+	require.NoError(t, err)
+	assert.EqualValues(t, 128, h.DataOffset, "DataOffset %d, want 128", h.DataOffset)
 	// A header length over the cap is refused before it is read.
 	b := rawNPY(2, "", 0)
 	binary.LittleEndian.PutUint32(b[8:], 1<<31)
-	if _, err := ParseHeader(strictReader{t, bytes.NewReader(b), 12}, 1<<40); !errors.Is(err, ErrHeaderTooLarge) {
-		t.Errorf("got %v, want ErrHeaderTooLarge", err)
-	}
+	_, err = ParseHeader(strictReader{t, bytes.NewReader(b), 12}, 1<<40)
+	assert.ErrorIs(t, err, ErrHeaderTooLarge, "got %v, want ErrHeaderTooLarge", err)
 	ioErr := errors.New("device gone")
-	if _, err := ParseHeader(errReaderAt{ioErr}, 100); !errors.Is(err, ErrRead) || !errors.Is(err, ioErr) {
-		t.Errorf("got %v, want ErrRead wrapping the cause", err)
-	}
+	_, err = ParseHeader(errReaderAt{ioErr}, 100)
+	assert.ErrorIs(t, err, ErrRead, "got %v, want ErrRead wrapping the cause", err)
+	assert.ErrorIs(t, err, ioErr, "got %v, want ErrRead wrapping the cause", err)
 	// A size larger than what the reader holds is a truncated file.
-	if _, err := ParseHeader(bytes.NewReader(buf.Bytes()[:64]), int64(buf.Len())); !errors.Is(err, ErrHeaderTruncated) {
-		t.Errorf("got %v, want ErrHeaderTruncated", err)
-	}
+	_, err = ParseHeader(bytes.NewReader(buf.Bytes()[:64]), int64(buf.Len()))
+	assert.ErrorIs(t, err, ErrHeaderTruncated, "got %v, want ErrHeaderTruncated", err)
 }
 
 // TestPython2File reads the .npy file numpy's own tests keep from Python 2
@@ -264,19 +244,14 @@ func TestParseHeaderIO(t *testing.T) {
 func TestPython2File(t *testing.T) {
 	for _, name := range []string{"win64python2.npy", "python3.npy"} {
 		h, err := ParseFile(filepath.Join("testdata", name))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		require.NoError(t, err, "%s", name)
 		data, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		one := []byte{0, 0, 0, 0, 0, 0, 0xf0, 0x3f} // 1.0 as <f8
-		if h.Dtype.String() != "<f8" || !equalShape(h.Shape, []int64{2}) || !bytes.Equal(data[h.DataOffset:h.DataOffset+h.DataLen], append(one, one...)) {
-			t.Errorf("%s: %s%v, data %x", name, h.Dtype, h.Shape, data[h.DataOffset:])
-		}
+		assert.Equal(t, "<f8", h.Dtype.String(), "%s: %s%v", name, h.Dtype, h.Shape)
+		assert.True(t, equalShape(h.Shape, []int64{2}), "%s: %s%v", name, h.Dtype, h.Shape)
+		assert.Equal(t, append(one, one...), data[h.DataOffset:h.DataOffset+h.DataLen], "%s: %s%v, data", name, h.Dtype, h.Shape)
 	}
-	if _, err := ParseFile(filepath.Join("testdata", "py2-objarr.npy")); !errors.Is(err, ErrObjectDtype) {
-		t.Errorf("py2-objarr.npy: %v, want ErrObjectDtype", err)
-	}
+	_, err := ParseFile(filepath.Join("testdata", "py2-objarr.npy"))
+	assert.ErrorIs(t, err, ErrObjectDtype, "py2-objarr.npy: %v, want ErrObjectDtype", err)
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // numpyCorpus writes .npy files with headers spelled every way numpy.load
@@ -213,33 +215,26 @@ func TestHeadersNumpyLoads(t *testing.T) {
 	needNumpy(t)
 	dir := t.TempDir()
 	var outcomes []numpyOutcome
-	if err := json.Unmarshal(runPython(t, numpyCorpus, dir), &outcomes); err != nil {
-		t.Fatal(err)
-	}
-	if len(outcomes) < 880 {
-		t.Fatalf("the corpus has %d files; want them all", len(outcomes))
-	}
+	require.NoError(t, json.Unmarshal(runPython(t, numpyCorpus, dir), &outcomes))
+	require.GreaterOrEqual(t, len(outcomes), 880, "the corpus has %d files; want them all", len(outcomes))
 	var accepted, refused int
 	for _, o := range outcomes {
 		file, err := os.ReadFile(filepath.Join(dir, o.File))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		h, err := parseBytes(file)
 		switch {
 		case numpyExceptions[o.Name]:
-			if err == nil {
-				t.Errorf("%s: accepted; listed as a known difference", o.Name)
-			}
+			assert.Error(t, err, "%s: accepted; listed as a known difference", o.Name)
 		case o.OK:
 			accepted++
-			if err != nil {
-				t.Errorf("%s (%s): numpy loads it as %s%v, ParseHeader: %v", o.Name, o.File, o.Dtype, o.Shape, err)
+			if !assert.NoError(t, err, "%s (%s): numpy loads it as %s%v, ParseHeader", o.Name, o.File, o.Dtype, o.Shape) {
 				continue
 			}
 			got := file[h.DataOffset : h.DataOffset+h.DataLen]
-			if h.Dtype.String() != o.Dtype || !slices.Equal(h.Shape, o.Shape) || hex.EncodeToString(got) != o.Data {
-				t.Errorf("%s (%s): numpy %s%v, ParseHeader %s%v (data equal: %v)", o.Name, o.File, o.Dtype, o.Shape, h.Dtype, h.Shape, hex.EncodeToString(got) == o.Data)
+			if assert.Equal(t, o.Dtype, h.Dtype.String(), "%s (%s): numpy %s%v, ParseHeader %s%v (data equal: %v)", o.Name, o.File, o.Dtype, o.Shape, h.Dtype, h.Shape, hex.EncodeToString(got) == o.Data) {
+				if assert.True(t, slices.Equal(h.Shape, o.Shape), "%s (%s): numpy %s%v, ParseHeader %s%v (data equal: %v)", o.Name, o.File, o.Dtype, o.Shape, h.Dtype, h.Shape, hex.EncodeToString(got) == o.Data) {
+					assert.Equal(t, o.Data, hex.EncodeToString(got), "%s (%s): numpy %s%v, ParseHeader %s%v (data equal: %v)", o.Name, o.File, o.Dtype, o.Shape, h.Dtype, h.Shape, hex.EncodeToString(got) == o.Data)
+				}
 			}
 			if o.Fields != nil {
 				var fields [][]any
@@ -250,20 +245,14 @@ func TestHeadersNumpyLoads(t *testing.T) {
 					}
 					fields = append(fields, []any{f.Name, float64(f.Offset), f.Dtype.String(), shape})
 				}
-				if fmt.Sprint(fields) != fmt.Sprint(o.Fields) {
-					t.Errorf("%s: numpy's fields %v, ParseHeader's %v", o.Name, o.Fields, fields)
-				}
+				assert.Equal(t, fmt.Sprint(o.Fields), fmt.Sprint(fields), "%s: numpy's fields %v, ParseHeader's %v", o.Name, o.Fields, fields)
 			}
 		case bytes.Contains([]byte(o.Err), []byte("Object arrays cannot be loaded")):
 			refused++
-			if !errors.Is(err, ErrObjectDtype) {
-				t.Errorf("%s: numpy refuses an object array, ParseHeader: %v", o.Name, err)
-			}
+			assert.ErrorIs(t, err, ErrObjectDtype, "%s: numpy refuses an object array, ParseHeader", o.Name)
 		default:
 			refused++
-			if err == nil {
-				t.Errorf("%s (%s): numpy refuses it (%s), ParseHeader accepts %s%v", o.Name, o.File, o.Err, h.Dtype, h.Shape)
-			}
+			assert.Error(t, err, "%s (%s): numpy refuses it (%s), ParseHeader accepts %+v", o.Name, o.File, o.Err, h)
 		}
 	}
 	t.Logf("%d headers numpy loads, %d it refuses", accepted, refused)

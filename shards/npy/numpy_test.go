@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/gdsload/gdsload/internal/testenv"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // debianPython is the system interpreter that has python3-numpy; the python3
@@ -30,9 +31,7 @@ func runPython(t *testing.T, script string, args ...string) []byte {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("python: %v\n%s", err, stderr.String())
-	}
+	require.NoError(t, err, "python: %v\n%s", err, stderr.String())
 	return out
 }
 
@@ -101,40 +100,36 @@ func TestReadsFilesNumpyWrites(t *testing.T) {
 		Shape   []int64
 		Data    string
 	}
-	if err := json.Unmarshal(runPython(t, numpyWriter, dir), &cases); err != nil {
-		t.Fatal(err)
-	}
-	if len(cases) != 40+176 {
-		t.Fatalf("numpy wrote %d files, want 216", len(cases))
-	}
+	require.NoError(t, json.Unmarshal(runPython(t, numpyWriter, dir), &cases))
+	require.Len(t, cases, 40+176, "numpy wrote %d files, want 216", len(cases))
 	for _, c := range cases {
 		path := filepath.Join(dir, c.File)
 		h, err := ParseFile(path)
-		if err != nil {
-			t.Errorf("%s: %v", c.File, err)
+		if !assert.NoError(t, err, "%s", c.File) {
 			continue
 		}
-		if h.Version != c.Version || h.Descr != c.Descr || h.FortranOrder != c.Fortran || !equalShape(h.Shape, c.Shape) {
-			t.Errorf("%s: got v%v %q %v %v, numpy says v%v %q %v %v", c.File, h.Version, h.Descr, h.FortranOrder, h.Shape,
-				c.Version, c.Descr, c.Fortran, c.Shape)
+		if assert.Equal(t, c.Version, h.Version, "%s: got v%v %q %v %v, numpy says v%v %q %v %v", c.File, h.Version, h.Descr, h.FortranOrder, h.Shape, c.Version, c.Descr, c.Fortran, c.Shape) {
+			if assert.Equal(t, c.Descr, h.Descr, "%s: got v%v %q %v %v, numpy says v%v %q %v %v", c.File, h.Version, h.Descr, h.FortranOrder, h.Shape, c.Version, c.Descr, c.Fortran, c.Shape) {
+				if assert.Equal(t, c.Fortran, h.FortranOrder, "%s: got v%v %q %v %v, numpy says v%v %q %v %v", c.File, h.Version, h.Descr, h.FortranOrder, h.Shape, c.Version, c.Descr, c.Fortran, c.Shape) {
+					assert.True(t, equalShape(h.Shape, c.Shape), "%s: got v%v %q %v %v, numpy says v%v %q %v %v", c.File, h.Version, h.Descr, h.FortranOrder, h.Shape, c.Version, c.Descr, c.Fortran, c.Shape)
+				}
+			}
 		}
 		file, _ := os.ReadFile(path)
-		if got := hex.EncodeToString(file[h.DataOffset:]); got != c.Data {
-			t.Errorf("%s: data at %d differs from numpy's", c.File, h.DataOffset)
-		}
+		got := hex.EncodeToString(file[h.DataOffset:])
+		assert.Equal(t, c.Data, got, "%s: data at %d differs from numpy's", c.File, h.DataOffset)
 		// Encode writes the very bytes numpy wrote.
 		var buf bytes.Buffer
 		a := Array{Descr: h.Descr, FortranOrder: h.FortranOrder, Shape: h.Shape, Data: file[h.DataOffset:], Version: h.Version}
-		if err := Encode(&buf, a); err != nil || !bytes.Equal(buf.Bytes(), file) {
-			t.Errorf("%s: Encode output differs from numpy's file (err %v)\n%q\n%q", c.File, err, buf.Bytes()[:min(buf.Len(), 128)], file[:min(len(file), 128)])
-		}
+		assert.NoError(t, Encode(&buf, a), c.File)
+		assert.Equal(t, file, buf.Bytes(), "%s: Encode output differs from numpy's file", c.File)
 	}
-	if _, err := ParseFile(filepath.Join(dir, "object.npy")); !errors.Is(err, ErrObjectDtype) {
-		t.Errorf("object.npy: got %v, want ErrObjectDtype", err)
-	}
+	_, err := ParseFile(filepath.Join(dir, "object.npy"))
+	assert.ErrorIs(t, err, ErrObjectDtype, "object.npy: got %v, want ErrObjectDtype", err)
 	for file, want := range map[string]string{"structured.npy": "|V20", "unicode.npy": "<U2"} {
-		if h, err := ParseFile(filepath.Join(dir, file)); err != nil || h.Dtype.String() != want {
-			t.Errorf("%s: got %v, %v; want %s", file, h, err, want)
+		h, err := ParseFile(filepath.Join(dir, file))
+		if assert.NoError(t, err, "%s: got %v, %v; want %s", file, h, err, want) {
+			assert.Equal(t, want, h.Dtype.String(), "%s: got %v, %v; want %s", file, h, err, want)
 		}
 	}
 }
@@ -169,13 +164,9 @@ func TestNumpyReadsFilesEncodeWrites(t *testing.T) {
 	var paths []string
 	for name, a := range arrays {
 		var buf bytes.Buffer
-		if err := Encode(&buf, a); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, Encode(&buf, a))
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(p, buf.Bytes(), 0o644))
 		paths = append(paths, p)
 	}
 	var got map[string]struct {
@@ -185,18 +176,17 @@ func TestNumpyReadsFilesEncodeWrites(t *testing.T) {
 		Shape   []int64
 		Data    string
 	}
-	if err := json.Unmarshal(runPython(t, numpyReader, paths...), &got); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(runPython(t, numpyReader, paths...), &got))
 	for name, a := range arrays {
 		g := got[filepath.Join(dir, name)]
 		wantVersion := a.Version
 		if wantVersion == [2]byte{} {
 			wantVersion = [2]byte{1, 0}
 		}
-		if g.Version != wantVersion || g.Descr != a.Descr ||
-			g.Fortran != a.FortranOrder || !equalShape(g.Shape, a.Shape) || g.Data != hex.EncodeToString(a.Data) {
-			t.Errorf("%s: numpy read %+v, wrote %+v", name, g, a)
-		}
+		assert.Equal(t, wantVersion, g.Version, "%s: numpy read %+v, wrote %+v", name, g, a)
+		assert.Equal(t, a.Descr, g.Descr, "%s: numpy read %+v, wrote %+v", name, g, a)
+		assert.Equal(t, a.FortranOrder, g.Fortran, "%s: numpy read %+v, wrote %+v", name, g, a)
+		assert.True(t, equalShape(g.Shape, a.Shape), "%s: numpy read %+v, wrote %+v", name, g, a)
+		assert.Equal(t, hex.EncodeToString(a.Data), g.Data, "%s: numpy read %+v, wrote %+v", name, g, a)
 	}
 }

@@ -3,21 +3,21 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func writeTemp(t *testing.T, name string, b []byte) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, b, 0o644))
 	return p
 }
 
@@ -50,43 +50,30 @@ func TestEncodeRoundTripAllDtypes(t *testing.T) {
 	)
 	meta := map[string]string{"format": "pt", "note": "<&> \"quoted\""}
 	var buf bytes.Buffer
-	if err := Encode(&buf, tensors, meta); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Encode(&buf, tensors, meta))
 	file := buf.Bytes()
 	n := binary.LittleEndian.Uint64(file)
-	if n%8 != 0 {
-		t.Errorf("header length %d is not a multiple of 8", n)
-	}
+	assert.Zero(t, n%8, "header length %d is not a multiple of 8", n)
 	path := writeTemp(t, "all.safetensors", file)
 	f, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	h := f.Header
-	if h.DataOffset != int64(8+n) || h.FileSize() != int64(len(file)) {
-		t.Errorf("DataOffset %d, FileSize %d; want %d, %d", h.DataOffset, h.FileSize(), 8+n, len(file))
-	}
-	if len(h.Metadata) != 2 || h.Metadata["note"] != meta["note"] {
-		t.Errorf("metadata %v, want %v", h.Metadata, meta)
-	}
-	if len(h.Tensors) != len(tensors) {
-		t.Fatalf("%d tensors, want %d", len(h.Tensors), len(tensors))
-	}
+	assert.Equal(t, int64(8+n), h.DataOffset, "DataOffset %d, FileSize %d; want %d, %d", h.DataOffset, h.FileSize(), 8+n, len(file))
+	assert.Equal(t, int64(len(file)), h.FileSize(), "DataOffset %d, FileSize %d; want %d, %d", h.DataOffset, h.FileSize(), 8+n, len(file))
+	assert.Len(t, h.Metadata, 2, "metadata %v, want %v", h.Metadata, meta)
+	assert.Equal(t, meta["note"], h.Metadata["note"], "metadata %v, want %v", h.Metadata, meta)
+	require.Len(t, h.Tensors, len(tensors), "%d tensors, want %d", len(h.Tensors), len(tensors))
 	var prevBits int64 = 64
 	for _, want := range tensors {
 		got, ok := h.Tensor(want.Name)
-		if !ok {
-			t.Fatalf("tensor %q missing", want.Name)
-		}
-		if got.Dtype != want.Dtype || !equalShape(got.Shape, want.Shape) || got.Bytes() != int64(len(want.Data)) {
-			t.Errorf("%q: got %s%v %d bytes, want %s%v %d", want.Name, got.Dtype, got.Shape, got.Bytes(), want.Dtype, want.Shape, len(want.Data))
-		}
+		require.True(t, ok, "tensor %q missing", want.Name)
+		assert.Equal(t, want.Dtype, got.Dtype, "%q: got %s%v %d bytes, want %s%v %d", want.Name, got.Dtype, got.Shape, got.Bytes(), want.Dtype, want.Shape, len(want.Data))
+		assert.True(t, equalShape(got.Shape, want.Shape), "%q: got %s%v %d bytes, want %s%v %d", want.Name, got.Dtype, got.Shape, got.Bytes(), want.Dtype, want.Shape, len(want.Data))
+		assert.Equal(t, int64(len(want.Data)), got.Bytes(), "%q: got %s%v %d bytes, want %s%v %d", want.Name, got.Dtype, got.Shape, got.Bytes(), want.Dtype, want.Shape, len(want.Data))
 		data, err := io.ReadAll(f.TensorReader(got))
-		if err != nil || !bytes.Equal(data, want.Data) {
-			t.Errorf("%q: data differs (err %v)", want.Name, err)
-		}
+		assert.NoError(t, err, "%q: data differs (err %v)", want.Name, err)
+		assert.True(t, bytes.Equal(data, want.Data), "%q: data differs", want.Name)
 	}
 	// Layout: decreasing element size in whole bytes, so every tensor is
 	// aligned to it (sub-byte tensors fill whole bytes; the reference puts
@@ -94,19 +81,15 @@ func TestEncodeRoundTripAllDtypes(t *testing.T) {
 	for _, ti := range h.Tensors {
 		bits, _ := DtypeBits(ti.Dtype)
 		bits = (bits + 7) / 8 * 8
-		if bits > prevBits {
-			t.Errorf("%q (%d bits) follows a %d-bit tensor", ti.Name, bits, prevBits)
-		}
+		assert.LessOrEqual(t, bits, prevBits, "%q (%d bits) follows a %d-bit tensor", ti.Name, bits, prevBits)
 		prevBits = bits
-		if bits >= 8 && ti.Begin%(bits/8) != 0 {
-			t.Errorf("%q begins at %d, not aligned to %d", ti.Name, ti.Begin, bits/8)
-		}
+		assert.False(t, bits >= 8 && ti.Begin%(bits/8) != 0, "%q begins at %d, not aligned to %d", ti.Name, ti.Begin, bits/8)
 	}
 	// Deterministic output.
 	var again bytes.Buffer
-	if err := Encode(&again, tensors, meta); err != nil || !bytes.Equal(again.Bytes(), file) {
-		t.Errorf("second Encode differs (err %v)", err)
-	}
+	err = Encode(&again, tensors, meta)
+	assert.NoError(t, err, "second Encode differs (err %v)", err)
+	assert.Equal(t, file, again.Bytes(), "second Encode differs (err %v)", err)
 }
 
 func TestEncodeRejects(t *testing.T) {
@@ -131,12 +114,8 @@ func TestEncodeRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			err := Encode(&buf, tt.tensors, tt.meta)
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("got %v, want %v", err, tt.want)
-			}
-			if buf.Len() != 0 {
-				t.Errorf("wrote %d bytes before failing", buf.Len())
-			}
+			require.ErrorIs(t, err, tt.want, "got %v, want %v", err, tt.want)
+			assert.Equal(t, 0, buf.Len(), "wrote %d bytes before failing", buf.Len())
 		})
 	}
 }
@@ -147,18 +126,16 @@ func TestDtypeBits(t *testing.T) {
 		"I16": 16, "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32,
 		"C64": 64, "F64": 64, "I64": 64, "U64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
 	}
-	if got := Dtypes(); len(got) != len(want) {
-		t.Errorf("Dtypes() has %d entries, want %d", len(got), len(want))
-	}
+	got := Dtypes()
+	assert.Len(t, got, len(want), "Dtypes() has %d entries, want %d", len(got), len(want))
 	for d, bits := range want {
-		if got, ok := DtypeBits(d); !ok || got != bits {
-			t.Errorf("DtypeBits(%q) = %d, %v; want %d", d, got, ok, bits)
-		}
+		got, ok := DtypeBits(d)
+		assert.True(t, ok, "DtypeBits(%q) = %d, %v; want %d", d, got, ok, bits)
+		assert.Equal(t, bits, got, "DtypeBits(%q) = %d, %v; want %d", d, got, ok, bits)
 	}
 	for _, d := range []string{"", "f32", "F8", "C128", "F16 "} {
-		if _, ok := DtypeBits(d); ok {
-			t.Errorf("DtypeBits(%q) accepted", d)
-		}
+		_, ok := DtypeBits(d)
+		assert.False(t, ok, "DtypeBits(%q) accepted", d)
 	}
 }
 
@@ -167,16 +144,13 @@ func TestDtypeBits(t *testing.T) {
 // whatever the names say.
 func TestEncodeOrderFollowsTheReference(t *testing.T) {
 	for _, d := range Dtypes() {
-		if _, ok := dtypeRanks[d]; !ok {
-			t.Errorf("dtype %s has no place in the reference order", d)
-		}
+		_, ok := dtypeRanks[d]
+		assert.True(t, ok, "dtype %s has no place in the reference order", d)
 	}
 	bytesOf := func(d string) int64 { b, _ := DtypeBits(d); return (b + 7) / 8 }
 	for a, ra := range dtypeRanks {
 		for b, rb := range dtypeRanks {
-			if ra < rb && bytesOf(a) > bytesOf(b) {
-				t.Errorf("%s (%d bytes) ranks below %s (%d bytes): alignment would break", a, bytesOf(a), b, bytesOf(b))
-			}
+			assert.False(t, ra < rb && bytesOf(a) > bytesOf(b), "%s (%d bytes) ranks below %s (%d bytes): alignment would break", a, bytesOf(a), b, bytesOf(b))
 		}
 	}
 	specs := []TensorSpec{
@@ -187,14 +161,11 @@ func TestEncodeOrderFollowsTheReference(t *testing.T) {
 		{Name: "i", Dtype: "F32", Shape: []int64{1}}, {Name: "j", Dtype: "I32", Shape: []int64{1}},
 	}
 	layout, _, err := EncodeHeader(specs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var got []string
 	for _, ti := range layout {
 		got = append(got, ti.Name)
 	}
-	if want := []string{"d", "c", "b", "a", "i", "j", "g", "h", "f", "e"}; !slices.Equal(got, want) {
-		t.Fatalf("layout order %v, the reference writes %v", got, want)
-	}
+	want := []string{"d", "c", "b", "a", "i", "j", "g", "h", "f", "e"}
+	require.True(t, slices.Equal(got, want), "layout order %v, the reference writes %v", got, want)
 }

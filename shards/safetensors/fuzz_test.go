@@ -2,20 +2,19 @@ package safetensors
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func FuzzParseHeader(f *testing.F) {
 	golden, _ := filepath.Glob(filepath.Join("testdata", "*.safetensors"))
 	for _, p := range golden {
 		b, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
+		require.NoError(f, err)
 		f.Add(b)
 	}
 	f.Add(rawFile(`{"a":{"dtype":"F4","shape":[2,3],"data_offsets":[0,3]},"__metadata__":{"x":"y"}}`, 3))
@@ -24,46 +23,36 @@ func FuzzParseHeader(f *testing.F) {
 		h, err := ParseHeader(bytes.NewReader(data), int64(len(data)))
 		if err != nil {
 			var e *Error
-			if !errors.As(err, &e) || e.Kind == nil {
-				t.Fatalf("error %v is not an *Error with a Kind", err)
-			}
+			require.ErrorAs(t, err, &e, "error %v is not an *Error with a Kind", err)
+			require.Error(t, e.Kind, "error %v is not an *Error with a Kind", err)
 			return
 		}
 		// Invariants of an accepted header.
-		if h.DataOffset+h.DataLen != int64(len(data)) || h.DataOffset-8 > MaxHeaderSize {
-			t.Fatalf("DataOffset %d DataLen %d for %d bytes", h.DataOffset, h.DataLen, len(data))
-		}
+		require.Equal(t, int64(len(data)), h.DataOffset+h.DataLen, "DataOffset %d DataLen %d for %d bytes", h.DataOffset, h.DataLen, len(data))
+		require.LessOrEqual(t, h.DataOffset-8, int64(MaxHeaderSize), "DataOffset %d DataLen %d for %d bytes", h.DataOffset, h.DataLen, len(data))
 		var next int64
 		tensors := make([]TensorData, len(h.Tensors))
 		for i, ti := range h.Tensors {
-			if ti.Begin != next {
-				t.Fatalf("tensor %q begins at %d, want %d", ti.Name, ti.Begin, next)
-			}
+			require.Equal(t, next, ti.Begin, "tensor %q begins at %d, want %d", ti.Name, ti.Begin, next)
 			next = ti.End
 			tensors[i] = TensorData{Name: ti.Name, Dtype: ti.Dtype, Shape: ti.Shape,
 				Data: data[h.DataOffset+ti.Begin : h.DataOffset+ti.End]}
 		}
-		if next != h.DataLen {
-			t.Fatalf("tensors end at %d, data region is %d", next, h.DataLen)
-		}
+		require.Equal(t, h.DataLen, next, "tensors end at %d, data region is %d", next, h.DataLen)
 		// Cross-check with the writer: what was accepted re-encodes, and the
 		// re-encoded file parses to the same tensors.
 		var buf bytes.Buffer
-		if err := Encode(&buf, tensors, h.Metadata); err != nil {
-			t.Fatalf("accepted header does not re-encode: %v", err)
-		}
+		require.NoError(t, Encode(&buf, tensors, h.Metadata), "accepted header does not re-encode")
 		h2, err := parseBytes(buf.Bytes())
-		if err != nil {
-			t.Fatalf("re-encoded file rejected: %v", err)
-		}
-		if len(h2.Tensors) != len(h.Tensors) || len(h2.Metadata) != len(h.Metadata) {
-			t.Fatalf("re-encoded file has %d tensors, %d metadata", len(h2.Tensors), len(h2.Metadata))
-		}
+		require.NoError(t, err, "re-encoded file rejected")
+		require.Len(t, h2.Tensors, len(h.Tensors), "re-encoded file has %d tensors, %d metadata", len(h2.Tensors), len(h2.Metadata))
+		require.Len(t, h2.Metadata, len(h.Metadata), "re-encoded file has %d tensors, %d metadata", len(h2.Tensors), len(h2.Metadata))
 		for _, ti := range h.Tensors {
 			t2, ok := h2.Tensor(ti.Name)
-			if !ok || t2.Dtype != ti.Dtype || !equalShape(t2.Shape, ti.Shape) || t2.Bytes() != ti.Bytes() {
-				t.Fatalf("tensor %q changed in re-encoding", ti.Name)
-			}
+			require.True(t, ok, "tensor %q changed in re-encoding", ti.Name)
+			require.Equal(t, ti.Dtype, t2.Dtype, "tensor %q changed in re-encoding", ti.Name)
+			require.True(t, equalShape(t2.Shape, ti.Shape), "tensor %q changed in re-encoding", ti.Name)
+			require.Equal(t, ti.Bytes(), t2.Bytes(), "tensor %q changed in re-encoding", ti.Name)
 		}
 	})
 }
@@ -77,29 +66,23 @@ func FuzzParseIndex(f *testing.F) {
 		ix, err := parseIndex(data)
 		if err != nil {
 			var e *Error
-			if !errors.As(err, &e) || e.Kind == nil {
-				t.Fatalf("error %v is not an *Error with a Kind", err)
-			}
+			require.ErrorAs(t, err, &e, "error %v is not an *Error with a Kind", err)
+			require.Error(t, e.Kind, "error %v is not an *Error with a Kind", err)
 			return
 		}
 		// Invariants of an accepted index: every shard stays inside the
 		// index's directory, Files are the distinct shards, sorted.
 		ix.Path = filepath.Join("/ckpt", "model.safetensors.index.json")
 		for i, p := range ix.FilePaths() {
-			if rel, err := filepath.Rel("/ckpt", p); err != nil || !filepath.IsLocal(rel) {
-				t.Fatalf("shard %q resolves to %s, outside the index's directory", ix.Files[i], p)
-			}
-			if i > 0 && ix.Files[i-1] >= ix.Files[i] {
-				t.Fatalf("Files not sorted and distinct: %q", ix.Files)
-			}
+			rel, err := filepath.Rel("/ckpt", p)
+			require.NoError(t, err, "shard %q resolves to %s, outside the index's directory", ix.Files[i], p)
+			require.True(t, filepath.IsLocal(rel), "shard %q resolves to %s, outside the index's directory", ix.Files[i], p)
+			require.False(t, i > 0 && ix.Files[i-1] >= ix.Files[i], "Files not sorted and distinct: %q", ix.Files)
 		}
-		if len(ix.WeightMap) == 0 {
-			t.Fatal("an accepted index without tensors")
-		}
+		require.NotEmpty(t, ix.WeightMap, "an accepted index without tensors")
 		for name, file := range ix.WeightMap {
-			if _, found := slices.BinarySearch(ix.Files, file); !found {
-				t.Fatalf("tensor %q's shard %q is not in Files", name, file)
-			}
+			_, found := slices.BinarySearch(ix.Files, file)
+			require.True(t, found, "tensor %q's shard %q is not in Files", name, file)
 		}
 	})
 }

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -33,30 +36,18 @@ func TestGoldenFiles(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tensors, meta := build()
 			var buf bytes.Buffer
-			if err := Encode(&buf, tensors, meta); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, Encode(&buf, tensors, meta))
 			path := filepath.Join("testdata", name)
 			if *update {
-				if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
 			}
 			golden, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(golden, buf.Bytes()) {
-				t.Fatalf("Encode output differs from %s; if the change is intended, run go test -update", path)
-			}
+			require.NoError(t, err, "%v (run go test -update to create it)", err)
+			require.Equal(t, buf.Bytes(), golden, "Encode output differs from %s; if the change is intended, run go test -update", path)
 			f, err := Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer f.Close()
-			if len(f.Header.Tensors) != len(tensors) {
-				t.Errorf("%d tensors, want %d", len(f.Header.Tensors), len(tensors))
-			}
+			assert.Len(t, f.Header.Tensors, len(tensors), "%d tensors, want %d", len(f.Header.Tensors), len(tensors))
 		})
 	}
 }
@@ -94,21 +85,14 @@ func TestSpecBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if len(tt.header)%8 != 0 {
-				t.Fatalf("test header is %d bytes, not padded to 8", len(tt.header))
-			}
+			require.Equal(t, 0, len(tt.header)%8, "test header is %d bytes, not padded to 8", len(tt.header))
 			want := binary.LittleEndian.AppendUint64(nil, uint64(len(tt.header)))
 			want = append(append(want, tt.header...), tt.data...)
 			var buf bytes.Buffer
-			if err := Encode(&buf, tt.tensors, tt.meta); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(buf.Bytes(), want) {
-				t.Fatalf("Encode wrote\n%q\nwant\n%q", buf.Bytes(), want)
-			}
-			if _, err := parseBytes(want); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, Encode(&buf, tt.tensors, tt.meta))
+			require.Equal(t, want, buf.Bytes(), "Encode wrote\n%q\nwant\n%q", buf.Bytes(), want)
+			_, err := parseBytes(want)
+			require.NoError(t, err)
 		})
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // rawFile builds a file from a literal header and a data region of dataLen
@@ -97,21 +100,13 @@ func TestParseHeaderRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h, err := parseBytes(tt.file)
-			if err == nil {
-				t.Fatalf("accepted: %+v", h)
-			}
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("error %q is not %q", err, tt.want)
-			}
+			require.Error(t, err, "accepted: %+v", h)
+			require.ErrorIs(t, err, tt.want, "error %q is not %q", err, tt.want)
 			for _, s := range sentinels {
-				if s != tt.want && errors.Is(err, s) {
-					t.Fatalf("error %q also matches %q", err, s)
-				}
+				require.False(t, s != tt.want && errors.Is(err, s), "error %q also matches %q", err, s)
 			}
 			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("error %T is not *Error", err)
-			}
+			require.ErrorAs(t, err, &e, "error %T is not *Error", err)
 		})
 	}
 }
@@ -140,28 +135,17 @@ func TestParseHeaderAccepts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h, err := parseBytes(tt.file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(h.Tensors) != len(tt.names) {
-				t.Fatalf("got %d tensors, want %d", len(h.Tensors), len(tt.names))
-			}
+			require.NoError(t, err)
+			require.Len(t, h.Tensors, len(tt.names), "got %d tensors, want %d", len(h.Tensors), len(tt.names))
 			for i, ti := range h.Tensors {
-				if ti.Name != tt.names[i] || !equalShape(ti.Shape, tt.shapes[i]) {
-					t.Errorf("tensor %d = %q %v, want %q %v", i, ti.Name, ti.Shape, tt.names[i], tt.shapes[i])
-				}
+				assert.Equal(t, tt.names[i], ti.Name, "tensor %d = %q %v, want %q %v", i, ti.Name, ti.Shape, tt.names[i], tt.shapes[i])
+				assert.True(t, equalShape(ti.Shape, tt.shapes[i]), "tensor %d = %q %v, want %q %v", i, ti.Name, ti.Shape, tt.names[i], tt.shapes[i])
 			}
-			if len(h.Metadata) != len(tt.meta) {
-				t.Errorf("metadata %v, want %v", h.Metadata, tt.meta)
-			}
+			assert.Len(t, h.Metadata, len(tt.meta), "metadata %v, want %v", h.Metadata, tt.meta)
 			for k, v := range tt.meta {
-				if h.Metadata[k] != v {
-					t.Errorf("metadata[%q] = %q, want %q", k, h.Metadata[k], v)
-				}
+				assert.Equal(t, v, h.Metadata[k], "metadata[%q] = %q, want %q", k, h.Metadata[k], v)
 			}
-			if h.FileSize() != int64(len(tt.file)) {
-				t.Errorf("FileSize %d, want %d", h.FileSize(), len(tt.file))
-			}
+			assert.Equal(t, int64(len(tt.file)), h.FileSize(), "FileSize %d, want %d", h.FileSize(), len(tt.file))
 		})
 	}
 }
@@ -183,18 +167,15 @@ func TestErrorNamesFileTensorAndOffset(t *testing.T) {
 	path := writeTemp(t, "bad.safetensors", file)
 	_, err := Open(path)
 	var e *Error
-	if !errors.As(err, &e) || !errors.Is(err, ErrSizeMismatch) {
-		t.Fatalf("got %v, want *Error of ErrSizeMismatch", err)
-	}
+	require.ErrorAs(t, err, &e, "got %v, want *Error of ErrSizeMismatch", err)
+	require.ErrorIs(t, err, ErrSizeMismatch, "got %v, want *Error of ErrSizeMismatch", err)
 	// The "w" entry is located where the "a" entry ends.
 	wantOff := int64(8 + strings.Index(string(file[8:]), `,"w"`))
-	if e.Path != path || e.Tensor != "w" || e.Offset != wantOff {
-		t.Errorf("got path %q tensor %q offset %d, want %q %q %d", e.Path, e.Tensor, e.Offset, path, "w", wantOff)
-	}
+	assert.Equal(t, path, e.Path, "got path %q tensor %q offset %d, want %q %q %d", e.Path, e.Tensor, e.Offset, path, "w", wantOff)
+	assert.Equal(t, "w", e.Tensor, "got path %q tensor %q offset %d, want %q %q %d", e.Path, e.Tensor, e.Offset, path, "w", wantOff)
+	assert.Equal(t, wantOff, e.Offset, "got path %q tensor %q offset %d, want %q %q %d", e.Path, e.Tensor, e.Offset, path, "w", wantOff)
 	for _, part := range []string{path, `"w"`, "data_offsets [8, 12] span 4 bytes", "needs 8", "re-export"} {
-		if !strings.Contains(err.Error(), part) {
-			t.Errorf("message %q lacks %q", err, part)
-		}
+		assert.ErrorContains(t, err, part, "message %q lacks %q", err, part)
 	}
 }
 
@@ -206,32 +187,23 @@ type strictReader struct {
 }
 
 func (s strictReader) ReadAt(p []byte, off int64) (int, error) {
-	if off+int64(len(p)) > s.limit {
-		s.t.Errorf("read [%d, %d) past the header end %d", off, off+int64(len(p)), s.limit)
-	}
+	assert.LessOrEqual(s.t, off+int64(len(p)), s.limit, "read [%d, %d) past the header end %d", off, off+int64(len(p)), s.limit)
 	return s.r.ReadAt(p, off)
 }
 
 func TestParseHeaderReadsOnlyHeader(t *testing.T) {
 	var buf bytes.Buffer
 	data := make([]byte, 1<<20)
-	if err := Encode(&buf, []TensorData{{Name: "big", Dtype: "U8", Shape: []int64{1 << 20}, Data: data}}, nil); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Encode(&buf, []TensorData{{Name: "big", Dtype: "U8", Shape: []int64{1 << 20}, Data: data}}, nil))
 	n := int64(binary.LittleEndian.Uint64(buf.Bytes()))
 	h, err := ParseHeader(strictReader{t, bytes.NewReader(buf.Bytes()), 8 + n}, int64(buf.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.DataOffset != 8+n || h.DataLen != 1<<20 {
-		t.Errorf("DataOffset %d DataLen %d", h.DataOffset, h.DataLen)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 8+n, h.DataOffset, "DataOffset %d DataLen %d", h.DataOffset, h.DataLen)
+	assert.EqualValues(t, 1<<20, h.DataLen, "DataOffset %d DataLen %d", h.DataOffset, h.DataLen)
 	// A header length over the cap is refused before reading (or allocating) it.
 	binary.LittleEndian.PutUint64(buf.Bytes(), MaxHeaderSize+1)
 	_, err = ParseHeader(strictReader{t, bytes.NewReader(buf.Bytes()), 8}, 1<<40)
-	if !errors.Is(err, ErrHeaderTooLarge) {
-		t.Fatalf("got %v, want ErrHeaderTooLarge", err)
-	}
+	require.ErrorIs(t, err, ErrHeaderTooLarge, "got %v, want ErrHeaderTooLarge", err)
 }
 
 // errReaderAt fails every read.
@@ -242,13 +214,10 @@ func (e errReaderAt) ReadAt([]byte, int64) (int, error) { return 0, e.err }
 func TestParseHeaderReadErrors(t *testing.T) {
 	ioErr := errors.New("device gone")
 	_, err := ParseHeader(errReaderAt{ioErr}, 100)
-	if !errors.Is(err, ErrRead) || !errors.Is(err, ioErr) {
-		t.Errorf("got %v, want ErrRead wrapping the cause", err)
-	}
+	assert.ErrorIs(t, err, ErrRead, "got %v, want ErrRead wrapping the cause", err)
+	assert.ErrorIs(t, err, ioErr, "got %v, want ErrRead wrapping the cause", err)
 	// A size larger than what the reader holds is a truncated file.
 	file := rawFile(`{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, 1)
 	_, err = ParseHeader(bytes.NewReader(file[:20]), int64(len(file)))
-	if !errors.Is(err, ErrHeaderTruncated) {
-		t.Errorf("got %v, want ErrHeaderTruncated", err)
-	}
+	assert.ErrorIs(t, err, ErrHeaderTruncated, "got %v, want ErrHeaderTruncated", err)
 }

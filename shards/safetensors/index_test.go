@@ -1,11 +1,12 @@
 package safetensors
 
 import (
-	"errors"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseIndex(t *testing.T) {
@@ -16,23 +17,15 @@ func TestParseIndex(t *testing.T) {
 		"layers.1.w": "sub/model-00002-of-00002.safetensors"}}`
 	path := writeTemp(t, "model.safetensors.index.json", []byte(idx))
 	ix, err := ParseIndex(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	wantFiles := []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "sub/model-00002-of-00002.safetensors"}
-	if !slices.Equal(ix.Files, wantFiles) {
-		t.Errorf("Files = %q, want %q", ix.Files, wantFiles)
-	}
+	assert.True(t, slices.Equal(ix.Files, wantFiles), "Files = %q, want %q", ix.Files, wantFiles)
 	dir := filepath.Dir(path)
-	if got := ix.FilePaths(); got[2] != filepath.Join(dir, "sub", "model-00002-of-00002.safetensors") {
-		t.Errorf("FilePaths = %q", got)
-	}
-	if ix.WeightMap["embed.weight"] != "model-00001-of-00002.safetensors" || len(ix.WeightMap) != 4 {
-		t.Errorf("WeightMap = %v", ix.WeightMap)
-	}
-	if ix.Metadata["total_size"] != float64(28) {
-		t.Errorf("Metadata = %v", ix.Metadata)
-	}
+	got := ix.FilePaths()
+	assert.Equal(t, filepath.Join(dir, "sub", "model-00002-of-00002.safetensors"), got[2], "FilePaths = %q", got)
+	assert.Equal(t, "model-00001-of-00002.safetensors", ix.WeightMap["embed.weight"], "WeightMap = %v", ix.WeightMap)
+	assert.Len(t, ix.WeightMap, 4, "WeightMap = %v", ix.WeightMap)
+	assert.Equal(t, float64(28), ix.Metadata["total_size"], "Metadata = %v", ix.Metadata)
 }
 
 func TestParseIndexRejects(t *testing.T) {
@@ -61,15 +54,10 @@ func TestParseIndexRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeTemp(t, "m.safetensors.index.json", []byte(tt.json))
 			_, err := ParseIndex(path)
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("got %v, want %v", err, tt.want)
-			}
-			if !strings.Contains(err.Error(), path) {
-				t.Errorf("error %q does not name the file", err)
-			}
+			require.ErrorIs(t, err, tt.want, "got %v, want %v", err, tt.want)
+			assert.ErrorContains(t, err, path, "error %q does not name the file", err)
 		})
 	}
-	if _, err := ParseIndex(filepath.Join(t.TempDir(), "missing.json")); !errors.Is(err, ErrRead) {
-		t.Errorf("missing file: got %v, want ErrRead", err)
-	}
+	_, err := ParseIndex(filepath.Join(t.TempDir(), "missing.json"))
+	assert.ErrorIs(t, err, ErrRead, "missing file: got %v, want ErrRead", err)
 }

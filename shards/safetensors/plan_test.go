@@ -2,7 +2,11 @@ package safetensors
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestPlan(t *testing.T) {
@@ -12,47 +16,37 @@ func TestPlan(t *testing.T) {
 		{Name: "e", Dtype: "U8", Shape: []int64{0}},
 	}
 	var buf bytes.Buffer
-	if err := Encode(&buf, tensors, map[string]string{"k": "v"}); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, Encode(&buf, tensors, map[string]string{"k": "v"}))
 	file := buf.Bytes()
 	h, err := parseBytes(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, align := range []int64{1, 8, 512, 4096, 1 << 20} {
 		p, err := h.Plan(align)
-		if err != nil {
-			t.Fatal(err)
+		require.NoError(t, err)
+		msg := fmt.Sprintf("align %d: FileOffset %d is not DataOffset %d rounded down", align, p.FileOffset, h.DataOffset)
+		assert.Zero(t, p.FileOffset%align, msg)
+		assert.LessOrEqual(t, p.FileOffset, h.DataOffset, msg)
+		assert.Less(t, h.DataOffset-p.FileOffset, align, msg)
+		if assert.Equal(t, int64(len(file)), p.FileOffset+p.Length, "align %d: range [%d,+%d) slack %d", align, p.FileOffset, p.Length, p.HeadSlack) {
+			assert.Equal(t, h.DataOffset-p.FileOffset, p.HeadSlack, "align %d: range [%d,+%d) slack %d", align, p.FileOffset, p.Length, p.HeadSlack)
 		}
-		if p.FileOffset%align != 0 || p.FileOffset > h.DataOffset || h.DataOffset-p.FileOffset >= align {
-			t.Errorf("align %d: FileOffset %d is not DataOffset %d rounded down", align, p.FileOffset, h.DataOffset)
-		}
-		if p.FileOffset+p.Length != int64(len(file)) || p.HeadSlack != h.DataOffset-p.FileOffset {
-			t.Errorf("align %d: range [%d,+%d) slack %d", align, p.FileOffset, p.Length, p.HeadSlack)
-		}
-		if p.AllocLength%align != 0 || p.AllocLength < p.Length || p.AllocLength-p.Length >= align {
-			t.Errorf("align %d: AllocLength %d for Length %d", align, p.AllocLength, p.Length)
-		}
+		assert.Zero(t, p.AllocLength%align, "align %d: AllocLength %d for Length %d", align, p.AllocLength, p.Length)
+		assert.GreaterOrEqual(t, p.AllocLength, p.Length, "align %d: AllocLength %d for Length %d", align, p.AllocLength, p.Length)
+		assert.Less(t, p.AllocLength-p.Length, align, "align %d: AllocLength %d for Length %d", align, p.AllocLength, p.Length)
 		// Simulate the load: read the planned range into an allocation and
 		// check every view sees its tensor's bytes at a congruent position.
 		alloc := make([]byte, p.AllocLength)
 		copy(alloc, file[p.FileOffset:])
-		if len(p.Views) != len(tensors) {
-			t.Fatalf("%d views", len(p.Views))
-		}
+		require.Len(t, p.Views, len(tensors), "%d views", len(p.Views))
 		for i, v := range p.Views {
 			ti := h.Tensors[i]
 			fileOff := h.DataOffset + ti.Begin
-			if v.Offset%align != fileOff%align {
-				t.Errorf("align %d: %q at %d, file offset %d, not congruent", align, v.Name, v.Offset, fileOff)
-			}
-			if !bytes.Equal(alloc[v.Offset:v.Offset+v.Bytes], file[fileOff:fileOff+ti.Bytes()]) || v.Name != ti.Name || v.Dtype != ti.Dtype {
-				t.Errorf("align %d: view %q does not hold the tensor's bytes", align, v.Name)
-			}
+			assert.Equal(t, fileOff%align, v.Offset%align, "align %d: %q at %d, file offset %d, not congruent", align, v.Name, v.Offset, fileOff)
+			assert.Equal(t, file[fileOff:fileOff+ti.Bytes()], alloc[v.Offset:v.Offset+v.Bytes], "align %d: view %q does not hold the tensor's bytes", align, v.Name)
+			assert.Equal(t, ti.Name, v.Name, "align %d: view %q does not hold the tensor's bytes", align, v.Name)
+			assert.Equal(t, ti.Dtype, v.Dtype, "align %d: view %q does not hold the tensor's bytes", align, v.Name)
 		}
 	}
-	if _, err := h.Plan(0); err == nil {
-		t.Error("Plan(0) accepted")
-	}
+	_, err = h.Plan(0)
+	assert.Error(t, err, "Plan(0) accepted")
 }

@@ -1,10 +1,11 @@
 package webdataset
 
 import (
-	"errors"
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestExpand(t *testing.T) {
@@ -32,29 +33,26 @@ func TestExpand(t *testing.T) {
 		{"{a..z..9223372036854775807}", []string{"a"}},
 	} {
 		got, err := Expand(tc.pattern)
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("Expand(%q) = %q, %v; want %q", tc.pattern, got, err, tc.want)
-		}
+		assert.NoError(t, err, "Expand(%q) = %q, %v; want %q", tc.pattern, got, err, tc.want)
+		assert.True(t, slices.Equal(got, tc.want), "Expand(%q) = %q, %v; want %q", tc.pattern, got, err, tc.want)
 	}
 }
 
 func TestExpandErrors(t *testing.T) {
 	for _, p := range []string{"{1{2,3}", "a}b{", "x{0..1"} {
-		if got, err := Expand(p); err == nil || !strings.Contains(err.Error(), "unbalanced") {
-			t.Errorf("Expand(%q) = %q, %v; want an unbalanced-braces error", p, got, err)
-		}
+		got, err := Expand(p)
+		assert.Error(t, err, "Expand(%q) = %q, %v; want an unbalanced-braces error", p, got, err)
+		assert.ErrorContains(t, err, "unbalanced", "Expand(%q) = %q, %v; want an unbalanced-braces error", p, got, err)
 	}
 	for _, p := range []string{"{0..999999999999999}", "{0..999}{0..999}{0..9}", "{a,b,c}{0..400000}"} {
-		if _, err := ExpandN(p, 1_000_000); !errors.Is(err, ErrTooManyExpansions) {
-			t.Errorf("ExpandN(%q) error %v, want ErrTooManyExpansions", p, err)
-		}
+		_, err := ExpandN(p, 1_000_000)
+		assert.ErrorIs(t, err, ErrTooManyExpansions, "ExpandN(%q) error %v, want ErrTooManyExpansions", p, err)
 	}
-	if got, err := ExpandN("{0..9}{0..9}", 100); err != nil || len(got) != 100 {
-		t.Errorf("exactly at the cap: %d names, %v", len(got), err)
-	}
-	if _, err := ExpandN("{0..9}{0..9}", 99); !errors.Is(err, ErrTooManyExpansions) {
-		t.Errorf("one over the cap: %v", err)
-	}
+	got, err := ExpandN("{0..9}{0..9}", 100)
+	assert.NoError(t, err, "exactly at the cap: %d names, %v", len(got), err)
+	assert.Len(t, got, 100, "exactly at the cap: %d names, %v", len(got), err)
+	_, err = ExpandN("{0..9}{0..9}", 99)
+	assert.ErrorIs(t, err, ErrTooManyExpansions, "one over the cap")
 }
 
 func FuzzExpand(f *testing.F) {
@@ -63,8 +61,6 @@ func FuzzExpand(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, p string) {
 		out, err := ExpandN(p, 1000)
-		if err == nil && len(out) > 1000 {
-			t.Fatalf("%d names beyond the cap", len(out))
-		}
+		require.False(t, err == nil && len(out) > 1000, "%d names beyond the cap", len(out))
 	})
 }

@@ -3,7 +3,6 @@ package webdataset
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,9 +36,8 @@ func corruptShard(t *testing.T, tool string) []byte {
 	comp[len(comp)/2] ^= 0x55
 	p := filepath.Join(t.TempDir(), "flip")
 	require.NoError(t, os.WriteFile(p, comp, 0o644))
-	if out, err := exec.Command(tool, "-t", p).CombinedOutput(); err == nil {
-		t.Fatalf("%s -t accepts the flipped file, so it tests nothing: %s", tool, out)
-	}
+	out, err := exec.Command(tool, "-t", p).CombinedOutput()
+	require.Error(t, err, "%s -t accepts the flipped file, so it tests nothing: %s", tool, out)
 	return comp
 }
 
@@ -52,12 +51,10 @@ func TestCorruptCompressedShardFails(t *testing.T) {
 			data := corruptShard(t, c.tool)
 			// What inspect does: read every sample to the end.
 			_, err := readAll(bytes.NewReader(data), Auto, WithName(c.name))
-			if err == nil {
-				t.Errorf("Reader read every sample of the corrupt shard without an error")
-			} else {
+			if assert.Error(t, err, "Reader read every sample of the corrupt shard without an error") {
 				var e *Error
-				if !errors.As(err, &e) || e.Shard != c.name {
-					t.Errorf("Reader error %v does not name the shard", err)
+				if assert.ErrorAs(t, err, &e, "Reader error %v does not name the shard", err) {
+					assert.Equal(t, c.name, e.Shard, "Reader error %v does not name the shard", err)
 				}
 			}
 			// Skipping samples (what counting does) fails as well.
@@ -66,25 +63,20 @@ func TestCorruptCompressedShardFails(t *testing.T) {
 			for err == nil {
 				_, _, err = rd.Skip()
 			}
-			if err == io.EOF {
-				t.Errorf("Skip reached the end of the corrupt shard without an error")
-			}
+			assert.NotEqual(t, io.EOF, err, "Skip reached the end of the corrupt shard without an error")
 			rd.Close()
 			p := filepath.Join(t.TempDir(), c.name)
 			require.NoError(t, os.WriteFile(p, data, 0o644))
-			if e, err := ScanShard(context.Background(), p); err == nil {
-				t.Errorf("ScanShard accepted the corrupt shard: %+v", e)
-			}
-			if m, err := BuildManifest(context.Background(), filepath.Dir(p)); err == nil {
-				t.Errorf("BuildManifest accepted the corrupt shard: %+v", m)
-			}
+			e, err := ScanShard(context.Background(), p)
+			assert.Error(t, err, "ScanShard accepted the corrupt shard: %+v", e)
+			m, err := BuildManifest(context.Background(), filepath.Dir(p))
+			assert.Error(t, err, "BuildManifest accepted the corrupt shard: %+v", m)
 			// And the whole-shard path of the iterator, which already failed.
 			d, err := NewDecompressor(0, 0)
 			require.NoError(t, err)
 			defer d.Close()
-			if _, err := d.Decompress(nil, data, Auto, c.name); err == nil {
-				t.Errorf("Decompressor accepted the corrupt shard")
-			}
+			_, err = d.Decompress(nil, data, Auto, c.name)
+			assert.Error(t, err, "Decompressor accepted the corrupt shard")
 		})
 	}
 }

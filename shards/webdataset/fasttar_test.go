@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,7 +65,7 @@ func checkFastMatchesSlow(t *testing.T, data []byte, label string) {
 	for _, skip := range []int{0, 2} {
 		fast, ferr := readListing(t, data, false, skip)
 		slow, serr := readListing(t, data, true, skip)
-		require.EqualValues(t, len(slow), len(fast), "%s, skip %d: fast path read %d samples (%v), archive/tar %d (%v)", label, skip, len(fast), ferr, len(slow), serr)
+		require.Len(t, fast, len(slow), "%s, skip %d: fast path read %d samples (%v), archive/tar %d (%v)", label, skip, len(fast), ferr, len(slow), serr)
 		for i := range fast {
 			require.EqualValues(t, slow[i], fast[i], "%s, skip %d: sample %d: fast %q, archive/tar %q", label, skip, i, fast[i], slow[i])
 		}
@@ -82,9 +83,7 @@ func TestFastTarMatchesArchiveTar(t *testing.T) {
 			if m.Dir {
 				hdr.Typeflag, hdr.Size, hdr.Mode = tar.TypeDir, 0, 0o755
 			}
-			if err := tw.WriteHeader(hdr); err != nil {
-				t.Fatalf("%v %s: %v", format, m.Name, err)
-			}
+			require.NoError(t, tw.WriteHeader(hdr), "%v %s", format, m.Name)
 			tw.Write(m.Data)
 		}
 		tw.Close()
@@ -113,9 +112,8 @@ func TestFastTarMatchesArchiveTar(t *testing.T) {
 	}
 	copy(signed[148:156], fmt.Sprintf("%06o\x00 ", sum))
 	cases["signed checksum"] = signed
-	if _, ok := parseSimpleHeader(signed[:tarBlock]); !ok {
-		t.Error("the fast path refused a header whose checksum is its signed byte sum")
-	}
+	_, ok := parseSimpleHeader(signed[:tarBlock])
+	assert.True(t, ok, "the fast path refused a header whose checksum is its signed byte sum")
 	cases["truncated payload"] = plain[:len(plain)-1100]
 	cases["truncated header"] = plain[:tarBlock+100]
 	cases["no end blocks"] = plain[:len(plain)-2*tarBlock]
@@ -127,8 +125,9 @@ func TestFastTarMatchesArchiveTar(t *testing.T) {
 	// exists until the end-of-archive blocks.
 	rd, _ := NewReader(bytes.NewReader(nil), None)
 	rd.ResetBytes(plain, "plain.tar")
-	if _, err := rd.Next(); err != nil || rd.tr != nil {
-		t.Errorf("a USTAR shard went through archive/tar (err %v)", err)
+	_, err := rd.Next()
+	if assert.NoError(t, err, "a USTAR shard went through archive/tar (err %v)", err) {
+		assert.Nil(t, rd.tr, "a USTAR shard went through archive/tar (err %v)", err)
 	}
 }
 
@@ -212,9 +211,8 @@ func TestOctalOKMatchesStrictOctal(t *testing.T) {
 				b := []byte(base)
 				b[i] = v
 				_, want := strictOctal(b)
-				if got := octalOK(b); got != want {
-					t.Errorf("octalOK(%q) = %v, strictOctal accepts it: %v", b, got, want)
-				}
+				got := octalOK(b)
+				assert.Equal(t, want, got, "octalOK(%q) = %v, strictOctal accepts it: %v", b, got, want)
 			}
 		}
 	}
@@ -229,9 +227,8 @@ func FuzzOctalOK(f *testing.F) {
 				return
 			}
 			_, want := strictOctal(b[:n])
-			if got := octalOK(b[:n]); got != want {
-				t.Fatalf("octalOK(%q) = %v, strictOctal accepts it: %v", b[:n], got, want)
-			}
+			got := octalOK(b[:n])
+			require.Equal(t, want, got, "octalOK(%q) = %v, strictOctal accepts it: %v", b[:n], got, want)
 		}
 	})
 }

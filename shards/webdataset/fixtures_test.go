@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/internal/testenv"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,7 +80,7 @@ func TestWebDatasetFixtures(t *testing.T) {
 			defer f.Close()
 			got, err := readAll(f, Auto, WithName(tc.file))
 			require.NoError(t, err)
-			require.EqualValues(t, tc.samples, len(got), "%d samples, want %d", len(got), tc.samples)
+			require.Len(t, got, tc.samples, "%d samples, want %d", len(got), tc.samples)
 			var exts string
 			for i, fl := range got[0].Fields {
 				if i > 0 {
@@ -87,13 +88,12 @@ func TestWebDatasetFixtures(t *testing.T) {
 				}
 				exts += fl.Ext
 			}
-			if got[0].Key != tc.firstKey || exts != tc.exts {
-				t.Errorf("first sample %q with %q, want %q with %q", got[0].Key, exts, tc.firstKey, tc.exts)
-			}
+			assert.Equal(t, tc.firstKey, got[0].Key, "first sample %q with %q, want %q with %q", got[0].Key, exts, tc.firstKey, tc.exts)
+			assert.Equal(t, tc.exts, exts, "first sample %q with %q, want %q with %q", got[0].Key, exts, tc.firstKey, tc.exts)
 			testenv.Tool(t, "python3", "python3")
 			var want [][2]json.RawMessage
 			require.NoError(t, json.Unmarshal(run(t, nil, "python3", "-c", webdatasetGrouping, p), &want))
-			require.EqualValues(t, len(got), len(want), "WebDataset's rules give %d samples, reader gives %d", len(want), len(got))
+			require.Len(t, want, len(got), "WebDataset's rules give %d samples, reader gives %d", len(want), len(got))
 			for i, w := range want {
 				var key string
 				var wexts []string
@@ -101,7 +101,7 @@ func TestWebDatasetFixtures(t *testing.T) {
 				require.NoError(t, json.Unmarshal(w[1], &wexts))
 				g := got[i]
 				require.EqualValues(t, key, g.Key, "sample %d: %q with %d fields, WebDataset gives %q with %v", i, g.Key, len(g.Fields), key, wexts)
-				require.EqualValues(t, len(wexts), len(g.Fields), "sample %d: %q with %d fields, WebDataset gives %q with %v", i, g.Key, len(g.Fields), key, wexts)
+				require.Len(t, g.Fields, len(wexts), "sample %d: %q with %d fields, WebDataset gives %q with %v", i, g.Key, len(g.Fields), key, wexts)
 				for j, e := range wexts {
 					require.EqualValues(t, e, g.Fields[j].Ext, "sample %q field %d: %q, WebDataset gives %q", key, j, g.Fields[j].Ext, e)
 				}

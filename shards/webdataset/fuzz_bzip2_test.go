@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // bzip2Tables bounds what a bzip2 decoder allocates for itself: its
@@ -19,31 +21,23 @@ const bzip2Tables = 4 << 20
 // samples.
 func FuzzDecompressorBzip2(f *testing.F) {
 	bz, err := os.ReadFile(bzip2Shard)
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	f.Add(bz)
 	f.Add(bz[:len(bz)/2])
 	f.Add([]byte("BZh9"))
 	const maxOut = 1 << 20
 	d, err := NewDecompressor(maxOut, fuzzWindow)
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	defer d.Close()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, err := d.Decompress(nil, data, Bzip2, "fuzz.tar.bz2")
-		if err == nil && len(out) > maxOut {
-			t.Fatalf("%d bytes out, cap %d", len(out), maxOut)
-		}
+		require.False(t, err == nil && len(out) > maxOut, "%d bytes out, cap %d", len(out), maxOut)
 		streamed := readBzip2Capped(t, data)
 		if err != nil {
 			return
 		}
 		mem, merr := readAll(bytes.NewReader(out), None)
-		if merr == nil && streamed >= 0 && len(mem) != streamed {
-			t.Fatalf("in memory %d samples, streamed %d", len(mem), streamed)
-		}
+		require.False(t, merr == nil && streamed >= 0 && len(mem) != streamed, "in memory %d samples, streamed %d", len(mem), streamed)
 	})
 }
 
@@ -62,18 +56,15 @@ func readBzip2Capped(t *testing.T, data []byte) int {
 		before := ms.TotalAlloc
 		s, err := rd.Next()
 		runtime.ReadMemStats(&ms)
-		if grew := ms.TotalAlloc - before; grew > fuzzSample+fuzzOverhead+bzip2Tables {
-			t.Fatalf("one Next call allocated %d bytes, caps allow %d", grew, fuzzSample+fuzzOverhead+bzip2Tables)
-		}
+		grew := ms.TotalAlloc - before
+		require.LessOrEqual(t, grew, uint64(fuzzSample+fuzzOverhead+bzip2Tables), "one Next call allocated %d bytes, caps allow %d", grew, fuzzSample+fuzzOverhead+bzip2Tables)
 		if err != nil {
 			if err == io.EOF {
 				return n
 			}
 			return -1
 		}
-		if s.Size() > fuzzSample {
-			t.Fatalf("sample %q has %d bytes, cap %d", s.Key, s.Size(), fuzzSample)
-		}
+		require.LessOrEqual(t, s.Size(), int64(fuzzSample), "sample %q has %d bytes, cap %d", s.Key, s.Size(), fuzzSample)
 	}
 	return -1
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/require"
 )
 
 // Caps used by the fuzz targets: small, so a violation shows.
@@ -35,19 +36,14 @@ func fuzzRead(t *testing.T, data []byte, c Compression) {
 		before := ms.TotalAlloc
 		s, err := rd.Next()
 		runtime.ReadMemStats(&ms)
-		if grew := ms.TotalAlloc - before; grew > fuzzSample+fuzzOverhead {
-			t.Fatalf("one Next call allocated %d bytes, caps allow %d", grew, fuzzSample+fuzzOverhead)
-		}
+		grew := ms.TotalAlloc - before
+		require.LessOrEqual(t, grew, uint64(fuzzSample+fuzzOverhead), "one Next call allocated %d bytes, caps allow %d", grew, fuzzSample+fuzzOverhead)
 		if err != nil {
 			return
 		}
-		if s.Size() > fuzzSample {
-			t.Fatalf("sample %q has %d bytes, cap %d", s.Key, s.Size(), fuzzSample)
-		}
+		require.LessOrEqual(t, s.Size(), int64(fuzzSample), "sample %q has %d bytes, cap %d", s.Key, s.Size(), fuzzSample)
 		for _, f := range s.Fields {
-			if len(f.Data) > fuzzMember {
-				t.Fatalf("member %q.%s has %d bytes, cap %d", s.Key, f.Ext, len(f.Data), fuzzMember)
-			}
+			require.LessOrEqual(t, len(f.Data), fuzzMember, "member %q.%s has %d bytes, cap %d", s.Key, f.Ext, len(f.Data), fuzzMember)
 		}
 	}
 }
@@ -78,9 +74,8 @@ func FuzzReaderTar(f *testing.F) {
 				return
 			}
 			for _, fl := range s.Fields {
-				if len(fl.Data) > fuzzMember || (len(fl.Data) > 0 && !within(data, fl.Data)) {
-					t.Fatalf("field %q.%s (%d bytes) is not a slice of the input", s.Key, fl.Ext, len(fl.Data))
-				}
+				require.LessOrEqual(t, len(fl.Data), fuzzMember, "field %q.%s (%d bytes) is not a slice of the input", s.Key, fl.Ext, len(fl.Data))
+				require.False(t, len(fl.Data) > 0 && !within(data, fl.Data), "field %q.%s (%d bytes) is not a slice of the input", s.Key, fl.Ext, len(fl.Data))
 			}
 		}
 	})
@@ -101,9 +96,7 @@ func FuzzReaderGzip(f *testing.F) {
 
 func FuzzReaderZstd(f *testing.F) {
 	enc, err := zstd.NewWriter(nil, zstd.WithWindowSize(fuzzWindow))
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	for _, s := range fuzzSeeds(f) {
 		f.Add(enc.EncodeAll(s, nil))
 	}
@@ -138,14 +131,10 @@ func FuzzDecompressor(f *testing.F) {
 	// libzstd where installed, and the pure-Go decoders: the fuzz
 	// function runs one input at a time, so they are made once.
 	lib, err := NewDecompressor(maxOut, fuzzWindow)
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	defer lib.Close()
 	pure, err := newDecompressor(maxOut, fuzzWindow, false)
-	if err != nil {
-		f.Fatal(err)
-	}
+	require.NoError(f, err)
 	defer pure.Close()
 	f.Fuzz(func(t *testing.T, data []byte, isZstd bool) {
 		c := Gzip
@@ -153,13 +142,9 @@ func FuzzDecompressor(f *testing.F) {
 			c = Zstd
 		}
 		out, err := lib.Decompress(nil, data, c, "fuzz")
-		if err == nil && len(out) > maxOut {
-			t.Fatalf("%d bytes out, cap %d", len(out), maxOut)
-		}
+		require.False(t, err == nil && len(out) > maxOut, "%d bytes out, cap %d", len(out), maxOut)
 		// Where both accept a stream they agree on its bytes.
 		ref, rerr := pure.Decompress(nil, data, c, "fuzz")
-		if err == nil && rerr == nil && !bytes.Equal(out, ref) {
-			t.Fatalf("%s and the pure-Go decoder disagree: %d and %d bytes", lib.ZstdDecoder(), len(out), len(ref))
-		}
+		require.False(t, err == nil && rerr == nil && !bytes.Equal(out, ref), "%s and the pure-Go decoder disagree: %d and %d bytes", lib.ZstdDecoder(), len(out), len(ref))
 	})
 }

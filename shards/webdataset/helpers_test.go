@@ -166,11 +166,11 @@ func readAll(r io.Reader, c Compression, opts ...Option) ([]Sample, error) {
 
 func equalSamples(t *testing.T, got, want []Sample) {
 	t.Helper()
-	require.EqualValues(t, len(want), len(got), "got %d samples, want %d\ngot keys: %v\nwant keys: %v", len(got), len(want), keys(got), keys(want))
+	require.Len(t, got, len(want), "got %d samples, want %d\ngot keys: %v\nwant keys: %v", len(got), len(want), keys(got), keys(want))
 	for i := range want {
 		g, w := got[i], want[i]
 		require.EqualValues(t, w.Key, g.Key, "sample %d: got %q with %d fields, want %q with %d", i, g.Key, len(g.Fields), w.Key, len(w.Fields))
-		require.EqualValues(t, len(w.Fields), len(g.Fields), "sample %d: got %q with %d fields, want %q with %d", i, g.Key, len(g.Fields), w.Key, len(w.Fields))
+		require.Len(t, g.Fields, len(w.Fields), "sample %d: got %q with %d fields, want %q with %d", i, g.Key, len(g.Fields), w.Key, len(w.Fields))
 		for j := range w.Fields {
 			require.EqualValues(t, w.Fields[j].Ext, g.Fields[j].Ext, "sample %q field %d: got %q (%d bytes), want %q (%d bytes)", w.Key, j, g.Fields[j].Ext, len(g.Fields[j].Data), w.Fields[j].Ext, len(w.Fields[j].Data))
 			require.True(t, bytes.Equal(g.Fields[j].Data, w.Fields[j].Data), "sample %q field %d: got %q (%d bytes), want %q (%d bytes)", w.Key, j, g.Fields[j].Ext, len(g.Fields[j].Data), w.Fields[j].Ext, len(w.Fields[j].Data))

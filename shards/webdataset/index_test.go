@@ -1,9 +1,10 @@
 package webdataset
 
 import (
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseManifestIndex(t *testing.T) {
@@ -26,21 +27,16 @@ func TestParseManifestIndex(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ix, err := ParseManifestIndex([]byte(tc.in), "/d/index.json")
 			if tc.bad != "" {
-				if !errors.Is(err, ErrManifest) || !strings.Contains(err.Error(), tc.bad) || !strings.Contains(err.Error(), "/d/index.json") {
-					t.Fatalf("err %v, want ErrManifest naming the manifest and saying %q", err, tc.bad)
-				}
+				require.ErrorIs(t, err, ErrManifest, "err %v, want ErrManifest naming the manifest and saying %q", err, tc.bad)
+				require.ErrorContains(t, err, tc.bad, "err %v, want ErrManifest naming the manifest and saying %q", err, tc.bad)
+				require.ErrorContains(t, err, "/d/index.json", "err %v, want ErrManifest naming the manifest and saying %q", err, tc.bad)
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ix.Len() != tc.shards {
-				t.Fatalf("%d shards, want %d", ix.Len(), tc.shards)
-			}
+			require.NoError(t, err)
+			require.Equal(t, tc.shards, ix.Len(), "%d shards, want %d", ix.Len(), tc.shards)
 			if tc.shards > 0 {
-				if e, ok := ix.Lookup("x.npy"); tc.name == "npy shards" && (!ok || e.SHA256 != strings.ToLower(sum)) {
-					t.Fatalf("lookup x.npy: %+v %t, want its lower-case digest", e, ok)
-				}
+				e, ok := ix.Lookup("x.npy")
+				require.False(t, tc.name == "npy shards" && (!ok || e.SHA256 != strings.ToLower(sum)), "lookup x.npy: %+v %t, want its lower-case digest", e, ok)
 			}
 		})
 	}
@@ -57,18 +53,18 @@ func FuzzParseManifestIndex(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ix, err := ParseManifestIndex(b, "/d/index.json")
 		if err != nil {
-			if !strings.Contains(err.Error(), "/d/index.json") || !errors.Is(err, ErrManifest) {
-				t.Fatalf("error %q does not name the manifest", err)
-			}
+			require.ErrorContains(t, err, "/d/index.json", "error %q does not name the manifest", err)
+			require.ErrorIs(t, err, ErrManifest, "error %q does not name the manifest", err)
 			return
 		}
 		if ix == nil {
 			return
 		}
 		for name, s := range ix.shards {
-			if name == "" || s.Name != name || len(s.SHA256) != 64 || strings.ToLower(s.SHA256) != s.SHA256 {
-				t.Fatalf("accepted shard %+v under %q", s, name)
-			}
+			require.NotEmpty(t, name, "accepted shard %+v under %q", s, name)
+			require.Equal(t, name, s.Name, "accepted shard %+v under %q", s, name)
+			require.Len(t, s.SHA256, 64, "accepted shard %+v under %q", s, name)
+			require.Equal(t, s.SHA256, strings.ToLower(s.SHA256), "accepted shard %+v under %q", s, name)
 		}
 	})
 }

@@ -3,6 +3,9 @@ package webdataset
 import (
 	"regexp"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSplitKey(t *testing.T) {
@@ -26,9 +29,8 @@ func TestSplitKey(t *testing.T) {
 		{"ab/c\n.d", "ab/c\n", "d", true}, // ...but [^.]+ can
 	} {
 		key, ext, ok := SplitKey(tc.path)
-		if ok != tc.ok || (ok && (key != tc.key || ext != tc.ext)) {
-			t.Errorf("SplitKey(%q) = %q, %q, %v; want %q, %q, %v", tc.path, key, ext, ok, tc.key, tc.ext, tc.ok)
-		}
+		assert.Equal(t, tc.ok, ok, "SplitKey(%q) = %q, %q, %v; want %q, %q, %v", tc.path, key, ext, ok, tc.key, tc.ext, tc.ok)
+		assert.False(t, ok && (key != tc.key || ext != tc.ext), "SplitKey(%q) = %q, %q, %v; want %q, %q, %v", tc.path, key, ext, ok, tc.key, tc.ext, tc.ok)
 	}
 }
 
@@ -42,9 +44,8 @@ func FuzzSplitKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path string) {
 		key, ext, ok := SplitKey(path)
 		m := basePlusExt.FindStringSubmatch(path)
-		if (m != nil) != ok || (ok && (m[1] != key || m[2] != ext)) {
-			t.Fatalf("SplitKey(%q) = %q, %q, %v; regexp gives %q", path, key, ext, ok, m)
-		}
+		require.Equal(t, ok, (m != nil), "SplitKey(%q) = %q, %q, %v; regexp gives %q", path, key, ext, ok, m)
+		require.False(t, ok && (m[1] != key || m[2] != ext), "SplitKey(%q) = %q, %q, %v; regexp gives %q", path, key, ext, ok, m)
 	})
 }
 
@@ -60,9 +61,8 @@ func TestIsMeta(t *testing.T) {
 		"_single_.txt":      false,
 		"__dir__/sub/x.txt": true,
 	} {
-		if got := isMeta(name); got != want {
-			t.Errorf("isMeta(%q) = %v, want %v", name, got, want)
-		}
+		got := isMeta(name)
+		assert.Equal(t, want, got, "isMeta(%q) = %v, want %v", name, got, want)
 	}
 }
 
@@ -71,8 +71,7 @@ func TestIsMetaMatchesRegexp(t *testing.T) {
 	for _, name := range []string{"__a__", "__a__/b", "__a/b__", "____", "___", "__", "__a__b", "x__a__", "__a__.txt", "__/__/x"} {
 		top := !regexp.MustCompile(`/`).MatchString(name) && len(name) >= 2 && name[:2] == "__" && name[len(name)-2:] == "__"
 		want := top || skipMeta.MatchString(name)
-		if got := isMeta(name); got != want {
-			t.Errorf("isMeta(%q) = %v, want %v", name, got, want)
-		}
+		got := isMeta(name)
+		assert.Equal(t, want, got, "isMeta(%q) = %v, want %v", name, got, want)
 	}
 }

@@ -85,7 +85,7 @@ func TestShardFilesRefuseUnread(t *testing.T) {
 			writeAt(t, dir, name, []byte("\xfd7zXZ\x00 not read"))
 			_, _, err := ShardFiles(dir)
 			require.ErrorIs(t, err, ErrUnreadShards)
-			assert.Contains(t, err.Error(), name)
+			assert.ErrorContains(t, err, name)
 			_, err = BuildManifest(context.Background(), dir)
 			require.ErrorIs(t, err, ErrUnreadShards)
 			_, err = SelectShards(dir, []string{"shard-000000.tar", name})
@@ -155,5 +155,5 @@ func TestCheckListed(t *testing.T) {
 	require.NoError(t, err)
 	err = CheckListed(dir, names, m)
 	require.ErrorIs(t, err, ErrUnlisted)
-	assert.Contains(t, err.Error(), "shards the manifest does not list (1): sub/shard-000002.tar")
+	assert.ErrorContains(t, err, "shards the manifest does not list (1): sub/shard-000002.tar")
 }

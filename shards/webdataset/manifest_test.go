@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,40 +35,39 @@ func TestManifestRoundTrip(t *testing.T) {
 	m, err := BuildManifest(context.Background(), dir, WithProgress(func(n int64) { progressed.Add(n) }))
 	require.NoError(t, err)
 	names, total, err := ShardFiles(dir)
-	if err != nil || len(names) != 3 || total != int64(len(plain)+len(shards["s-001.tar.gz"])+len(shards["s-002.tar.zst"])) {
-		t.Errorf("ShardFiles = %q, %d, %v; want the 3 shards and their total size", names, total, err)
-	}
+	assert.NoError(t, err, "ShardFiles = %q, %d, %v; want the 3 shards and their total size", names, total, err)
+	assert.Len(t, names, 3, "ShardFiles = %q, %d, %v; want the 3 shards and their total size", names, total, err)
+	assert.Equal(t, int64(len(plain)+len(shards["s-001.tar.gz"])+len(shards["s-002.tar.zst"])), total, "ShardFiles = %q, %d, %v; want the 3 shards and their total size", names, total, err)
 	assert.EqualValues(t, total, progressed.Load(), "progress reported %d bytes, the shards hold %d", progressed.Load(), total)
 	want := expectSamples(testMembers(true))
 	var sampleBytes int64
 	for _, s := range want {
 		sampleBytes += s.Size()
 	}
-	require.EqualValues(t, 3, len(m.Shards), "shards %+v, want the three shards in name order", m.Shards)
+	require.Len(t, m.Shards, 3, "shards %+v, want the three shards in name order", m.Shards)
 	require.EqualValues(t, "s-000.tar", m.Shards[0].Name, "shards %+v, want the three shards in name order", m.Shards)
 	require.EqualValues(t, "s-002.tar.zst", m.Shards[2].Name, "shards %+v, want the three shards in name order", m.Shards)
 	for _, e := range m.Shards {
 		b := shards[e.Name]
 		sum := sha256.Sum256(b)
-		if e.Samples != int64(len(want)) || e.Bytes != int64(len(b)) || e.SHA256 != hex.EncodeToString(sum[:]) || e.SampleBytes != sampleBytes {
-			t.Errorf("entry %+v; want %d samples, %d bytes, sample bytes %d, sha %x", e, len(want), len(b), sampleBytes, sum)
-		}
-		if err := VerifyShard(filepath.Join(dir, e.Name), e); err != nil {
-			t.Errorf("VerifyShard(%s): %v", e.Name, err)
-		}
+		msg := fmt.Sprintf("entry %+v; want %d samples, %d bytes, sample bytes %d, sha %x", e, len(want), len(b), sampleBytes, sum)
+		assert.Equal(t, int64(len(want)), e.Samples, msg)
+		assert.Equal(t, int64(len(b)), e.Bytes, msg)
+		assert.Equal(t, hex.EncodeToString(sum[:]), e.SHA256, msg)
+		assert.Equal(t, sampleBytes, e.SampleBytes, msg)
+		assert.NoError(t, VerifyShard(filepath.Join(dir, e.Name), e), "VerifyShard(%s)", e.Name)
 	}
 	require.NoError(t, WriteManifest(context.Background(), dir, m))
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".tmp") || durable.IsTempName(e.Name()) {
-			t.Errorf("temporary file %s left behind", e.Name())
-		}
+		assert.False(t, strings.HasSuffix(e.Name(), ".tmp"), "temporary file %s left behind", e.Name())
+		assert.False(t, durable.IsTempName(e.Name()), "temporary file %s left behind", e.Name())
 	}
 	back, err := ReadManifest(dir)
 	require.NoError(t, err)
 	written := m.Shards[1]
 	written.FirstKey, written.LastKey = "", "" // not written
-	require.EqualValues(t, 3, len(back.Shards), "read back %+v, wrote %+v", back.Shards, m.Shards)
+	require.Len(t, back.Shards, 3, "read back %+v, wrote %+v", back.Shards, m.Shards)
 	require.EqualValues(t, written, back.Shards[1], "read back %+v, wrote %+v", back.Shards, m.Shards)
 }
 
@@ -80,16 +80,15 @@ func TestVerifyShardNamesTheBadShard(t *testing.T) {
 	require.NoError(t, err)
 	data[600] ^= 1
 	require.NoError(t, os.WriteFile(p, data, 0o644))
-	if err := VerifyShard(p, e); !errors.Is(err, ErrShardChecksum) || !strings.Contains(err.Error(), "s-9.tar") {
-		t.Errorf("flipped bit: %v, want ErrShardChecksum naming s-9.tar", err)
-	}
-	if err := VerifyShardBytes(data, e); !errors.Is(err, ErrShardChecksum) {
-		t.Errorf("VerifyShardBytes flipped bit: %v", err)
-	}
+	err = VerifyShard(p, e)
+	assert.ErrorIs(t, err, ErrShardChecksum, "flipped bit: %v, want ErrShardChecksum naming s-9.tar", err)
+	assert.ErrorContains(t, err, "s-9.tar", "flipped bit: %v, want ErrShardChecksum naming s-9.tar", err)
+	err = VerifyShardBytes(data, e)
+	assert.ErrorIs(t, err, ErrShardChecksum, "VerifyShardBytes flipped bit")
 	require.NoError(t, os.WriteFile(p, data[:1024], 0o644))
-	if err := VerifyShard(p, e); !errors.Is(err, ErrShardSize) || !strings.Contains(err.Error(), "s-9.tar") {
-		t.Errorf("truncated: %v, want ErrShardSize naming s-9.tar", err)
-	}
+	err = VerifyShard(p, e)
+	assert.ErrorIs(t, err, ErrShardSize, "truncated: %v, want ErrShardSize naming s-9.tar", err)
+	assert.ErrorContains(t, err, "s-9.tar", "truncated: %v, want ErrShardSize naming s-9.tar", err)
 }
 
 func TestManifestValidate(t *testing.T) {
@@ -106,33 +105,29 @@ func TestManifestValidate(t *testing.T) {
 		"crc":       {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "a.tar", SHA256: good.SHA256, CRC32C: "12345"}}},
 		"crc hex":   {Format: "webdataset", Version: 1, Shards: []ShardEntry{{Name: "a.tar", SHA256: good.SHA256, CRC32C: "1234567g"}}},
 	} {
-		if err := m.Validate(); err == nil {
-			t.Errorf("%s: manifest %+v accepted", name, m)
-		}
+		err := m.Validate()
+		assert.Error(t, err, "%s: manifest %+v accepted", name, m)
 	}
 	ok := Manifest{Format: "webdataset", Version: 1, Shards: []ShardEntry{good, {Name: "sub/b.tar", SHA256: good.SHA256, CRC32C: "0123abcd"}}}
-	if err := ok.Validate(); err != nil {
-		t.Errorf("valid manifest refused: %v", err)
-	}
+	assert.NoError(t, ok.Validate(), "valid manifest refused")
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ManifestName), []byte(`{"format":"webdataset","version":1,"shards":[{"name":"../x.tar"}]}`), 0o644))
-	if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), "index.json") {
-		t.Errorf("ReadManifest of a bad manifest: %v, want an error naming index.json", err)
-	}
+	_, err := ReadManifest(dir)
+	assert.Error(t, err, "ReadManifest of a bad manifest: %v, want an error naming index.json", err)
+	assert.ErrorContains(t, err, "index.json", "ReadManifest of a bad manifest: %v, want an error naming index.json", err)
 }
 
 func TestBuildManifestFailsOnCorruptShard(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "ok.tar"), goTar(t, testMembers(false)), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.tar.zst"), []byte("\x28\xb5\x2f\xfdgarbage"), 0o644))
-	if _, err := BuildManifest(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "bad.tar.zst") {
-		t.Fatalf("error %v, want one naming bad.tar.zst", err)
-	}
+	_, err := BuildManifest(context.Background(), dir)
+	require.Error(t, err, "error %v, want one naming bad.tar.zst", err)
+	require.ErrorContains(t, err, "bad.tar.zst", "error %v, want one naming bad.tar.zst", err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := BuildManifest(ctx, dir); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled: %v", err)
-	}
+	_, err = BuildManifest(ctx, dir)
+	require.ErrorIs(t, err, context.Canceled, "cancelled")
 }
 
 // FuzzDecodeManifest: any bytes give a manifest or an error; an accepted
@@ -147,14 +142,15 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeManifest(b, "fuzz.json")
 		if err != nil {
-			require.Contains(t, err.Error(), "fuzz.json", "error %q does not name the manifest", err)
+			require.ErrorContains(t, err, "fuzz.json", "error %q does not name the manifest", err)
 			return
 		}
 		seen := map[string]bool{}
 		for _, s := range m.Shards {
-			if !filepath.IsLocal(s.Name) || seen[s.Name] || s.Bytes < 0 || len(s.SHA256) != 64 {
-				t.Fatalf("accepted entry %+v", s)
-			}
+			require.True(t, filepath.IsLocal(s.Name), "accepted entry %+v", s)
+			require.False(t, seen[s.Name], "accepted entry %+v", s)
+			require.GreaterOrEqual(t, s.Bytes, int64(0), "accepted entry %+v", s)
+			require.Len(t, s.SHA256, 64, "accepted entry %+v", s)
 			seen[s.Name] = true
 		}
 		again, err := json.Marshal(m)
@@ -173,9 +169,7 @@ func TestManifestUppercaseDigest(t *testing.T) {
 	upper := strings.ToUpper(hex.EncodeToString(sum[:]))
 	m, err := DecodeManifest([]byte(`{"format":"webdataset","version":1,"shards":[{"name":"a.tar","bytes":11,"sha256":"`+upper+`"}]}`), "m.json")
 	require.NoError(t, err)
-	if err := VerifyShardBytes(data, m.Shards[0]); err != nil {
-		t.Errorf("uppercase digest: %v", err)
-	}
+	assert.NoError(t, VerifyShardBytes(data, m.Shards[0]), "uppercase digest")
 }
 
 // TestScanShardBytesMatchesScanShard: the in-memory scan (what Open uses
@@ -199,9 +193,8 @@ func TestScanShardBytesMatchesScanShard(t *testing.T) {
 		}
 		require.EqualValues(t, want, got, "%s: in memory %+v, streamed %+v", name, got, want)
 		got, buf, _ = ScanShardBytes(ctx, data, name, dec, buf, WithSHA256(false))
-		if want.SHA256 = ""; got != want {
-			t.Fatalf("%s without SHA-256: %+v, want %+v", name, got, want)
-		}
+		want.SHA256 = ""
+		require.Equal(t, want, got, "%s without SHA-256: %+v, want %+v", name, got, want)
 	}
 	for _, format := range []string{"ustar", "gnu", "pax"} {
 		plain := gnuTar(t, format, testMembers(format != "ustar"))
@@ -234,17 +227,15 @@ func TestVerifyShardBytesQuick(t *testing.T) {
 		{"wrong SHA-256, CRC-32C right", ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: strings.Repeat("0", 64), CRC32C: e.CRC32C}, data, nil},
 		{"short", e, data[:len(data)-1], ErrShardSize},
 	} {
-		if err := VerifyShardBytesQuick(tt.data, tt.e); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
-			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
-		}
+		err := VerifyShardBytesQuick(tt.data, tt.e)
+		assert.ErrorIs(t, err, tt.want, "%s: %v, want %v", tt.name, err, tt.want)
+		assert.Equal(t, (err == nil), (tt.want == nil), "%s: %v, want %v", tt.name, err, tt.want)
 	}
 	// The full check takes both digests.
-	if err := VerifyShardBytes(data, ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: strings.Repeat("0", 64), CRC32C: e.CRC32C}); !errors.Is(err, ErrShardChecksum) {
-		t.Errorf("VerifyShardBytes with a wrong SHA-256: %v", err)
-	}
-	if err := VerifyShardBytes(data, ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: e.SHA256, CRC32C: "00000000"}); !errors.Is(err, ErrShardChecksum) {
-		t.Errorf("VerifyShardBytes with a wrong CRC-32C: %v", err)
-	}
+	err = VerifyShardBytes(data, ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: strings.Repeat("0", 64), CRC32C: e.CRC32C})
+	assert.ErrorIs(t, err, ErrShardChecksum, "VerifyShardBytes with a wrong SHA-256")
+	err = VerifyShardBytes(data, ShardEntry{Name: e.Name, Bytes: e.Bytes, SHA256: e.SHA256, CRC32C: "00000000"})
+	assert.ErrorIs(t, err, ErrShardChecksum, "VerifyShardBytes with a wrong CRC-32C")
 }
 
 // TestShardErrorHandler: a corrupt or truncated shard fails a manifest
@@ -264,26 +255,23 @@ func TestShardErrorHandler(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
 	}
 	ctx := context.Background()
-	if _, err := BuildManifest(ctx, dir); err == nil {
-		t.Fatal("corrupt shards accepted without a handler")
-	}
+	_, err := BuildManifest(ctx, dir)
+	require.Error(t, err, "corrupt shards accepted without a handler")
 	var warnings bytes.Buffer
 	m, err := BuildManifest(ctx, dir, WithShardErrorHandler(WarnAndContinue(&warnings)))
 	require.NoError(t, err)
-	require.EqualValues(t, 2, len(m.Shards), "kept %+v, want the two good shards", m.Shards)
+	require.Len(t, m.Shards, 2, "kept %+v, want the two good shards", m.Shards)
 	require.EqualValues(t, "a-ok.tar", m.Shards[0].Name, "kept %+v, want the two good shards", m.Shards)
 	require.EqualValues(t, "e-ok.tar.zst", m.Shards[1].Name, "kept %+v, want the two good shards", m.Shards)
 	for _, bad := range []string{"b-trunc.tar", "c-garbage.tar.zst", "d-flip.tar.gz"} {
 		assert.Contains(t, warnings.String(), "skipping shard "+bad, "no warning for %s in:\n%s", bad, warnings.String())
 	}
-	if n := strings.Count(warnings.String(), "\n"); n != 3 {
-		t.Errorf("%d warning lines, want 3:\n%s", n, warnings.String())
-	}
+	n := strings.Count(warnings.String(), "\n")
+	assert.Equal(t, 3, n, "%d warning lines, want 3:\n%s", n, warnings.String())
 	// A handler that stops is obeyed, with its error.
 	stop := errors.New("stop here")
-	if _, err := BuildManifest(ctx, dir, WithShardErrorHandler(func(string, error) error { return stop })); !errors.Is(err, stop) {
-		t.Fatalf("a stopping handler: %v", err)
-	}
+	_, err = BuildManifest(ctx, dir, WithShardErrorHandler(func(string, error) error { return stop }))
+	require.ErrorIs(t, err, stop, "a stopping handler")
 }
 
 // TestSplitSampleAcrossShards: a sample whose members straddle two shards
@@ -300,20 +288,20 @@ func TestSplitSampleAcrossShards(t *testing.T) {
 	ctx := context.Background()
 	m, err := BuildManifest(ctx, dir)
 	require.NoError(t, err)
-	if m.Shards[0].SplitFirst || !m.Shards[1].SplitFirst || m.Shards[2].SplitFirst {
-		t.Fatalf("split flags %v %v %v, want only s-1.tar's", m.Shards[0].SplitFirst, m.Shards[1].SplitFirst, m.Shards[2].SplitFirst)
-	}
-	if m.Shards[0].Samples+m.Shards[1].Samples+m.Shards[2].Samples != 5 || m.Samples() != 4 {
-		t.Errorf("shard counts %d+%d+%d (the parts as read), total %d; want 5 parts, 4 samples",
-			m.Shards[0].Samples, m.Shards[1].Samples, m.Shards[2].Samples, m.Samples())
-	}
+	require.False(t, m.Shards[0].SplitFirst, "split flags %v %v %v, want only s-1.tar's", m.Shards[0].SplitFirst, m.Shards[1].SplitFirst, m.Shards[2].SplitFirst)
+	require.True(t, m.Shards[1].SplitFirst, "split flags %v %v %v, want only s-1.tar's", m.Shards[0].SplitFirst, m.Shards[1].SplitFirst, m.Shards[2].SplitFirst)
+	require.False(t, m.Shards[2].SplitFirst, "split flags %v %v %v, want only s-1.tar's", m.Shards[0].SplitFirst, m.Shards[1].SplitFirst, m.Shards[2].SplitFirst)
+	assert.EqualValues(t, 5, m.Shards[0].Samples+m.Shards[1].Samples+m.Shards[2].Samples, "shard counts %d+%d+%d (the parts as read), total %d; want 5 parts, 4 samples", m.Shards[0].Samples, m.Shards[1].Samples, m.Shards[2].Samples, m.Samples())
+	assert.EqualValues(t, 4, m.Samples(), "shard counts %d+%d+%d (the parts as read), total %d; want 5 parts, 4 samples", m.Shards[0].Samples, m.Shards[1].Samples, m.Shards[2].Samples, m.Samples())
 	w := m.Warnings()
-	if len(w) != 1 || !strings.Contains(w[0], "s-0.tar") || !strings.Contains(w[0], "s-1.tar") {
-		t.Errorf("warnings %q, want one naming s-0.tar and s-1.tar", w)
+	if assert.Len(t, w, 1, "warnings %q, want one naming s-0.tar and s-1.tar", w) {
+		if assert.Contains(t, w[0], "s-0.tar", "warnings %q, want one naming s-0.tar and s-1.tar", w) {
+			assert.Contains(t, w[0], "s-1.tar", "warnings %q, want one naming s-0.tar and s-1.tar", w)
+		}
 	}
 	require.NoError(t, WriteManifest(ctx, dir, m))
 	back, err := ReadManifest(dir)
-	if err != nil || !back.Shards[1].SplitFirst || back.Samples() != 4 {
-		t.Fatalf("read back: %+v, %v", back, err)
-	}
+	require.NoError(t, err, "read back: %+v, %v", back, err)
+	require.True(t, back.Shards[1].SplitFirst, "read back: %+v, %v", back, err)
+	require.EqualValues(t, 4, back.Samples(), "read back: %+v, %v", back, err)
 }

@@ -33,21 +33,19 @@ var nameCases = []string{
 func TestNameJSONRoundTrip(t *testing.T) {
 	for _, name := range nameCases {
 		enc := appendNameJSON(nil, name)
-		if !json.Valid(enc) || !utf8.Valid(enc) {
-			t.Errorf("%q encodes as %s: not valid UTF-8 JSON", name, enc)
-		}
+		assert.True(t, json.Valid(enc), "%q encodes as %s: not valid UTF-8 JSON", name, enc)
+		assert.True(t, utf8.Valid(enc), "%q encodes as %s: not valid UTF-8 JSON", name, enc)
 		if utf8.ValidString(name) {
 			// UTF-8 names are written as encoding/json writes them, so
 			// manifests of such names are unchanged.
 			std, _ := json.Marshal(name)
 			assert.True(t, bytes.Equal(enc, std), "%q encodes as %s, encoding/json as %s", name, enc, std)
-		} else if !bytes.Contains(enc, []byte(`\udc`)) {
-			t.Errorf("%q encodes as %s, without a \\udcXX escape", name, enc)
+		} else {
+			assert.Contains(t, string(enc), `\udc`, "%q encodes as %s, without a \\udcXX escape", name, enc)
 		}
 		back, err := decodeNameJSON(enc)
-		if err != nil || back != name {
-			t.Errorf("%q -> %s -> %q, %v", name, enc, back, err)
-		}
+		assert.NoError(t, err, "%q -> %s -> %q, %v", name, enc, back, err)
+		assert.Equal(t, name, back, "%q -> %s -> %q, %v", name, enc, back, err)
 	}
 	// Strings other JSON writers produce decode as encoding/json decodes
 	// them, except lone surrogates: escaped bytes, or refused.
@@ -65,9 +63,8 @@ func TestNameJSONRoundTrip(t *testing.T) {
 		{"\"raw \xff byte\"", "raw \xff byte", true},
 	} {
 		got, err := decodeNameJSON([]byte(tt.in))
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("decode %s = %q, %v; want %q (ok=%v)", tt.in, got, err, tt.want, tt.ok)
-		}
+		assert.Equal(t, tt.ok, (err == nil), "decode %s = %q, %v; want %q (ok=%v)", tt.in, got, err, tt.want, tt.ok)
+		assert.Equal(t, tt.want, got, "decode %s = %q, %v; want %q (ok=%v)", tt.in, got, err, tt.want, tt.ok)
 	}
 }
 
@@ -84,9 +81,8 @@ func FuzzNameJSON(f *testing.F) {
 		// Decoding arbitrary JSON strings never panics, and agrees with
 		// encoding/json wherever no surrogate escape is involved.
 		raw, _ := json.Marshal(name)
-		if got, err := decodeNameJSON(raw); err == nil && utf8.ValidString(name) && got != name {
-			t.Fatalf("decode %s = %q, want %q", raw, got, name)
-		}
+		got, err := decodeNameJSON(raw)
+		require.False(t, err == nil && utf8.ValidString(name) && got != name, "decode %s = %q, want %q", raw, got, name)
 	})
 }
 
@@ -118,13 +114,10 @@ func TestNonUTF8ShardNames(t *testing.T) {
 	var got []string
 	for _, e := range back.Shards {
 		got = append(got, e.Name)
-		if err := VerifyShard(filepath.Join(dir, e.Name), e); err != nil {
-			t.Errorf("shard %q: %v", e.Name, err)
-		}
+		assert.NoError(t, VerifyShard(filepath.Join(dir, e.Name), e), "shard %q", e.Name)
 	}
-	if slices.Sort(names); !slices.Equal(got, names) {
-		t.Errorf("names read back %q, want %q", got, names)
-	}
+	slices.Sort(names)
+	assert.True(t, slices.Equal(got, names), "names read back %q, want %q", got, names)
 	// Python's json and os.fsencode (PEP 383) find the same files.
 	py := testenv.Tool(t, "python3", "python3")
 	out, err := exec.Command(py, "-c", `
@@ -134,7 +127,6 @@ for s in json.load(open(os.path.join(d, "index.json")))["shards"]:
     p = os.path.join(os.fsencode(d), os.fsencode(s["name"]))
     print(os.path.getsize(p) == s["bytes"])
 `, dir).CombinedOutput()
-	if err != nil || strings.Count(string(out), "True") != len(names) {
-		t.Errorf("python does not find the shards from index.json: %v\n%s", err, out)
-	}
+	assert.NoError(t, err, "python does not find the shards from index.json: %v\n%s", err, out)
+	assert.Equal(t, len(names), strings.Count(string(out), "True"), "python does not find the shards from index.json: %v\n%s", err, out)
 }

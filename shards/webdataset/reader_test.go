@@ -3,13 +3,13 @@ package webdataset
 import (
 	"archive/tar"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,9 +25,8 @@ func goTar(t testing.TB, ms []tmember) []byte {
 			h.Typeflag, h.Size = tar.TypeDir, 0
 		}
 		require.NoError(t, tw.WriteHeader(h))
-		if _, err := tw.Write(m.Data); err != nil {
-			t.Fatal(err)
-		}
+		_, err := tw.Write(m.Data)
+		require.NoError(t, err)
 	}
 	require.NoError(t, tw.Close())
 	return buf.Bytes()
@@ -70,20 +69,20 @@ func TestReaderErrors(t *testing.T) {
 					// reader reports the short stream when seeking past it.
 					require.ErrorIs(t, err, io.ErrUnexpectedEOF, "skip: %v after %d samples, want unexpected EOF naming the shard after %d", err, n, tc.atIndex)
 					require.EqualValues(t, tc.atIndex, n, "skip: %v after %d samples, want unexpected EOF naming the shard after %d", err, n, tc.atIndex)
-					require.Contains(t, err.Error(), "shard-7.tar", "skip: %v after %d samples, want unexpected EOF naming the shard after %d", err, n, tc.atIndex)
+					require.ErrorContains(t, err, "shard-7.tar", "skip: %v after %d samples, want unexpected EOF naming the shard after %d", err, n, tc.atIndex)
 					continue
 				}
 				var we *Error
 				require.ErrorIs(t, err, tc.want, "skip=%v: error %v, want %v as *Error", skip, err, tc.want)
-				require.True(t, errors.As(err, &we), "skip=%v: error %v, want %v as *Error", skip, err, tc.want)
-				if we.Shard != "shard-7.tar" || we.Member != tc.member || we.Offset <= 0 || n != tc.atIndex {
-					t.Fatalf("skip=%v: error %+v after %d samples; want shard-7.tar, member %q, offset > 0, after %d", skip, we, n, tc.member, tc.atIndex)
-				}
-				require.Contains(t, err.Error(), "shard-7.tar", "message %q does not name shard and member", err)
-				require.Contains(t, err.Error(), tc.member, "message %q does not name shard and member", err)
-				if _, again := rd.Next(); again != err {
-					t.Fatalf("error not sticky: %v then %v", err, again)
-				}
+				require.ErrorAs(t, err, &we, "skip=%v: error %v, want %v as *Error", skip, err, tc.want)
+				require.Equal(t, "shard-7.tar", we.Shard, "skip=%v: error %+v after %d samples; want shard-7.tar, member %q, offset > 0, after %d", skip, we, n, tc.member, tc.atIndex)
+				require.Equal(t, tc.member, we.Member, "skip=%v: error %+v after %d samples; want shard-7.tar, member %q, offset > 0, after %d", skip, we, n, tc.member, tc.atIndex)
+				require.Greater(t, we.Offset, int64(0), "skip=%v: error %+v after %d samples; want shard-7.tar, member %q, offset > 0, after %d", skip, we, n, tc.member, tc.atIndex)
+				require.Equal(t, tc.atIndex, n, "skip=%v: error %+v after %d samples; want shard-7.tar, member %q, offset > 0, after %d", skip, we, n, tc.member, tc.atIndex)
+				require.ErrorContains(t, err, "shard-7.tar", "message %q does not name shard and member", err)
+				require.ErrorContains(t, err, tc.member, "message %q does not name shard and member", err)
+				_, again := rd.Next()
+				require.Equal(t, err, again, "error not sticky: %v then %v", err, again)
 			}
 		})
 	}
@@ -105,22 +104,21 @@ func TestReaderNotTar(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := readAll(strings.NewReader(tc.data), tc.c, WithName("junk.tar"))
 			var we *Error
-			require.True(t, errors.As(err, &we), "error %v, want *Error naming junk.tar", err)
+			require.ErrorAs(t, err, &we, "error %v, want *Error naming junk.tar", err)
 			require.EqualValues(t, "junk.tar", we.Shard, "error %v, want *Error naming junk.tar", err)
-			if got := strings.Contains(err.Error(), "not a tar archive"); got != tc.notTar {
-				t.Fatalf("error %q: says not a tar archive: %v, want %v", err, got, tc.notTar)
-			}
+			got := strings.Contains(err.Error(), "not a tar archive")
+			require.Equal(t, tc.notTar, got, "error %q: says not a tar archive: %v, want %v", err, got, tc.notTar)
 		})
 	}
 	_, err := readAll(strings.NewReader("\x1f\x8bnot gzip really"), Auto, WithName("bad.tgz"))
 	require.Error(t, err, "corrupt gzip: error %v, want one naming bad.tgz", err)
-	require.Contains(t, err.Error(), "bad.tgz", "corrupt gzip: error %v, want one naming bad.tgz", err)
+	require.ErrorContains(t, err, "bad.tgz", "corrupt gzip: error %v, want one naming bad.tgz", err)
 }
 
 func TestReaderEmptyStream(t *testing.T) {
 	got, err := readAll(bytes.NewReader(nil), None)
 	require.NoError(t, err, "empty stream: %d samples, %v", len(got), err)
-	require.EqualValues(t, 0, len(got), "empty stream: %d samples, %v", len(got), err)
+	require.Len(t, got, 0, "empty stream: %d samples, %v", len(got), err)
 }
 
 func TestSkipMatchesNext(t *testing.T) {
@@ -140,10 +138,9 @@ func TestSkipMatchesNext(t *testing.T) {
 		require.NoError(t, err)
 		equalSamples(t, []Sample{*s}, []Sample{w})
 	}
-	if _, err := rd.Next(); err != io.EOF {
-		t.Fatalf("after last sample: %v, want io.EOF", err)
-	}
-	require.EqualValues(t, len(want), rd.Index(), "Index %d, want %d", rd.Index(), len(want))
+	_, err = rd.Next()
+	require.Equal(t, io.EOF, err, "after last sample: %v, want io.EOF", err)
+	require.Len(t, want, rd.Index(), "Index %d, want %d", rd.Index(), len(want))
 }
 
 // A sample's fields slice has room for as many fields as the sample
@@ -169,10 +166,8 @@ func TestFieldsRoomFollowsTheLastSample(t *testing.T) {
 			s, err := rd.Next()
 			require.NoError(t, err, "slowOnly %v: %s: %v", slowOnly, want.key, err)
 			require.EqualValues(t, want.key, s.Key, "slowOnly %v: got %s with %d fields, want %s with %d", slowOnly, s.Key, len(s.Fields), want.key, want.fields)
-			require.EqualValues(t, want.fields, len(s.Fields), "slowOnly %v: got %s with %d fields, want %s with %d", slowOnly, s.Key, len(s.Fields), want.key, want.fields)
-			if want.key != "wide" && cap(s.Fields) > want.room {
-				t.Errorf("slowOnly %v: %s has room for %d fields, want at most %d", slowOnly, s.Key, cap(s.Fields), want.room)
-			}
+			require.Len(t, s.Fields, want.fields, "slowOnly %v: got %s with %d fields, want %s with %d", slowOnly, s.Key, len(s.Fields), want.key, want.fields)
+			assert.False(t, want.key != "wide" && cap(s.Fields) > want.room, "slowOnly %v: %s has room for %d fields, want at most %d", slowOnly, s.Key, cap(s.Fields), want.room)
 		}
 	}
 }
@@ -204,10 +199,9 @@ func TestZstdWindowCap(t *testing.T) {
 	data := compressWith(t, "zstd", plain) // 2 MiB input: window of 2 MiB
 	_, err := readAll(bytes.NewReader(data), Zstd, WithName("w.tar.zst"), WithMaxZstdWindow(64<<10))
 	require.Error(t, err, "frame beyond window cap: %v, want an error naming the shard", err)
-	require.Contains(t, err.Error(), "w.tar.zst", "frame beyond window cap: %v, want an error naming the shard", err)
-	if _, err := readAll(bytes.NewReader(data), Zstd); err != nil {
-		t.Fatalf("default cap: %v", err)
-	}
+	require.ErrorContains(t, err, "w.tar.zst", "frame beyond window cap: %v, want an error naming the shard", err)
+	_, err = readAll(bytes.NewReader(data), Zstd)
+	require.NoError(t, err, "default cap")
 }
 
 func TestDetectCompression(t *testing.T) {
@@ -224,9 +218,8 @@ func TestDetectCompression(t *testing.T) {
 		{"x.TZST", nil, Zstd},
 		{"x.tar", nil, None},
 	} {
-		if got := DetectCompression(tc.name, tc.head); got != tc.want {
-			t.Errorf("DetectCompression(%q, %x) = %v, want %v", tc.name, tc.head, got, tc.want)
-		}
+		got := DetectCompression(tc.name, tc.head)
+		assert.Equal(t, tc.want, got, "DetectCompression(%q, %x) = %v, want %v", tc.name, tc.head, got, tc.want)
 	}
 }
 
@@ -237,9 +230,9 @@ func TestDecompressorCaps(t *testing.T) {
 			data := compressWith(t, tool, plain)
 			d, err := newDecompressor(5<<19, 0, lib) // above zstd -3's 2 MiB window, below the output
 			require.NoError(t, err)
-			if _, err := d.Decompress(nil, data, Auto, "big."+tool); !errors.Is(err, ErrShardTooLarge) || !strings.Contains(err.Error(), "big."+tool) {
-				t.Errorf("%s (%s) beyond the cap: %v, want ErrShardTooLarge naming the shard", tool, d.ZstdDecoder(), err)
-			}
+			_, err = d.Decompress(nil, data, Auto, "big."+tool)
+			assert.ErrorIs(t, err, ErrShardTooLarge, "%s (%s) beyond the cap: %v, want ErrShardTooLarge naming the shard", tool, d.ZstdDecoder(), err)
+			assert.ErrorContains(t, err, "big."+tool, "%s (%s) beyond the cap: %v, want ErrShardTooLarge naming the shard", tool, d.ZstdDecoder(), err)
 			d.Close()
 			d, _ = newDecompressor(0, 0, lib)
 			for _, verified := range []bool{false, true} {
@@ -248,27 +241,24 @@ func TestDecompressorCaps(t *testing.T) {
 					decompress = d.DecompressVerified
 				}
 				out, err := decompress(make([]byte, 0, 10), data, Auto, "ok."+tool)
-				if err != nil || !bytes.Equal(out, plain) {
-					t.Errorf("%s (%s, verified %v): %d bytes, %v; want the tar back", tool, d.ZstdDecoder(), verified, len(out), err)
-				}
+				assert.NoError(t, err, "%s (%s, verified %v): %d bytes, %v; want the tar back", tool, d.ZstdDecoder(), verified, len(out), err)
+				assert.True(t, bytes.Equal(out, plain), "%s (%s, verified %v): %d bytes, %v; want the tar back", tool, d.ZstdDecoder(), verified, len(out), err)
 			}
 			// A damaged frame checksum fails, unless the bytes were verified.
 			if tool == "zstd" {
 				bad := bytes.Clone(data)
 				bad[len(bad)-1] ^= 1
-				if _, err := d.Decompress(nil, bad, Zstd, "sum.tar.zst"); err == nil {
-					t.Errorf("%s: a wrong frame checksum was accepted", d.ZstdDecoder())
-				}
-				if out, err := d.DecompressVerified(nil, bad, Zstd, "sum.tar.zst"); err != nil || !bytes.Equal(out, plain) {
-					t.Errorf("%s: verified bytes: %d bytes, %v", d.ZstdDecoder(), len(out), err)
-				}
+				_, err := d.Decompress(nil, bad, Zstd, "sum.tar.zst")
+				assert.Error(t, err, "%s: a wrong frame checksum was accepted", d.ZstdDecoder())
+				out, err := d.DecompressVerified(nil, bad, Zstd, "sum.tar.zst")
+				assert.NoError(t, err, "%s: verified bytes: %d bytes, %v", d.ZstdDecoder(), len(out), err)
+				assert.True(t, bytes.Equal(out, plain), "%s: verified bytes: %d bytes, %v", d.ZstdDecoder(), len(out), err)
 			}
 			d.Close()
 		}
 	}
 	d, _ := NewDecompressor(0, 0)
 	defer d.Close()
-	if _, err := exec.LookPath("zstd"); err == nil && !strings.HasPrefix(d.ZstdDecoder(), "libzstd") {
-		t.Errorf("zstd is installed, and with it libzstd.so.1, but the Decompressor uses %s", d.ZstdDecoder())
-	}
+	_, err := exec.LookPath("zstd")
+	assert.False(t, err == nil && !strings.HasPrefix(d.ZstdDecoder(), "libzstd"), "zstd is installed, and with it libzstd.so.1, but the Decompressor uses %s", d.ZstdDecoder())
 }

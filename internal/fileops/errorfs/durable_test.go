@@ -2,8 +2,10 @@ package errorfs
 
 import (
 	"slices"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // publishOps is a correct durable publication of /d/f through /d/.f.tmp
@@ -28,12 +30,8 @@ func publishOps() []Op {
 // passes, and without any one step (or with two swapped) it fails.
 func TestCheckPublished(t *testing.T) {
 	j := &Journal{Path: "/j", Record: []byte(`"rel":"f"`)}
-	if err := CheckPublished(publishOps(), "/d/f", j); err != nil {
-		t.Fatalf("a durable publication: %v", err)
-	}
-	if err := CheckPublished(publishOps(), "/d/f", nil); err != nil {
-		t.Fatalf("without a journal: %v", err)
-	}
+	require.NoError(t, CheckPublished(publishOps(), "/d/f", j), "a durable publication")
+	require.NoError(t, CheckPublished(publishOps(), "/d/f", nil), "without a journal")
 	drop := func(i int) []Op { return slices.Delete(publishOps(), i, i+1) }
 	swap := func(a, b int) []Op { o := publishOps(); o[a], o[b] = o[b], o[a]; return o }
 	for _, tc := range []struct {
@@ -52,8 +50,7 @@ func TestCheckPublished(t *testing.T) {
 		{"directory synced before the rename", swap(9, 10), "not synced after the rename"},
 	} {
 		err := CheckPublished(tc.ops, "/d/f", j)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want one containing %q", tc.name, err, tc.want)
-		}
+		assert.Error(t, err, "%s: err = %v, want one containing %q", tc.name, err, tc.want)
+		assert.ErrorContains(t, err, tc.want, "%s: err = %v, want one containing %q", tc.name, err, tc.want)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,9 +22,8 @@ func TestNotLinked(t *testing.T) {
 	libs, err := f.ImportedLibraries()
 	require.NoError(t, err)
 	for _, l := range libs {
-		if strings.Contains(l, "ibverbs") || strings.Contains(l, "rdmacm") {
-			t.Errorf("%s links %s", exe, l)
-		}
+		assert.NotContains(t, l, "ibverbs", "%s links %s", exe, l)
+		assert.NotContains(t, l, "rdmacm", "%s links %s", exe, l)
 	}
 }
 
@@ -36,28 +34,26 @@ func TestLoad(t *testing.T) {
 	l, err := Load()
 	if err != nil {
 		require.ErrorIs(t, err, ErrMissing, "Load: %v, want ErrMissing naming the library", err)
-		require.Contains(t, err.Error(), "lib", "Load: %v, want ErrMissing naming the library", err)
+		require.ErrorContains(t, err, "lib", "Load: %v, want ErrMissing naming the library", err)
 		t.Logf("rdma-core not usable here: %v", err)
 	} else {
 		devs, err := l.Devices()
 		if errors.Is(err, ErrNoDevices) {
 			t.Logf("no RDMA support in this kernel: %v", err)
-		} else if err != nil {
-			t.Fatalf("Devices: %v", err)
+		} else {
+			require.NoError(t, err, "Devices")
 		}
 		t.Logf("rdma-core %q (%s, IBVERBS_1.%d), %d devices", l.Version(), l.VerbsPath, l.ABI, len(devs))
-		if l.ABI < 1 {
-			t.Errorf("ABI %d: IBVERBS_1.1 must be there", l.ABI)
-		}
+		assert.GreaterOrEqual(t, l.ABI, 1, "ABI %d: IBVERBS_1.1 must be there", l.ABI)
 		assert.EqualValues(t, (l.ABI >= 12), l.HasDmaBuf(), "dma-buf %v with IBVERBS_1.%d", l.HasDmaBuf(), l.ABI)
 		for _, d := range devs {
 			assert.NotEqualValues(t, "", d.Name, "device without a name: %+v", d)
 		}
 	}
 	t.Setenv(VerbsEnv, filepath.Join(t.TempDir(), "libibverbs.so.1"))
-	if _, err := Load(); !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), VerbsEnv) {
-		t.Errorf("Load with a missing override: %v", err)
-	}
+	_, err = Load()
+	assert.ErrorIs(t, err, ErrMissing, "Load with a missing override: %v", err)
+	assert.ErrorContains(t, err, VerbsEnv, "Load with a missing override: %v", err)
 }
 
 func TestPackageVersion(t *testing.T) {
@@ -69,8 +65,7 @@ func TestPackageVersion(t *testing.T) {
 		{"/usr/lib/libibverbs.so", ""},
 		{"libibverbs.so.1.14.58.0.rc1", "58.0.rc1"},
 	} {
-		if got := packageVersion(tc.path); got != tc.want {
-			t.Errorf("packageVersion(%q) = %q, want %q", tc.path, got, tc.want)
-		}
+		got := packageVersion(tc.path)
+		assert.Equal(t, tc.want, got, "packageVersion(%q) = %q, want %q", tc.path, got, tc.want)
 	}
 }

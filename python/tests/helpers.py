@@ -1,6 +1,7 @@
 """Shared helpers of the Python tests: the repository, the gdsload CLI,
 subprocesses, WebDataset shards and hand-made safetensors files."""
 
+import gc
 import io
 import json
 import os
@@ -10,6 +11,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+import unittest
 
 REPO = os.environ.get("GDSLOAD_REPO") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON_DIR = os.path.join(REPO, "python")
@@ -115,3 +117,20 @@ class Server:
             self.proc.wait()
         for f in (self.proc.stdout, self.proc.stderr):
             f.close()
+
+
+class TempDirTest(unittest.TestCase):
+    """A test case with a temporary folder, self.dir, removed after each
+    test (after a garbage collection, so that handles still open on its
+    files are closed first)."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        gc.collect()
+        self._tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)

@@ -7,7 +7,6 @@ import gc
 import json
 import os
 import struct
-import tempfile
 import unittest
 
 import numpy as np
@@ -72,18 +71,7 @@ def same(a, b):
 SHAPES = [(3, 5), (), (0, 4), (2, 3, 4), (7,)]
 
 
-class CheckpointTest(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.dir = self._tmp.name
-
-    def tearDown(self):
-        gc.collect()
-        self._tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
+class CheckpointTest(helpers.TempDirTest):
     def references(self):
         refs = {}
         for i, name in enumerate(sorted(SHARED)):

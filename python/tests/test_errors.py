@@ -7,7 +7,6 @@ import gc
 import os
 import struct
 import subprocess
-import tempfile
 import unittest
 
 import torch
@@ -17,18 +16,7 @@ import gdsload
 from . import helpers
 
 
-class ErrorsTest(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.dir = self._tmp.name
-
-    def tearDown(self):
-        gc.collect()
-        self._tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
+class ErrorsTest(helpers.TempDirTest):
     def test_missing_file(self):
         for p in (self.path("absent.safetensors"), self.path("absent-dir")):
             with self.assertRaises(FileNotFoundError) as cm:

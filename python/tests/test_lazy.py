@@ -7,7 +7,6 @@ import gc
 import json
 import os
 import struct
-import tempfile
 import unittest
 
 import numpy as np
@@ -17,6 +16,8 @@ import safetensors.torch
 import torch
 
 import gdsload
+
+from . import helpers
 
 MiB = 1 << 20
 
@@ -77,18 +78,7 @@ def equal(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
 
 
-class LazyTest(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.dir = self._tmp.name
-
-    def tearDown(self):
-        gc.collect()
-        self._tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
+class LazyTest(helpers.TempDirTest):
     def test_one_small_tensor_of_a_1gib_file_reads_under_1mib(self):
         p = self.path("big.safetensors")
         write_sparse(p, 1 << 30, [1.5, -2.0, 3.25])

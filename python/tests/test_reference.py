@@ -3,8 +3,6 @@ safetensors, pinned in scripts/test-requirements.txt), on the same calls:
 the same results, and the same exception classes where a call fails."""
 
 import gc
-import os
-import tempfile
 import unittest
 
 import numpy as np
@@ -15,19 +13,10 @@ import torch
 
 import gdsload
 
+from . import helpers
 
-class ReferenceTest(unittest.TestCase):
-    def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory()
-        self.dir = self._tmp.name
 
-    def tearDown(self):
-        gc.collect()
-        self._tmp.cleanup()
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
+class ReferenceTest(helpers.TempDirTest):
     def test_a_file_without_tensors(self):
         ours, theirs = self.path("ours.safetensors"), self.path("theirs.safetensors")
         gdsload.save_file({}, ours)

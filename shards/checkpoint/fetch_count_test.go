@@ -67,6 +67,7 @@ func TestFetchReadsUnder1MiBCountedByTheFiles(t *testing.T) {
 	got, err := viewPiece[float32](f.Pieces[0])
 	require.NoError(t, err)
 	assert.Equal(t, vals, got)
+	assert.Equal(t, int64(16), f.BytesRead, "the tensor's bytes alone")
 	assert.Less(t, n.Load(), int64(1<<20), "bytes the files returned")
 	assert.Equal(t, ck.HeaderBytes()+f.BytesRead, n.Load(), "the library's count is what the files returned")
 }

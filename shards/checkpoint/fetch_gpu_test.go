@@ -6,7 +6,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/stretchr/testify/require"
@@ -21,12 +20,7 @@ func TestFetchIntoGPU(t *testing.T) {
 		t.Run(string(path), func(t *testing.T) {
 			f := withFakeGPU(t)
 			s := writeSharded(t)
-			mode := loader.DirectAuto
-			var drv *cufile.Driver
-			if path == loader.RouteGDS {
-				mode, drv = loader.DirectOn, f.driver(t)
-			}
-			c := openOrSkip(t, s.index, mode)
+			c, drv := f.openFor(t, s, path)
 			want := s.want()
 			rows := []safetensors.DimSlice{{Start: 10, Step: 1, Count: 200}, {Step: 1, Count: 257}}
 			cols := []safetensors.DimSlice{{Start: 0, Step: 3, Count: 100}, {Start: 5, Step: 2, Count: 100}}

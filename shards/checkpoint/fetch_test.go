@@ -155,21 +155,6 @@ func writeSparse(t *testing.T, size int64) (string, []float32) {
 	return p, vals
 }
 
-func TestFetchOfOneSmallTensorReadsLittle(t *testing.T) {
-	p, vals := writeSparse(t, 1<<30)
-	ck, err := Open(context.Background(), p, Options{})
-	require.NoError(t, err)
-	defer ck.Close()
-	f, err := ck.Fetch(context.Background(), []Request{{Name: "small"}}, HostAllocator, loader.Options{}, FetchOptions{})
-	require.NoError(t, err)
-	defer f.Close()
-	got, err := viewPiece[float32](f.Pieces[0])
-	require.NoError(t, err)
-	assert.Equal(t, vals, got)
-	assert.Equal(t, int64(16), f.BytesRead)
-	assert.Less(t, ck.HeaderBytes()+f.BytesRead, int64(1<<20))
-}
-
 // viewPiece decodes a compact host piece as little-endian T.
 func viewPiece[T float32 | int32](p Piece) ([]T, error) {
 	b := p.Dest.(interface{ Bytes() []byte }).Bytes()[:p.Plan.Asked]

@@ -42,6 +42,16 @@ func (f *fakeGPULibs) driver(t *testing.T) *cufile.Driver {
 	return c.Driver()
 }
 
+// openFor opens s's checkpoint for a load through route: gds with O_DIRECT
+// and the double's cuFile driver, bounce with no driver.
+func (f *fakeGPULibs) openFor(t *testing.T, s *sharded, route loader.Route) (*Checkpoint, *cufile.Driver) {
+	t.Helper()
+	if route == loader.RouteGDS {
+		return openOrSkip(t, s.index, loader.DirectOn), f.driver(t)
+	}
+	return openOrSkip(t, s.index, loader.DirectAuto), nil
+}
+
 // gpuAllocator makes one GPU destination per file: bounce, or gds when drv
 // is not nil.
 func gpuAllocator(dev *cufile.Device, drv *cufile.Driver, chunk int64) Allocator {
@@ -68,12 +78,7 @@ func TestLoadShardedIntoGPU(t *testing.T) {
 		t.Run(string(path), func(t *testing.T) {
 			f := withFakeGPU(t)
 			s := writeSharded(t)
-			mode := loader.DirectAuto
-			var drv *cufile.Driver
-			if path == loader.RouteGDS {
-				mode, drv = loader.DirectOn, f.driver(t)
-			}
-			c := openOrSkip(t, s.index, mode)
+			c, drv := f.openFor(t, s, path)
 			unaligned := f.Control.Counter("cufile_unaligned")
 			l, err := c.Load(context.Background(), gpuAllocator(f.device(t), drv, chunk), loader.Options{
 				ChunkSize: chunk, Workers: 4, Reason: "test",

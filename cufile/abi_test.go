@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // requireReal is set (to 1) where the real NVIDIA libraries must be
@@ -55,9 +58,7 @@ func TestCuFileABI(t *testing.T) {
 		skipOrFail(t, "cufile.h not found in $CUDA_HOME/include, /usr/local/cuda/include or /usr/include: install libcufile-dev (Debian non-free) to run the ABI check")
 	}
 	text, err := os.ReadFile(header)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	cc := os.Getenv("CC")
 	if cc == "" {
 		cc = "gcc"
@@ -88,32 +89,22 @@ func TestCuFileABI(t *testing.T) {
 			t.Logf("%s does not declare %s (optional in gdsload)", header, call)
 		}
 	}
-	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		t.Fatalf("cufileapi.h does not match %s:\n%s %s\n%s", header, cc, strings.Join(args, " "), out)
-	}
+	ccOut, err := exec.Command(cc, args...).CombinedOutput()
+	require.NoError(t, err, "cufileapi.h does not match %s:\n%s %s\n%s", header, cc, strings.Join(args, " "), ccOut)
 	out, err := exec.Command(bin).Output()
-	if err != nil {
-		t.Fatalf("running the ABI check: %v", err)
-	}
+	require.NoError(t, err, "running the ABI check: %v", err)
 	n := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
-		if len(f) != 2 {
-			t.Fatalf("ABI check printed %q, want \"CODE NAME\"", line)
-		}
+		require.Len(t, f, 2, "ABI check printed %q, want \"CODE NAME\"", line)
 		code, err := strconv.Atoi(f[0])
-		if err != nil {
-			t.Fatalf("ABI check printed %q: %v", line, err)
-		}
+		require.NoError(t, err, "ABI check printed %q: %v", line, err)
 		if strings.HasSuffix(f[1], "_MAX_ERROR") {
 			continue // the end marker of the table, not a status
 		}
 		n++
-		if got := opErrorNames[code]; got != f[1] {
-			t.Errorf("cufile.h names status %d %s; opErrorNames says %q", code, f[1], got)
-		}
+		got := opErrorNames[code]
+		assert.Equal(t, f[1], got, "cufile.h names status %d %s; opErrorNames says %q", code, f[1], got)
 	}
-	if n < 30 {
-		t.Errorf("the header's status table has only %d entries: %s", n, out)
-	}
+	assert.GreaterOrEqual(t, n, 30, "the header's status table has only %d entries: %s", n, out)
 }

@@ -2,49 +2,44 @@ package cufile_test
 
 import (
 	"bytes"
-	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/gdsload/gdsload/cufile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
 func openDriver(t *testing.T) *cufile.Driver {
 	t.Helper()
 	c, err := cufile.OpenCuFile(fake.Config())
-	must(t, err)
+	require.NoError(t, err)
 	d := c.Driver()
-	must(t, d.Open())
-	t.Cleanup(func() { must(t, d.Close()) })
+	require.NoError(t, d.Open())
+	t.Cleanup(func() { require.NoError(t, d.Close()) })
 	return d
 }
 
 func TestDriverIsReferenceCounted(t *testing.T) {
 	reset(t)
 	c, err := cufile.OpenCuFile(fake.Config())
-	must(t, err)
+	require.NoError(t, err)
 	d := c.Driver()
-	must(t, d.Open())
-	must(t, d.Open())
-	if n := control.Counter("driver_refs"); n != 1 {
-		t.Errorf("two Opens opened the library's driver %d times, want once", n)
-	}
-	must(t, d.Close())
-	if n := control.Counter("driver_refs"); n != 1 {
-		t.Errorf("driver closed while a reference remains (%d open)", n)
-	}
-	must(t, d.Close())
-	if n := control.Counter("driver_refs"); n != 0 {
-		t.Errorf("driver still open after the last Close (%d)", n)
-	}
-	if err := d.Close(); err == nil {
-		t.Error("Close without Open succeeded")
-	}
+	require.NoError(t, d.Open())
+	require.NoError(t, d.Open())
+	n := control.Counter("driver_refs")
+	assert.EqualValues(t, 1, n, "two Opens opened the library's driver %d times, want once", n)
+	require.NoError(t, d.Close())
+	n = control.Counter("driver_refs")
+	assert.EqualValues(t, 1, n, "driver closed while a reference remains (%d open)", n)
+	require.NoError(t, d.Close())
+	n = control.Counter("driver_refs")
+	assert.Zero(t, n, "driver still open after the last Close (%d)", n)
+	assert.Error(t, d.Close(), "Close without Open succeeded")
 }
 
 func TestDriverOpenFailure(t *testing.T) {
@@ -55,18 +50,13 @@ func TestDriverOpenFailure(t *testing.T) {
 		t.Run(tc.cmd, func(t *testing.T) {
 			reset(t, tc.cmd)
 			c, err := cufile.OpenCuFile(fake.Config())
-			must(t, err)
+			require.NoError(t, err)
 			err = c.Driver().Open()
-			if !errors.Is(err, cufile.ErrUnavailable) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Open: %v, want ErrUnavailable saying %q", err, tc.want)
-			}
+			require.ErrorIs(t, err, cufile.ErrUnavailable, "Open: %v, want ErrUnavailable saying %q", err, tc.want)
+			require.ErrorContains(t, err, tc.want, "Open: %v, want ErrUnavailable saying %q", err, tc.want)
 			var oe *cufile.OpError
-			if !errors.As(err, &oe) {
-				t.Errorf("%T is not an *OpError", err)
-			}
-			if err := c.Driver().Close(); err == nil {
-				t.Error("a failed Open took a reference")
-			}
+			assert.ErrorAs(t, err, &oe, "%T is not an *OpError", err)
+			assert.Error(t, c.Driver().Close(), "a failed Open took a reference")
 		})
 	}
 }
@@ -84,15 +74,13 @@ func TestMode(t *testing.T) {
 			reset(t, "mode="+tc.mode)
 			d := openDriver(t)
 			got, why, err := d.Mode()
-			must(t, err)
-			if got != tc.want || why == "" {
-				t.Errorf("Mode = %q (%q), want %q with a reason", got, why, tc.want)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got, "Mode = %q (%q), want %q with a reason", got, why, tc.want)
+			assert.NotEmpty(t, why, "Mode = %q (%q), want %q with a reason", got, why, tc.want)
 			p, err := d.Properties()
-			must(t, err)
-			if (p.NVFSMajor > 0) != (tc.want == cufile.ModeNVFS) || p.MaxPinnedMemKiB != 32<<20 {
-				t.Errorf("properties %+v", p)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want == cufile.ModeNVFS, p.NVFSMajor > 0, "properties %+v", p)
+			assert.EqualValues(t, 32<<20, p.MaxPinnedMemKiB, "properties %+v", p)
 		})
 	}
 }
@@ -106,9 +94,8 @@ func TestOpErrorText(t *testing.T) {
 		{5044, "CU_FILE_IO_ERROR (5044)"},
 		{5099, "CUfileOpError (5099)"}, // newer than this package: printed, not rejected
 	} {
-		if got := (&cufile.OpError{Op: "op", Code: tc.code}).Error(); !strings.Contains(got, tc.want) {
-			t.Errorf("code %d prints %q, want %q", tc.code, got, tc.want)
-		}
+		got := (&cufile.OpError{Op: "op", Code: tc.code}).Error()
+		assert.Contains(t, got, tc.want, "code %d prints %q, want %q", tc.code, got, tc.want)
 	}
 }
 
@@ -121,7 +108,7 @@ func writeFile(t *testing.T, n int) ([]byte, *os.File) {
 		data[i] = byte(rand.IntN(256))
 	}
 	name := filepath.Join(t.TempDir(), "data")
-	must(t, os.WriteFile(name, data, 0o644))
+	require.NoError(t, os.WriteFile(name, data, 0o644))
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_DIRECT, 0)
 	if err != nil {
 		t.Skipf("O_DIRECT refused here: %v", err)
@@ -134,13 +121,14 @@ func TestRegisterFileNeedsODirect(t *testing.T) {
 	reset(t)
 	d := openDriver(t)
 	f, err := os.Create(filepath.Join(t.TempDir(), "buffered"))
-	must(t, err)
+	require.NoError(t, err)
 	defer f.Close()
 	_, err = d.RegisterFile(int(f.Fd()))
 	var oe *cufile.OpError
-	if !errors.As(err, &oe) || oe.Code != cufile.CuFileDIONotSet || !strings.Contains(err.Error(), "O_DIRECT") {
-		t.Errorf("registering a buffered fd: %v, want CU_FILE_DIO_NOT_SET telling to use O_DIRECT", err)
+	if assert.ErrorAs(t, err, &oe, "registering a buffered fd: %v, want CU_FILE_DIO_NOT_SET telling to use O_DIRECT", err) {
+		assert.Equal(t, cufile.CuFileDIONotSet, oe.Code, "registering a buffered fd: %v, want CU_FILE_DIO_NOT_SET telling to use O_DIRECT", err)
 	}
+	assert.ErrorContains(t, err, "O_DIRECT", "registering a buffered fd: %v, want CU_FILE_DIO_NOT_SET telling to use O_DIRECT", err)
 }
 
 func TestCuFileRead(t *testing.T) {
@@ -150,16 +138,15 @@ func TestCuFileRead(t *testing.T) {
 	const size = 3<<20 + 1000 // an unaligned tail
 	data, f := writeFile(t, size)
 	h, err := drv.RegisterFile(int(f.Fd()))
-	must(t, err)
+	require.NoError(t, err)
 	defer h.Close()
 	p, err := dev.Malloc(4 << 20)
-	must(t, err)
-	defer func() { must(t, dev.Free(p)) }()
-	must(t, drv.RegisterBuffer(p, 4<<20))
-	if err := drv.RegisterBuffer(p, 4<<20); err == nil || !strings.Contains(err.Error(), "CU_FILE_MEMORY_ALREADY_REGISTERED") {
-		t.Errorf("second RegisterBuffer: %v", err)
-	}
-	defer func() { must(t, drv.DeregisterBuffer(p)) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dev.Free(p)) }()
+	require.NoError(t, drv.RegisterBuffer(p, 4<<20))
+	err = drv.RegisterBuffer(p, 4<<20)
+	assert.ErrorContains(t, err, "CU_FILE_MEMORY_ALREADY_REGISTERED", "second RegisterBuffer: %v", err)
+	defer func() { require.NoError(t, drv.DeregisterBuffer(p)) }()
 
 	// Aligned chunk, unaligned chunk, and the tail past end of file.
 	for _, r := range []struct{ off, n, want int64 }{
@@ -168,18 +155,15 @@ func TestCuFileRead(t *testing.T) {
 		{3 << 20, 1 << 20, 1000},
 	} {
 		got, err := h.Read(p, r.n, r.off, r.off)
-		if err != nil || got != r.want {
-			t.Fatalf("Read(%d bytes at %d) = %d, %v; want %d", r.n, r.off, got, err, r.want)
-		}
+		require.NoError(t, err, "Read(%d bytes at %d) = %d, %v; want %d", r.n, r.off, got, err, r.want)
+		require.Equal(t, r.want, got, "Read(%d bytes at %d) = %d, %v; want %d", r.n, r.off, got, err, r.want)
 	}
 	back := make([]byte, size)
-	must(t, dev.CopyFromDevice(back[:1<<20], p))
-	must(t, dev.CopyFromDevice(back[1<<20+17:1<<20+17+5000], p+1<<20+17))
-	must(t, dev.CopyFromDevice(back[3<<20:], p+3<<20))
+	require.NoError(t, dev.CopyFromDevice(back[:1<<20], p))
+	require.NoError(t, dev.CopyFromDevice(back[1<<20+17:1<<20+17+5000], p+1<<20+17))
+	require.NoError(t, dev.CopyFromDevice(back[3<<20:], p+3<<20))
 	for _, r := range [][2]int{{0, 1 << 20}, {1<<20 + 17, 1<<20 + 17 + 5000}, {3 << 20, size}} {
-		if !bytes.Equal(back[r[0]:r[1]], data[r[0]:r[1]]) {
-			t.Errorf("bytes [%d, %d) differ after cuFileRead", r[0], r[1])
-		}
+		assert.True(t, bytes.Equal(back[r[0]:r[1]], data[r[0]:r[1]]), "bytes [%d, %d) differ after cuFileRead", r[0], r[1])
 	}
 }
 
@@ -189,28 +173,30 @@ func TestCuFileReadErrors(t *testing.T) {
 	drv := openDriver(t)
 	_, f := writeFile(t, 1<<20)
 	h, err := drv.RegisterFile(int(f.Fd()))
-	must(t, err)
+	require.NoError(t, err)
 	defer h.Close()
 	p, err := dev.Malloc(1 << 20)
-	must(t, err)
-	defer func() { must(t, dev.Free(p)) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dev.Free(p)) }()
 
-	must(t, control.Do("fault=read_at:8192"))
-	if _, err := h.Read(p, 65536, 0, 0); !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "cuFileRead(65536 bytes at file offset 0)") {
-		t.Errorf("read over a bad block: %v, want EIO naming the range", err)
-	}
-	must(t, control.Do("fault=cufile_io"))
+	require.NoError(t, control.Do("fault=read_at:8192"))
+	_, err = h.Read(p, 65536, 0, 0)
+	assert.ErrorIs(t, err, syscall.EIO, "read over a bad block: %v, want EIO naming the range", err)
+	assert.ErrorContains(t, err, "cuFileRead(65536 bytes at file offset 0)", "read over a bad block: %v, want EIO naming the range", err)
+	require.NoError(t, control.Do("fault=cufile_io"))
 	var oe *cufile.OpError
-	if _, err := h.Read(p, 4096, 0, 0); !errors.As(err, &oe) || oe.Code != 5044 {
-		t.Errorf("-CU_FILE_IO_ERROR: %v", err)
+	_, err = h.Read(p, 4096, 0, 0)
+	if assert.ErrorAs(t, err, &oe, "-CU_FILE_IO_ERROR: %v", err) {
+		assert.Equal(t, 5044, oe.Code, "-CU_FILE_IO_ERROR: %v", err)
 	}
-	must(t, control.Do("fault=short_read"))
-	if n, err := h.Read(p, 65536, 0, 0); err != nil || n != 32768 {
-		t.Errorf("short read: %d, %v; want 32768 and no error", n, err)
-	}
-	must(t, control.Do("fault="))
-	if _, err := h.Read(p, 4096, 0, 1<<20); !errors.As(err, &oe) || oe.Code != 5014 {
-		t.Errorf("read past the device buffer: %v, want CU_FILE_CUDA_POINTER_RANGE_ERROR", err)
+	require.NoError(t, control.Do("fault=short_read"))
+	n, err := h.Read(p, 65536, 0, 0)
+	assert.NoError(t, err, "short read: %d, %v; want 32768 and no error", n, err)
+	assert.EqualValues(t, 32768, n, "short read: %d, %v; want 32768 and no error", n, err)
+	require.NoError(t, control.Do("fault="))
+	_, err = h.Read(p, 4096, 0, 1<<20)
+	if assert.ErrorAs(t, err, &oe, "read past the device buffer: %v, want CU_FILE_CUDA_POINTER_RANGE_ERROR", err) {
+		assert.Equal(t, 5014, oe.Code, "read past the device buffer: %v, want CU_FILE_CUDA_POINTER_RANGE_ERROR", err)
 	}
 }
 
@@ -226,45 +212,39 @@ func TestCuFileWrite(t *testing.T) {
 	}
 	defer f.Close()
 	h, err := drv.RegisterFile(int(f.Fd()))
-	must(t, err)
+	require.NoError(t, err)
 	defer h.Close()
 	p, err := dev.Malloc(int64(len(want)))
-	must(t, err)
-	defer func() { must(t, dev.Free(p)) }()
-	must(t, dev.CopyToDevice(p, want))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dev.Free(p)) }()
+	require.NoError(t, dev.CopyToDevice(p, want))
 	n, err := h.Write(p, int64(len(want)), 0, 0)
-	if err != nil || n != int64(len(want)) {
-		t.Fatalf("Write = %d, %v", n, err)
-	}
+	require.NoError(t, err, "Write = %d, %v", n, err)
+	require.EqualValues(t, len(want), n, "Write = %d, %v", n, err)
 	got, err := os.ReadFile(name)
-	must(t, err)
-	if !bytes.Equal(got, want) {
-		t.Error("file differs from the device bytes written")
-	}
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(got, want), "file differs from the device bytes written")
 }
 
 func TestCUDADriverAPI(t *testing.T) {
 	reset(t)
 	cu, err := cufile.OpenCUDADriver(fake.Config())
-	must(t, err)
-	must(t, cu.Init())
+	require.NoError(t, err)
+	require.NoError(t, cu.Init())
 	dev := openDevice(t, 0)
 	p, err := dev.Malloc(1 << 16)
-	must(t, err)
+	require.NoError(t, err)
 	fd, err := cu.DmaBufFd(p, 1<<16)
-	must(t, err)
+	require.NoError(t, err)
 	var st unix.Stat_t
-	must(t, unix.Fstat(fd, &st))
+	require.NoError(t, unix.Fstat(fd, &st))
 	unix.Close(fd)
-	must(t, cu.SetSyncMemops(p))
-	if err := cu.SetSyncMemops(12345); err == nil {
-		t.Error("SYNC_MEMOPS on a non-device address succeeded")
-	}
-	must(t, dev.Free(p))
-	must(t, control.Do("devices=0"))
-	if err := cu.Init(); !errors.Is(err, cufile.ErrUnavailable) {
-		t.Errorf("cuInit without GPU: %v, want ErrUnavailable", err)
-	}
+	require.NoError(t, cu.SetSyncMemops(p))
+	assert.Error(t, cu.SetSyncMemops(12345), "SYNC_MEMOPS on a non-device address succeeded")
+	require.NoError(t, dev.Free(p))
+	require.NoError(t, control.Do("devices=0"))
+	err = cu.Init()
+	assert.ErrorIs(t, err, cufile.ErrUnavailable, "cuInit without GPU: %v, want ErrUnavailable", err)
 }
 
 // cuFile reads into the calling thread's current device: Device.Do makes
@@ -273,26 +253,23 @@ func TestCuFileReadNeedsCurrentDevice(t *testing.T) {
 	reset(t, "devices=2")
 	rt := openRuntime(t)
 	d0, err := rt.Device(0)
-	must(t, err)
+	require.NoError(t, err)
 	d1, err := rt.Device(1)
-	must(t, err)
+	require.NoError(t, err)
 	drv := openDriver(t)
 	data, f := writeFile(t, 8192)
 	h, err := drv.RegisterFile(int(f.Fd()))
-	must(t, err)
+	require.NoError(t, err)
 	defer h.Close()
 	p, err := d1.Malloc(8192)
-	must(t, err)
-	defer func() { must(t, d1.Free(p)) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d1.Free(p)) }()
 	var oe *cufile.OpError
 	err = d0.Do(func() error { _, err := h.Read(p, 8192, 0, 0); return err })
-	if !errors.As(err, &oe) || oe.Code != 5015 {
-		t.Fatalf("read into GPU 1 memory with GPU 0 current: %v, want CU_FILE_CUDA_CONTEXT_MISMATCH", err)
-	}
-	must(t, d1.Do(func() error { _, err := h.Read(p, 8192, 0, 0); return err }))
+	require.ErrorAs(t, err, &oe, "read into GPU 1 memory with GPU 0 current: %v, want CU_FILE_CUDA_CONTEXT_MISMATCH", err)
+	require.Equal(t, 5015, oe.Code, "read into GPU 1 memory with GPU 0 current: %v, want CU_FILE_CUDA_CONTEXT_MISMATCH", err)
+	require.NoError(t, d1.Do(func() error { _, err := h.Read(p, 8192, 0, 0); return err }))
 	back := make([]byte, 8192)
-	must(t, d1.CopyFromDevice(back, p))
-	if !bytes.Equal(back, data) {
-		t.Error("bytes differ after a read on GPU 1")
-	}
+	require.NoError(t, d1.CopyFromDevice(back, p))
+	assert.True(t, bytes.Equal(back, data), "bytes differ after a read on GPU 1")
 }

@@ -4,12 +4,12 @@ package cufile_test
 // sometimes: each rule has a test here.
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/gdsload/gdsload/cufile"
@@ -19,24 +19,24 @@ import (
 // what, then clears the count so the test's leak check passes.
 func expectMisuse(t *testing.T, what string) {
 	t.Helper()
-	if n, m := control.Counter("misuse"), control.Misuse(); n == 0 || !strings.Contains(m, what) {
-		t.Errorf("the double counted %d misuses (last %q), want one saying %q", n, m, what)
-	}
-	must(t, control.Do("reset"))
+	n, m := control.Counter("misuse"), control.Misuse()
+	assert.NotZero(t, n, "the double counted %d misuses (last %q), want one saying %q", n, m, what)
+	assert.Contains(t, m, what, "the double counted %d misuses (last %q), want one saying %q", n, m, what)
+	require.NoError(t, control.Do("reset"))
 }
 
 // directFile is a 64 KiB file opened with O_DIRECT, registered with cuFile.
 func directFile(t *testing.T, d *cufile.Driver) (*os.File, *cufile.FileHandle) {
 	t.Helper()
 	name := filepath.Join(t.TempDir(), "data")
-	must(t, os.WriteFile(name, make([]byte, 64<<10), 0o644))
+	require.NoError(t, os.WriteFile(name, make([]byte, 64<<10), 0o644))
 	f, err := os.OpenFile(name, os.O_RDWR|unix.O_DIRECT, 0)
 	if err != nil {
 		t.Skipf("O_DIRECT not supported here: %v", err)
 	}
 	t.Cleanup(func() { f.Close() })
 	h, err := d.RegisterFile(int(f.Fd()))
-	must(t, err)
+	require.NoError(t, err)
 	return f, h
 }
 
@@ -48,14 +48,14 @@ func TestDoubleRefusesDeregisteredHandle(t *testing.T) {
 	drv := openDriver(t)
 	_, h := directFile(t, drv)
 	p, err := dev.Malloc(8192)
-	must(t, err)
-	defer func() { must(t, dev.Free(p)) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dev.Free(p)) }()
 	h.Close()
 	var n int64
 	err = dev.Do(func() (err error) { n, err = h.Read(p, 4096, 0, 0); return err })
 	var oe *cufile.OpError
-	if !errors.As(err, &oe) || oe.Code != 5027 {
-		t.Errorf("read through a deregistered handle: %d bytes, %v; want CU_FILE_HANDLE_NOT_REGISTERED (5027)", n, err)
+	if assert.ErrorAs(t, err, &oe, "read through a deregistered handle: %d bytes, %v; want CU_FILE_HANDLE_NOT_REGISTERED (5027)", n, err) {
+		assert.Equal(t, 5027, oe.Code, "read through a deregistered handle: %d bytes, %v; want CU_FILE_HANDLE_NOT_REGISTERED (5027)", n, err)
 	}
 	expectMisuse(t, "handle not registered")
 }
@@ -67,13 +67,12 @@ func TestDoubleCountsRegistrationOfFreedMemory(t *testing.T) {
 	dev := openDevice(t, 0)
 	drv := openDriver(t)
 	p, err := dev.Malloc(8192)
-	must(t, err)
-	must(t, dev.Do(func() error { return drv.RegisterBuffer(p, 8192) }))
-	must(t, dev.Free(p))
-	if n := control.Counter("bufreg"); n != 1 {
-		t.Errorf("registrations after freeing registered memory: %d, want the leak counted (1)", n)
-	}
-	must(t, control.Do("reset")) // forget the leak made on purpose
+	require.NoError(t, err)
+	require.NoError(t, dev.Do(func() error { return drv.RegisterBuffer(p, 8192) }))
+	require.NoError(t, dev.Free(p))
+	n := control.Counter("bufreg")
+	assert.EqualValues(t, 1, n, "registrations after freeing registered memory: %d, want the leak counted (1)", n)
+	require.NoError(t, control.Do("reset")) // forget the leak made on purpose
 }
 
 // Freeing memory, or destroying a stream, while an async copy still uses
@@ -97,20 +96,18 @@ func TestDoubleRefusesFreeWithCopiesPending(t *testing.T) {
 			reset(t, "delay_us=300000")
 			dev := openDevice(t, 0)
 			buf, err := dev.AllocPinned(4096)
-			must(t, err)
+			require.NoError(t, err)
 			p, err := dev.Malloc(4096)
-			must(t, err)
+			require.NoError(t, err)
 			s, err := dev.NewStream()
-			must(t, err)
-			must(t, s.CopyToDeviceAsync(p, buf, 0, 4096))
-			if err := tc.free(dev, p, buf, s); err == nil {
-				t.Fatalf("%s freed with a copy pending", tc.name)
-			}
-			must(t, s.Synchronize())
+			require.NoError(t, err)
+			require.NoError(t, s.CopyToDeviceAsync(p, buf, 0, 4096))
+			require.Error(t, tc.free(dev, p, buf, s), "%s freed with a copy pending", tc.name)
+			require.NoError(t, s.Synchronize())
 			expectMisuse(t, tc.what)
-			must(t, s.Destroy())
-			must(t, dev.Free(p))
-			must(t, buf.Free())
+			require.NoError(t, s.Destroy())
+			require.NoError(t, dev.Free(p))
+			require.NoError(t, buf.Free())
 		})
 	}
 }
@@ -123,8 +120,8 @@ func TestDoubleChecksCuFileWriteLikeRead(t *testing.T) {
 	drv := openDriver(t)
 	_, h := directFile(t, drv)
 	p, err := d1.Malloc(8192)
-	must(t, err)
-	defer func() { must(t, d1.Free(p)) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d1.Free(p)) }()
 	for _, tc := range []struct {
 		name string
 		on   *cufile.Device
@@ -138,15 +135,15 @@ func TestDoubleChecksCuFileWriteLikeRead(t *testing.T) {
 	} {
 		err := tc.on.Do(func() error { _, err := h.Write(tc.base, 4096, 0, tc.off); return err })
 		var oe *cufile.OpError
-		if !errors.As(err, &oe) || oe.Code != tc.code {
-			t.Errorf("%s: cuFileWrite gave %v, want status %d", tc.name, err, tc.code)
+		if assert.ErrorAs(t, err, &oe, "%s: cuFileWrite gave %v, want status %d", tc.name, err, tc.code) {
+			assert.Equal(t, tc.code, oe.Code, "%s: cuFileWrite gave %v, want status %d", tc.name, err, tc.code)
 		}
 		err = tc.on.Do(func() error { _, err := h.Read(tc.base, 4096, 0, tc.off); return err })
-		if !errors.As(err, &oe) || oe.Code != tc.code {
-			t.Errorf("%s: cuFileRead gave %v, want status %d", tc.name, err, tc.code)
+		if assert.ErrorAs(t, err, &oe, "%s: cuFileRead gave %v, want status %d", tc.name, err, tc.code) {
+			assert.Equal(t, tc.code, oe.Code, "%s: cuFileRead gave %v, want status %d", tc.name, err, tc.code)
 		}
 	}
-	must(t, d1.Do(func() error { _, err := h.Write(p, 4096, 0, 0); return err }))
+	require.NoError(t, d1.Do(func() error { _, err := h.Write(p, 4096, 0, 0); return err }))
 	h.Close()
 }
 
@@ -156,32 +153,31 @@ func TestDoubleEventOutlivesItsStream(t *testing.T) {
 	reset(t, "delay_us=1000")
 	dev := openDevice(t, 0)
 	buf, err := dev.AllocPinned(4096)
-	must(t, err)
-	defer func() { must(t, buf.Free()) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, buf.Free()) }()
 	p, err := dev.Malloc(4096)
-	must(t, err)
-	defer func() { must(t, dev.Free(p)) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dev.Free(p)) }()
 	ev, err := dev.NewEvent()
-	must(t, err)
-	defer func() { must(t, ev.Destroy()) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, ev.Destroy()) }()
 	s1, err := dev.NewStream()
-	must(t, err)
-	must(t, s1.CopyToDeviceAsync(p, buf, 0, 4096))
-	must(t, ev.Record(s1))
-	must(t, s1.Synchronize())
-	must(t, s1.Destroy())
+	require.NoError(t, err)
+	require.NoError(t, s1.CopyToDeviceAsync(p, buf, 0, 4096))
+	require.NoError(t, ev.Record(s1))
+	require.NoError(t, s1.Synchronize())
+	require.NoError(t, s1.Destroy())
 
-	must(t, control.Do("delay_us=300000"))
+	require.NoError(t, control.Do("delay_us=300000"))
 	s2, err := dev.NewStream() // may reuse s1's memory
-	must(t, err)
-	must(t, s2.CopyToDeviceAsync(p, buf, 0, 4096))
+	require.NoError(t, err)
+	require.NoError(t, s2.CopyToDeviceAsync(p, buf, 0, 4096))
 	done, err := ev.Query()
-	if err != nil || !done {
-		t.Errorf("event of a destroyed stream: done=%v err=%v, want complete", done, err)
-	}
-	must(t, ev.Synchronize())
-	must(t, s2.Synchronize())
-	must(t, s2.Destroy())
+	assert.NoError(t, err, "event of a destroyed stream: done=%v err=%v, want complete", done, err)
+	assert.True(t, done, "event of a destroyed stream: done=%v err=%v, want complete", done, err)
+	require.NoError(t, ev.Synchronize())
+	require.NoError(t, s2.Synchronize())
+	require.NoError(t, s2.Destroy())
 }
 
 // Registering host memory twice fails, as CUDA's cudaHostRegister does
@@ -190,16 +186,16 @@ func TestDoubleRefusesDoubleHostRegister(t *testing.T) {
 	reset(t)
 	dev := openDevice(t, 0)
 	mem, err := unix.Mmap(-1, 0, 16384, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
-	must(t, err)
+	require.NoError(t, err)
 	defer unix.Munmap(mem)
 	h, err := dev.RegisterHost(mem)
-	must(t, err)
+	require.NoError(t, err)
 	_, err = dev.RegisterHost(mem[4096:8192])
 	var ce *cufile.CUDAError
-	if !errors.As(err, &ce) || ce.Code != 712 {
-		t.Errorf("registering registered memory again: %v, want cudaErrorHostMemoryAlreadyRegistered (712)", err)
+	if assert.ErrorAs(t, err, &ce, "registering registered memory again: %v, want cudaErrorHostMemoryAlreadyRegistered (712)", err) {
+		assert.Equal(t, 712, ce.Code, "registering registered memory again: %v, want cudaErrorHostMemoryAlreadyRegistered (712)", err)
 	}
-	must(t, h.Unregister())
+	require.NoError(t, h.Unregister())
 }
 
 // dma-buf descriptors handed out by cuMemGetHandleForAddressRange count as
@@ -208,21 +204,19 @@ func TestDoubleCountsDmaBufs(t *testing.T) {
 	reset(t)
 	dev := openDevice(t, 0)
 	drv, err := cufile.OpenCUDADriver(fake.Config())
-	must(t, err)
+	require.NoError(t, err)
 	mem, err := cufile.NewRDMAMemory(drv, dev)
-	must(t, err)
+	require.NoError(t, err)
 	p, err := dev.Malloc(1 << 16)
-	must(t, err)
-	defer func() { must(t, dev.Free(p)) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dev.Free(p)) }()
 	fd, _, err := mem.DmaBufFd(uintptr(p), 1<<16)
-	must(t, err)
-	if n := control.Counter("dmabufs"); n != 1 {
-		t.Errorf("dma-bufs open: %d, want 1", n)
-	}
-	must(t, unix.Close(fd))
-	if n := control.Counter("dmabufs"); n != 0 {
-		t.Errorf("dma-bufs open after close: %d, want 0", n)
-	}
+	require.NoError(t, err)
+	n := control.Counter("dmabufs")
+	assert.EqualValues(t, 1, n, "dma-bufs open: %d, want 1", n)
+	require.NoError(t, unix.Close(fd))
+	n = control.Counter("dmabufs")
+	assert.Zero(t, n, "dma-bufs open after close: %d, want 0", n)
 }
 
 // A cuFile handle is deregistered before its file descriptor is closed:
@@ -231,7 +225,7 @@ func TestDoubleRefusesDeregisterAfterClose(t *testing.T) {
 	reset(t)
 	drv := openDriver(t)
 	f, h := directFile(t, drv)
-	must(t, f.Close())
+	require.NoError(t, f.Close())
 	h.Close()
 	expectMisuse(t, "after its file descriptor was closed")
 }
@@ -250,19 +244,19 @@ func TestDoubleBackToBackAllocations(t *testing.T) {
 	var ptrs []cufile.DevicePtr
 	for range 4 {
 		p, err := dev.Malloc(8192)
-		must(t, err)
+		require.NoError(t, err)
 		ptrs = append(ptrs, p)
 	}
 	defer func() {
 		for _, p := range ptrs {
-			must(t, dev.Free(p))
+			require.NoError(t, dev.Free(p))
 		}
 	}()
 	for i, p := range ptrs {
-		if i > 0 && ptrs[i]+8192 != ptrs[i-1] {
-			t.Fatalf("allocation %d at %#x, not just below %#x", i, uint64(p), uint64(ptrs[i-1]))
+		if i > 0 {
+			require.Equal(t, ptrs[i-1], ptrs[i]+8192, "allocation %d at %#x, not just below %#x", i, uint64(p), uint64(ptrs[i-1]))
 		}
-		must(t, dev.Do(func() error { _, err := h.Read(p, 8192, 0, 0); return err }))
-		must(t, dev.Do(func() error { _, err := h.Write(p, 4096, 0, 4096); return err }))
+		require.NoError(t, dev.Do(func() error { _, err := h.Read(p, 8192, 0, 0); return err }))
+		require.NoError(t, dev.Do(func() error { _, err := h.Write(p, 4096, 0, 4096); return err }))
 	}
 }

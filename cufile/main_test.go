@@ -7,6 +7,8 @@ import (
 
 	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/internal/fakecuda"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // fake is the CUDA test double every test here loads; its state is per
@@ -50,40 +52,31 @@ func run(m *testing.M) int {
 // taken from it was given back.
 func reset(t *testing.T, cmds ...string) {
 	t.Helper()
-	must(t, control.Do("reset"))
+	require.NoError(t, control.Do("reset"))
 	for _, c := range cmds {
-		must(t, control.Do(c))
+		require.NoError(t, control.Do(c))
 	}
 	t.Cleanup(func() {
 		for _, c := range fakecuda.Leaks {
-			if n := control.Counter(c); n != 0 {
-				t.Errorf("test double still holds %d %s at the end of the test", n, c)
-			}
+			n := control.Counter(c)
+			assert.Zero(t, n, "test double still holds %d %s at the end of the test", n, c)
 		}
-		if m := control.Misuse(); m != "" {
-			t.Errorf("test double refused a misuse: %s", m)
-		}
-		must(t, control.Do("reset"))
+		m := control.Misuse()
+		assert.Empty(t, m, "test double refused a misuse: %s", m)
+		require.NoError(t, control.Do("reset"))
 	})
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func openRuntime(t *testing.T) *cufile.Runtime {
 	t.Helper()
 	rt, err := cufile.OpenRuntime(fake.Config())
-	must(t, err)
+	require.NoError(t, err)
 	return rt
 }
 
 func openDevice(t *testing.T, id int) *cufile.Device {
 	t.Helper()
 	d, err := openRuntime(t).Device(id)
-	must(t, err)
+	require.NoError(t, err)
 	return d
 }

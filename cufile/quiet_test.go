@@ -1,12 +1,12 @@
 package cufile_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/gdsload/gdsload/cufile"
@@ -17,13 +17,13 @@ import (
 func captureStdout(t *testing.T, fn func()) string {
 	t.Helper()
 	f, err := os.CreateTemp(t.TempDir(), "stdout")
-	must(t, err)
+	require.NoError(t, err)
 	defer f.Close()
 	var saved [2]int
 	for i, fd := range []int{1, 2} {
 		saved[i], err = unix.Dup(fd)
-		must(t, err)
-		must(t, unix.Dup2(int(f.Fd()), fd))
+		require.NoError(t, err)
+		require.NoError(t, unix.Dup2(int(f.Fd()), fd))
 	}
 	func() {
 		defer func() {
@@ -35,7 +35,7 @@ func captureStdout(t *testing.T, fn func()) string {
 		fn()
 	}()
 	b, err := os.ReadFile(f.Name())
-	must(t, err)
+	require.NoError(t, err)
 	return string(b)
 }
 
@@ -52,42 +52,30 @@ func TestDriverOpenKeepsLibcufileOutputAway(t *testing.T) {
 	cfg := fake.Config()
 	cfg.LogFile = filepath.Join(t.TempDir(), "cufile.log")
 	c, err := cufile.OpenCuFile(cfg)
-	must(t, err)
+	require.NoError(t, err)
 	var openErr error
 	out := captureStdout(t, func() { openErr = c.Driver().Open() })
-	if out != "" {
-		t.Errorf("libcufile's lines reached standard output: %q", out)
-	}
+	assert.Empty(t, out, "libcufile's lines reached standard output: %q", out)
 	var oe *cufile.OpError
-	if !errors.As(openErr, &oe) || !errors.Is(openErr, cufile.ErrUnavailable) || oe.Code != 5033 {
-		t.Fatalf("Open: %v, want an unavailable *OpError CU_FILE_NVFS_SETUP_ERROR", openErr)
-	}
-	if !strings.Contains(oe.Output, "dlopen error libcuda.so.1") || !strings.Contains(oe.Cause, "libcuda.so.1") {
-		t.Errorf("output %q, cause %q: want libcufile's lines and libcuda.so.1 named as the cause", oe.Output, oe.Cause)
-	}
+	require.ErrorAs(t, openErr, &oe, "Open: %v, want an unavailable *OpError CU_FILE_NVFS_SETUP_ERROR", openErr)
+	require.ErrorIs(t, openErr, cufile.ErrUnavailable, "Open: %v, want an unavailable *OpError CU_FILE_NVFS_SETUP_ERROR", openErr)
+	require.Equal(t, 5033, oe.Code, "Open: %v, want an unavailable *OpError CU_FILE_NVFS_SETUP_ERROR", openErr)
+	assert.Contains(t, oe.Output, "dlopen error libcuda.so.1", "output %q, cause %q: want libcufile's lines and libcuda.so.1 named as the cause", oe.Output, oe.Cause)
+	assert.Contains(t, oe.Cause, "libcuda.so.1", "output %q, cause %q: want libcufile's lines and libcuda.so.1 named as the cause", oe.Output, oe.Cause)
 	for _, want := range []string{"CU_FILE_NVFS_SETUP_ERROR (5033)", "could not load libcuda.so.1", "install the NVIDIA driver"} {
-		if !strings.Contains(openErr.Error(), want) {
-			t.Errorf("error %q does not say %q", openErr, want)
-		}
+		assert.ErrorContains(t, openErr, want, "error %q does not say %q", openErr, want)
 	}
-	if strings.Contains(openErr.Error(), "dlopen error") {
-		t.Errorf("error %q quotes libcufile's raw lines (they belong in Output)", openErr)
-	}
-	if m := c.Driver().Messages(); m != oe.Output {
-		t.Errorf("Messages() = %q, want the open's output %q", m, oe.Output)
-	}
+	assert.NotContains(t, openErr.Error(), "dlopen error", "error %q quotes libcufile's raw lines (they belong in Output)", openErr)
+	m := c.Driver().Messages()
+	assert.Equal(t, oe.Output, m, "Messages() = %q, want the open's output %q", m, oe.Output)
 	left, err := os.ReadDir(dir)
-	must(t, err)
-	if len(left) != 0 {
-		t.Errorf("the current folder holds %v after a driver open", left)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, left, "the current folder holds %v after a driver open", left)
 	log, err := os.ReadFile(cfg.LogFile)
-	if err != nil || !strings.Contains(string(log), "libcuda.so.1") {
-		t.Errorf("libcufile's log %s: %q, %v; want its lines there", cfg.LogFile, log, err)
-	}
-	if got := os.Getenv("CUFILE_LOGFILE_PATH"); got != cfg.LogFile {
-		t.Errorf("CUFILE_LOGFILE_PATH = %q, want %q", got, cfg.LogFile)
-	}
+	assert.NoError(t, err, "libcufile's log %s: %q, %v; want its lines there", cfg.LogFile, log, err)
+	assert.Contains(t, string(log), "libcuda.so.1", "libcufile's log %s: %q, %v; want its lines there", cfg.LogFile, log, err)
+	got := os.Getenv("CUFILE_LOGFILE_PATH")
+	assert.Equal(t, cfg.LogFile, got, "CUFILE_LOGFILE_PATH = %q, want %q", got, cfg.LogFile)
 }
 
 // A CUFILE_LOGFILE_PATH the user set wins over Config.LogFile.
@@ -98,17 +86,14 @@ func TestDriverOpenKeepsUsersLogFile(t *testing.T) {
 	cfg := fake.Config()
 	cfg.LogFile = filepath.Join(t.TempDir(), "cufile.log")
 	c, err := cufile.OpenCuFile(cfg)
-	must(t, err)
+	require.NoError(t, err)
 	captureStdout(t, func() { _ = c.Driver().Open() })
-	if _, err := os.Stat(mine); err != nil {
-		t.Errorf("the user's log file: %v", err)
-	}
-	if _, err := os.Stat(cfg.LogFile); err == nil {
-		t.Errorf("Config.LogFile was used although CUFILE_LOGFILE_PATH is set")
-	}
-	if got := c.Driver().LogFile(); got != mine {
-		t.Errorf("LogFile() = %q, want %q", got, mine)
-	}
+	_, err = os.Stat(mine)
+	assert.NoError(t, err, "the user's log file: %v", err)
+	_, err = os.Stat(cfg.LogFile)
+	assert.Error(t, err, "Config.LogFile was used although CUFILE_LOGFILE_PATH is set")
+	got := c.Driver().LogFile()
+	assert.Equal(t, mine, got, "LogFile() = %q, want %q", got, mine)
 }
 
 // Without libcufile's own words, the cause comes from the machine: no
@@ -116,8 +101,8 @@ func TestDriverOpenKeepsUsersLogFile(t *testing.T) {
 func TestDriverOpenNamesTheCause(t *testing.T) {
 	noGPU := t.TempDir() // a machine with no NVIDIA driver at all
 	noFS := t.TempDir()  // the driver, but no nvidia-fs
-	must(t, os.MkdirAll(filepath.Join(noFS, "proc", "driver", "nvidia"), 0o755))
-	must(t, os.WriteFile(filepath.Join(noFS, "proc", "driver", "nvidia", "version"), []byte("NVRM version: test\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(noFS, "proc", "driver", "nvidia"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(noFS, "proc", "driver", "nvidia", "version"), []byte("NVRM version: test\n"), 0o644))
 	for _, tc := range []struct {
 		name, root, fault, want string
 	}{
@@ -131,11 +116,9 @@ func TestDriverOpenNamesTheCause(t *testing.T) {
 			cfg := fake.Config()
 			cfg.Root = tc.root
 			c, err := cufile.OpenCuFile(cfg)
-			must(t, err)
+			require.NoError(t, err)
 			err = c.Driver().Open()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Open: %v, want it to say %q", err, tc.want)
-			}
+			assert.ErrorContains(t, err, tc.want, "Open: %v, want it to say %q", err, tc.want)
 		})
 	}
 }
@@ -144,14 +127,16 @@ func TestProbePlatform(t *testing.T) {
 	cfg := fake.Config()
 	cfg.Getenv = func(k string) string { return map[string]string{"CUFILE_ENV_PATH_JSON": "/nonexistent/cufile.json"}[k] }
 	p := cufile.ProbePlatform(cfg)
-	if p.NVIDIADriver == "" || p.NVIDIAFS == "" || !p.NVIDIAFSStats || !p.Udev {
-		t.Errorf("the double's machine: %+v, want the NVIDIA driver, nvidia-fs and udev", p)
-	}
-	if p.CuFileJSON != "/nonexistent/cufile.json" || p.CuFileJSONFound || p.LogFile != cfg.LogFile {
-		t.Errorf("cufile.json and log: %+v", p)
-	}
+	assert.NotEmpty(t, p.NVIDIADriver, "the double's machine: %+v, want the NVIDIA driver, nvidia-fs and udev", p)
+	assert.NotEmpty(t, p.NVIDIAFS, "the double's machine: %+v, want the NVIDIA driver, nvidia-fs and udev", p)
+	assert.True(t, p.NVIDIAFSStats, "the double's machine: %+v, want the NVIDIA driver, nvidia-fs and udev", p)
+	assert.True(t, p.Udev, "the double's machine: %+v, want the NVIDIA driver, nvidia-fs and udev", p)
+	assert.Equal(t, "/nonexistent/cufile.json", p.CuFileJSON, "cufile.json and log: %+v", p)
+	assert.False(t, p.CuFileJSONFound, "cufile.json and log: %+v", p)
+	assert.Equal(t, cfg.LogFile, p.LogFile, "cufile.json and log: %+v", p)
 	cfg.Root = t.TempDir()
-	if p := cufile.ProbePlatform(cfg); p.NVIDIADriver != "" || p.NVIDIAFS != "" || p.Udev {
-		t.Errorf("an empty machine: %+v", p)
-	}
+	p = cufile.ProbePlatform(cfg)
+	assert.Empty(t, p.NVIDIADriver, "an empty machine: %+v", p)
+	assert.Empty(t, p.NVIDIAFS, "an empty machine: %+v", p)
+	assert.False(t, p.Udev, "an empty machine: %+v", p)
 }

@@ -1,13 +1,13 @@
 package cufile_test
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/gdsload/gdsload/cufile"
@@ -25,24 +25,23 @@ func TestFlushGPUDirectRDMAWrites(t *testing.T) {
 	reset(t, "devices=2")
 	d1 := openDevice(t, 1)
 	before := control.Counter("rdma_flushes")
-	must(t, d1.FlushGPUDirectRDMAWrites())
-	must(t, d1.FlushGPUDirectRDMAWrites())
-	if got := control.Counter("rdma_flushes") - before; got != 2 {
-		t.Errorf("the double counted %d flushes, want 2", got)
-	}
+	require.NoError(t, d1.FlushGPUDirectRDMAWrites())
+	require.NoError(t, d1.FlushGPUDirectRDMAWrites())
+	got := control.Counter("rdma_flushes") - before
+	assert.EqualValues(t, 2, got, "the double counted %d flushes, want 2", got)
 
-	must(t, control.Do("fault=rdma_flush"))
+	require.NoError(t, control.Do("fault=rdma_flush"))
 	err := d1.FlushGPUDirectRDMAWrites()
 	var ce *cufile.CUDAError
-	if !errors.As(err, &ce) || ce.Code != 700 || !strings.Contains(err.Error(), "cudaDeviceFlushGPUDirectRDMAWrites(current device, to owner) on GPU 1") {
-		t.Errorf("flush with an injected fault: %v, want a CUDAError 700 naming the call and GPU 1", err)
+	if assert.ErrorAs(t, err, &ce, "flush with an injected fault: %v, want a CUDAError 700 naming the call and GPU 1", err) {
+		assert.Equal(t, 700, ce.Code, "flush with an injected fault: %v, want a CUDAError 700 naming the call and GPU 1", err)
 	}
+	assert.ErrorContains(t, err, "cudaDeviceFlushGPUDirectRDMAWrites(current device, to owner) on GPU 1", "flush with an injected fault: %v, want a CUDAError 700 naming the call and GPU 1", err)
 
-	must(t, control.Do("fault="))
-	must(t, control.Do("devices=0"))
-	if err := d1.FlushGPUDirectRDMAWrites(); !errors.Is(err, cufile.ErrUnavailable) {
-		t.Errorf("flush with no GPU: %v, want ErrUnavailable", err)
-	}
+	require.NoError(t, control.Do("fault="))
+	require.NoError(t, control.Do("devices=0"))
+	err = d1.FlushGPUDirectRDMAWrites()
+	assert.ErrorIs(t, err, cufile.ErrUnavailable, "flush with no GPU: %v, want ErrUnavailable", err)
 }
 
 // A libcudart older than CUDA 11.3 lacks the flush: the runtime still
@@ -57,23 +56,15 @@ func TestFlushGPUDirectRDMAWritesMissingSymbol(t *testing.T) {
 	}
 	out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-DFAKECUDA_NO_RDMA_FLUSH",
 		"-o", lib, filepath.Join("..", "internal", "fakecuda", "csrc", "fakecuda.c"), "-lpthread").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building a double without cudaDeviceFlushGPUDirectRDMAWrites: %v\n%s", err, out)
-	}
+	require.NoError(t, err, "building a double without cudaDeviceFlushGPUDirectRDMAWrites: %v\n%s", err, out)
 	rt, err := cufile.OpenRuntime(cufile.Config{CUDART: lib})
-	if err != nil {
-		t.Fatalf("a libcudart without the optional flush must still load: %v", err)
-	}
+	require.NoError(t, err, "a libcudart without the optional flush must still load: %v", err)
 	d, err := rt.Device(0)
-	must(t, err)
+	require.NoError(t, err)
 	err = d.FlushGPUDirectRDMAWrites()
-	if !errors.Is(err, cufile.ErrUnavailable) {
-		t.Fatalf("flush without the symbol: %v, want ErrUnavailable", err)
-	}
+	require.ErrorIs(t, err, cufile.ErrUnavailable, "flush without the symbol: %v, want ErrUnavailable", err)
 	for _, want := range []string{"cudaDeviceFlushGPUDirectRDMAWrites", "CUDA 11.3 or newer", lib, "GDSLOAD_LIBCUDART"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %q", err, want)
-		}
+		assert.ErrorContains(t, err, want, "error %q does not mention %q", err, want)
 	}
 }
 
@@ -83,42 +74,38 @@ func TestFlushGPUDirectRDMAWritesMissingSymbol(t *testing.T) {
 func TestRDMAMemory(t *testing.T) {
 	reset(t)
 	drv, err := cufile.OpenCUDADriver(fake.Config())
-	must(t, err)
+	require.NoError(t, err)
 	dev := openDevice(t, 0)
 	m, err := cufile.NewRDMAMemory(drv, dev)
-	must(t, err)
+	require.NoError(t, err)
 	p, err := dev.Malloc(1 << 20)
-	must(t, err)
-	defer func() { must(t, dev.Free(p)) }()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, dev.Free(p)) }()
 
 	// An unaligned piece in the middle: the double refuses unaligned
 	// ranges, so success shows the range was aligned.
 	fd, off, err := m.DmaBufFd(uintptr(p)+4096+100, 5000)
-	must(t, err)
+	require.NoError(t, err)
 	var st unix.Stat_t
-	must(t, unix.Fstat(fd, &st))
+	require.NoError(t, unix.Fstat(fd, &st))
 	unix.Close(fd)
-	if off != 100 {
-		t.Errorf("offset of the address in its dma-buf = %d, want 100", off)
-	}
-	if _, _, err := m.DmaBufFd(uintptr(p), 0); err == nil {
-		t.Error("a zero-length export succeeded")
-	}
-	must(t, m.SyncMemops(uintptr(p)+4096))
+	assert.EqualValues(t, 100, off, "offset of the address in its dma-buf = %d, want 100", off)
+	_, _, err = m.DmaBufFd(uintptr(p), 0)
+	assert.Error(t, err, "a zero-length export succeeded")
+	require.NoError(t, m.SyncMemops(uintptr(p)+4096))
 	before := control.Counter("rdma_flushes")
-	must(t, m.FlushRDMAWrites())
-	if control.Counter("rdma_flushes") != before+1 {
-		t.Error("FlushRDMAWrites did not reach cudaDeviceFlushGPUDirectRDMAWrites")
-	}
+	require.NoError(t, m.FlushRDMAWrites())
+	assert.Equal(t, before+1, control.Counter("rdma_flushes"), "FlushRDMAWrites did not reach cudaDeviceFlushGPUDirectRDMAWrites")
 
-	must(t, control.Do("fault=dmabuf"))
+	require.NoError(t, control.Do("fault=dmabuf"))
 	_, _, err = m.DmaBufFd(uintptr(p), 4096)
 	var de *cufile.DriverAPIError
-	if !errors.As(err, &de) || de.Code != 801 || !strings.Contains(err.Error(), "cuMemGetHandleForAddressRange") {
-		t.Errorf("dma-buf export on a driver without dma-buf: %v, want CUresult 801 naming the call", err)
+	if assert.ErrorAs(t, err, &de, "dma-buf export on a driver without dma-buf: %v, want CUresult 801 naming the call", err) {
+		assert.Equal(t, 801, de.Code, "dma-buf export on a driver without dma-buf: %v, want CUresult 801 naming the call", err)
 	}
-	must(t, control.Do("fault=sync_memops"))
-	if err := m.SyncMemops(uintptr(p)); !errors.As(err, &de) || !strings.Contains(err.Error(), "SYNC_MEMOPS") {
-		t.Errorf("SYNC_MEMOPS refused: %v, want a DriverAPIError naming it", err)
-	}
+	assert.ErrorContains(t, err, "cuMemGetHandleForAddressRange", "dma-buf export on a driver without dma-buf: %v, want CUresult 801 naming the call", err)
+	require.NoError(t, control.Do("fault=sync_memops"))
+	err = m.SyncMemops(uintptr(p))
+	assert.ErrorAs(t, err, &de, "SYNC_MEMOPS refused: %v, want a DriverAPIError naming it", err)
+	assert.ErrorContains(t, err, "SYNC_MEMOPS", "SYNC_MEMOPS refused: %v, want a DriverAPIError naming it", err)
 }

@@ -1,7 +1,6 @@
 package cufile_test
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/cufile"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // realLibrary loads a real NVIDIA library through the dynamic loader's
@@ -40,23 +41,18 @@ func TestRealCuFile(t *testing.T) {
 		cmd.Env = append(os.Environ(), "GDSLOAD_TEST_HELPER=nocuda", "LD_LIBRARY_PATH=", "LD_PRELOAD=")
 		out, err := cmd.CombinedOutput()
 		t.Logf("child process:\n%s", out)
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestRealCuFile") {
-			t.Fatalf("child process without a CUDA double: %v", err)
-		}
+		require.NoError(t, err, "child process without a CUDA double: %v", err)
+		require.Contains(t, string(out), "--- PASS: TestRealCuFile", "child process without a CUDA double: %v", err)
 		return
 	}
 	c, err := cufile.OpenCuFile(cufile.Config{CuFile: path})
-	if err != nil {
-		t.Fatalf("the real %s: %v", path, err)
-	}
+	require.NoError(t, err, "the real %s: %v", path, err)
 	lib := c.Library()
-	if lib.Version == "" {
-		t.Errorf("%s: empty version", path)
-	}
+	assert.NotEmpty(t, lib.Version, "%s: empty version", path)
 	if _, err := c.Version(); err != nil {
 		var le *cufile.LoadError
-		if !errors.As(err, &le) || le.Symbol != "cuFileGetVersion" {
-			t.Errorf("Version(): %v, want a LoadError naming cuFileGetVersion", err)
+		if assert.ErrorAs(t, err, &le, "Version(): %v, want a LoadError naming cuFileGetVersion", err) {
+			assert.Equal(t, "cuFileGetVersion", le.Symbol, "Version(): %v, want a LoadError naming cuFileGetVersion", err)
 		}
 	}
 	t.Logf("%s: version %s", lib.Path, lib.Version)
@@ -66,28 +62,24 @@ func TestRealCuFile(t *testing.T) {
 	t.Setenv("CUFILE_LOGFILE_PATH", "")
 	log := filepath.Join(t.TempDir(), "cufile.log")
 	c, err = cufile.OpenCuFile(cufile.Config{CuFile: path, LogFile: log})
-	must(t, err)
+	require.NoError(t, err)
 	var openErr error
 	out := captureStdout(t, func() { openErr = c.Driver().Open() })
 	if openErr == nil {
-		if _, err := os.Stat("/proc/driver/nvidia/version"); err != nil {
-			t.Fatal("the driver opened without an NVIDIA driver: the child loaded a CUDA double")
-		}
+		_, err := os.Stat("/proc/driver/nvidia/version")
+		require.NoError(t, err, "the driver opened without an NVIDIA driver: the child loaded a CUDA double")
 		t.Log("the driver opened: this machine has a GPU")
-		must(t, c.Driver().Close())
+		require.NoError(t, c.Driver().Close())
 	} else {
 		var oe *cufile.OpError
-		if !errors.As(openErr, &oe) || oe.Cause == "" {
-			t.Errorf("Open: %v, want an *OpError with the cause named", openErr)
+		if assert.ErrorAs(t, openErr, &oe, "Open: %v, want an *OpError with the cause named", openErr) {
+			assert.NotEmpty(t, oe.Cause, "Open: %v, want an *OpError with the cause named", openErr)
 		}
 		t.Logf("Open: %v", openErr)
 	}
-	if out != "" {
-		t.Errorf("libcufile's lines reached standard output: %q", out)
-	}
-	if left, _ := os.ReadDir(dir); len(left) != 0 {
-		t.Errorf("the current folder holds %v after a driver open", left)
-	}
+	assert.Empty(t, out, "libcufile's lines reached standard output: %q", out)
+	left, _ := os.ReadDir(dir)
+	assert.Empty(t, left, "the current folder holds %v after a driver open", left)
 }
 
 // The real libcudart loads; without a driver it reports no GPU as
@@ -96,13 +88,11 @@ func TestRealCuFile(t *testing.T) {
 func TestRealRuntime(t *testing.T) {
 	path := realLibrary(t, "libcudart.so.11.0")
 	rt, err := cufile.OpenRuntime(cufile.Config{CUDART: path})
-	if err != nil {
-		t.Fatalf("the real %s: %v", path, err)
-	}
-	if v := rt.Library().Version; v == "" || v == "unknown" {
-		t.Errorf("%s: version %q", path, v)
-	}
-	if n, err := rt.DeviceCount(); err != nil && !errors.Is(err, cufile.ErrUnavailable) {
-		t.Errorf("DeviceCount: %d, %v; want a count or ErrUnavailable", n, err)
+	require.NoError(t, err, "the real %s: %v", path, err)
+	v := rt.Library().Version
+	assert.NotEmpty(t, v, "%s: version %q", path, v)
+	assert.NotEqual(t, "unknown", v, "%s: version %q", path, v)
+	if n, err := rt.DeviceCount(); err != nil {
+		assert.ErrorIs(t, err, cufile.ErrUnavailable, "DeviceCount: %d, %v; want a count or ErrUnavailable", n, err)
 	}
 }

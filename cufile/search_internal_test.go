@@ -6,16 +6,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func touch(t *testing.T, p string) string {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, nil, 0o644))
 	return p
 }
 
@@ -41,9 +40,7 @@ func TestCandidatesOrder(t *testing.T) {
 	}
 	got := ours(cfg.candidates(specCUDART))
 	want := []string{"libcudart.so.13", pipRT, "libcudart.so.12", homeRT, "libcudart.so.11.0", "libcudart.so.11"}
-	if !slices.Equal(got, want) {
-		t.Errorf("runtime candidates\n got %q\nwant %q", got, want)
-	}
+	assert.Equal(t, want, got, "runtime candidates\n got %q\nwant %q", got, want)
 
 	for _, tc := range []struct {
 		runtime string
@@ -55,38 +52,30 @@ func TestCandidatesOrder(t *testing.T) {
 		spec := specCuFile
 		spec.first = besideRuntime(tc.runtime, "libcufile.so.0")
 		got := ours(cfg.candidates(spec))
-		if len(got) == 0 || got[0] != tc.first {
-			t.Errorf("runtime %s: libcufile candidates %q, want %s first", tc.runtime, got, tc.first)
+		if assert.NotEmpty(t, got, "runtime %s: libcufile candidates %q, want %s first", tc.runtime, got, tc.first) {
+			assert.Equal(t, tc.first, got[0], "runtime %s: libcufile candidates %q, want %s first", tc.runtime, got, tc.first)
 		}
-		if !slices.Contains(got, "libcufile.so.0") {
-			t.Errorf("runtime %s: candidates %q skip the dynamic loader's search", tc.runtime, got)
-		}
+		assert.Contains(t, got, "libcufile.so.0", "runtime %s: candidates %q skip the dynamic loader's search", tc.runtime, got)
 	}
-	if got := besideRuntime("", "libcufile.so.0"); got != nil {
-		t.Errorf("no runtime: %q", got)
-	}
+	got = besideRuntime("", "libcufile.so.0")
+	assert.Nil(t, got, "no runtime: %q", got)
 	env["GDSLOAD_LIBCUFILE"] = "/x/libcufile.so.0"
-	if got := cfg.candidates(specCuFile); !slices.Equal(got, []string{"/x/libcufile.so.0"}) {
-		t.Errorf("with GDSLOAD_LIBCUFILE set: %q", got)
-	}
+	got = cfg.candidates(specCuFile)
+	assert.Equal(t, []string{"/x/libcufile.so.0"}, got, "with GDSLOAD_LIBCUFILE set: %q", got)
 }
 
 func TestFileVersion(t *testing.T) {
 	dir := t.TempDir()
 	real := touch(t, filepath.Join(dir, "libcufile.so.1.4.0"))
 	link := filepath.Join(dir, "libcufile.so.0")
-	if err := os.Symlink(filepath.Base(real), link); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Symlink(filepath.Base(real), link))
 	plain := touch(t, filepath.Join(dir, "other", "libcufile.so.0"))
 	for _, tc := range []struct{ path, want string }{
 		{link, "1.4.0"}, {real, ""}, {plain, ""}, {filepath.Join(dir, "missing.so.1"), ""},
 	} {
-		if got := fileVersion(tc.path); got != tc.want {
-			t.Errorf("fileVersion(%s) = %q, want %q", tc.path, got, tc.want)
-		}
+		got := fileVersion(tc.path)
+		assert.Equal(t, tc.want, got, "fileVersion(%s) = %q, want %q", tc.path, got, tc.want)
 	}
-	if got := libraryVersion(plain, nil); got != "unknown" {
-		t.Errorf("libraryVersion without a version = %q, want unknown", got)
-	}
+	got := libraryVersion(plain, nil)
+	assert.Equal(t, "unknown", got, "libraryVersion without a version = %q, want unknown", got)
 }

@@ -227,9 +227,14 @@ func (l *Libs) Open() (*Control, error) {
 // "reset" (to the settings of the FAKECUDA_* environment: FAKECUDA_FAIL,
 // FAKECUDA_MODE, FAKECUDA_DEVICES, FAKECUDA_MEM, FAKECUDA_DELAY_US),
 // "fault=NAME[:ARG]", "devices=N", "mode=nvfs|p2pdma|compat",
-// "mem=BYTES", "delay_us=N". Faults: driver_open, nocuda (libcufile
-// without libcuda.so.1: prints on standard output, writes cufile.log,
-// fails with CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET,
+// "mem=BYTES", "delay_us=N"; the speed of each route, in MiB/s (0, the
+// default, unlimited), shared by the transfers on it: "gds_mibps=N"
+// (cuFileRead, FAKECUDA_GDS_MIBPS) and "h2d_mibps=N" (host-to-device
+// copies, FAKECUDA_H2D_MIBPS); "cufile_version=N" (what cuFileGetVersion
+// reports, FAKECUDA_CUFILE_VERSION, 1160 by default). Faults:
+// driver_open, nocuda (libcufile without libcuda.so.1: prints on
+// standard output, writes cufile.log, fails with
+// CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET,
 // short_read, cufile_io, dmabuf, sync_memops, rdma_flush.
 func (c *Control) Do(cmd string) error {
 	cs := C.CString(cmd)

@@ -46,7 +46,10 @@ AWS_ENDPOINT_URL_S3); each chunk is one ranged GET (docs/S3.md).
 --to host streams into a bounded ring of reused host buffers (gdsio CPUONLY);
 --to gpu[:N] loads into device memory on GPU N through gds (cuFile) or bounce
 (pinned buffers + async copies); auto picks a GPU path when one is usable and
-says why not otherwise.
+says why not otherwise. Between gds and bounce, the node's route profile
+(doctor --calibrate) decides where it measured the first local PATH's file
+system with that GPU: the faster route is taken, and the reason cites the
+figures and their date.
 
 One .safetensors file, *.safetensors.index.json or .npy file loads as a
 checkpoint (--format auto): each file's data region into one allocation.
@@ -129,6 +132,12 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	}
 	defer m.Close()
 	topts := []loader.TargetOption{loader.WithWorkers(o.workers), loader.WithChunkSize(chunk), loader.WithDirect(mode)}
+	for _, p := range paths {
+		if !vfs.IsURL(p) { // the measured route of the first local path's file system
+			topts = append(topts, loader.WithRouteProfile(loader.DefaultRouteProfilePath(), p))
+			break
+		}
+	}
 	switch route := loader.Route(o.route); {
 	case o.route == "auto":
 	case route != loader.RouteGDS && route != loader.RouteBounce:

@@ -21,7 +21,7 @@ type calibrateJSON struct {
 // --calibrate and then load --to auto takes bounce, and the reason cites
 // the profile's figures and their date; the other way round it takes gds;
 // a profile measured with another libcufile is ignored, and the reason
-// says so.
+// says so. doctor PATH says what load PATH does.
 func TestCalibrateThenLoadAuto(t *testing.T) {
 	ctl := useFakeCUDA(t)
 	for _, tc := range []struct {
@@ -79,6 +79,9 @@ func TestCalibrateThenLoadAuto(t *testing.T) {
 				require.Contains(t, res.Reason, m.MeasuredAt.UTC().Format("2006-01-02 15:04 UTC"), "the figures' date")
 				require.Contains(t, res.Reason, "gds "+m.GDS.String()+" against bounce "+m.Bounce.String())
 			}
+			r := doctorJSON(t, file)
+			require.Equal(t, tc.path, r.GPULoad.Path, "doctor says the route load takes")
+			require.Equal(t, res.Reason, r.GPULoad.Reason)
 		})
 	}
 }

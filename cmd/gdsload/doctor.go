@@ -46,7 +46,7 @@ func newDoctorCmd() *cobra.Command {
 cuFile libraries found (and why not), the GDS mode libcufile runs in (p2pdma,
 nvfs, compat), RDMA devices, the locked-memory limit, whether the file system
 holding PATH (default: the current folder) accepts O_DIRECT, and the path a
-load to the GPU would take (gds or bounce) with the reason.
+load of PATH to the GPU would take (gds or bounce) with the reason.
 
 With --require gds|bounce|host it exits 1 (after the report) when a load
 cannot take that path, for CI jobs and node health checks: gds needs cuFile
@@ -170,7 +170,7 @@ func runDoctor(o doctorOptions, path string) (doctorReport, *loader.GPUStack) {
 	r.Libraries = append(r.Libraries, cufile.ProbeLibrary("libnvidia-ml.so.1"), cufile.ProbeLibrary("libibverbs.so.1"))
 
 	stack := loader.OpenGPUStack(cfg)
-	r.GPUProbe = stack.Probe(o.device)
+	r.GPUProbe = stack.ProbeData(o.device, loader.DefaultRouteProfilePath(), path)
 	r.GDSPlatform = cufile.ProbePlatform(cfg)
 	return r, stack
 }

@@ -152,7 +152,7 @@ func printCalibrate(w io.Writer, where string, p *loader.RouteProfile) error {
 	fmt.Fprintln(tw, "file system\tGPU\tgds\tbounce\tfaster\tmeasured")
 	for _, m := range p.Pairs {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", m.FileSystem, m.GPU, m.GDS, m.Bounce,
-			orNone(string(m.Faster), "neither (within 5%)"), m.MeasuredAt.UTC().Format("2006-01-02 15:04 MST"))
+			orNone(string(m.Faster), fmt.Sprintf("neither (within %.0f%%)", loader.RouteMargin*100)), m.MeasuredAt.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	return tw.Flush()
 }

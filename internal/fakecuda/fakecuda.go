@@ -12,6 +12,13 @@
 // asynchronous copies run later on another thread; faults are injected
 // with Control.
 //
+// Each route has a speed, in MiB/s, shared by the transfers on it as a
+// saturated link is (0, the default: unlimited): cuFileRead's
+// (FAKECUDA_GDS_MIBPS, "gds_mibps=N") and host-to-device copies'
+// (FAKECUDA_H2D_MIBPS, "h2d_mibps=N"), so that tests can make either
+// route the faster. cuFileGetVersion reports FAKECUDA_CUFILE_VERSION
+// ("cufile_version=N"; 1160 by default), to stand for a library upgrade.
+//
 // The double also serves as libcuda.so.1 (its soname) for NVIDIA's real
 // libcufile: it implements every driver entry point that cuFile 1.4
 // (Debian's libcufile0) and 1.14 (PyPI's nvidia-cufile-cu12) look up, over
@@ -227,14 +234,9 @@ func (l *Libs) Open() (*Control, error) {
 // "reset" (to the settings of the FAKECUDA_* environment: FAKECUDA_FAIL,
 // FAKECUDA_MODE, FAKECUDA_DEVICES, FAKECUDA_MEM, FAKECUDA_DELAY_US),
 // "fault=NAME[:ARG]", "devices=N", "mode=nvfs|p2pdma|compat",
-// "mem=BYTES", "delay_us=N"; the speed of each route, in MiB/s (0, the
-// default, unlimited), shared by the transfers on it: "gds_mibps=N"
-// (cuFileRead, FAKECUDA_GDS_MIBPS) and "h2d_mibps=N" (host-to-device
-// copies, FAKECUDA_H2D_MIBPS); "cufile_version=N" (what cuFileGetVersion
-// reports, FAKECUDA_CUFILE_VERSION, 1160 by default). Faults:
-// driver_open, nocuda (libcufile without libcuda.so.1: prints on
-// standard output, writes cufile.log, fails with
-// CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET,
+// "mem=BYTES", "delay_us=N". Faults: driver_open, nocuda (libcufile
+// without libcuda.so.1: prints on standard output, writes cufile.log,
+// fails with CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET,
 // short_read, cufile_io, dmabuf, sync_memops, rdma_flush.
 func (c *Control) Do(cmd string) error {
 	cs := C.CString(cmd)

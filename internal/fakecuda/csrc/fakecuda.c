@@ -73,6 +73,9 @@ static unsigned long long next_buffer_id;
 static long long async_bytes, cufile_reads, cufile_unaligned, rdma_flushes, misuse;
 static char misuse_what[256];
 static __thread int cur_dev;
+/* Route speeds (below). */
+static void pace_defaults(void);
+static int pace_control(const char *cmd);
 
 /* Devices and contexts. A CUdevice is the ordinal. Each device has one
  * primary context; cuCtxCreate makes others. Each thread has a stack of
@@ -141,67 +144,6 @@ struct pinned {
   struct pinned *next;
 };
 static struct pinned *pinned_list;
-
-/* --------------------------------------------------------- route speeds */
-
-/* Each route's transfers share one link of a set speed, in MiB/s (0, the
- * default, is unlimited): cuFileRead's (FAKECUDA_GDS_MIBPS, "gds_mibps=N")
- * and host-to-device copies' (FAKECUDA_H2D_MIBPS, "h2d_mibps=N"). A
- * transfer books the link for n bytes at that speed from when it is free,
- * and its caller waits until the booking ends, as a saturated link makes
- * it wait: threads together get the link's speed, not a multiple of it.
- * Tests make one route faster than the other with them. The version
- * cuFileGetVersion reports is set too (FAKECUDA_CUFILE_VERSION,
- * "cufile_version=N"; 1160 by default), to stand for a library upgrade. */
-struct pace {
-  long mibps;
-  struct timespec free_at;
-};
-static struct pace pace_gds, pace_h2d;
-static int cufile_version;
-
-/* pace_defaults applies the FAKECUDA_* settings of this section. */
-static void pace_defaults(void) {
-  const char *e;
-  memset(&pace_gds, 0, sizeof pace_gds);
-  memset(&pace_h2d, 0, sizeof pace_h2d);
-  cufile_version = 1160;
-  if ((e = getenv("FAKECUDA_GDS_MIBPS"))) pace_gds.mibps = atol(e);
-  if ((e = getenv("FAKECUDA_H2D_MIBPS"))) pace_h2d.mibps = atol(e);
-  if ((e = getenv("FAKECUDA_CUFILE_VERSION"))) cufile_version = atoi(e);
-}
-
-/* pace_control applies one command of this section and returns 0, or -1
- * when cmd is none of them. Caller holds mu. */
-static int pace_control(const char *cmd) {
-  if (strncmp(cmd, "gds_mibps=", 10) == 0) pace_gds.mibps = atol(cmd + 10);
-  else if (strncmp(cmd, "h2d_mibps=", 10) == 0) pace_h2d.mibps = atol(cmd + 10);
-  else if (strncmp(cmd, "cufile_version=", 15) == 0) cufile_version = atoi(cmd + 15);
-  else return -1;
-  return 0;
-}
-
-/* pace books n bytes on link p and waits until the booking ends. */
-static void pace(struct pace *p, size_t n) {
-  struct timespec now, end;
-  pthread_mutex_lock(&mu);
-  long mibps = p->mibps;
-  if (mibps <= 0 || n == 0) {
-    pthread_mutex_unlock(&mu);
-    return;
-  }
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  end = p->free_at;
-  if (end.tv_sec < now.tv_sec || (end.tv_sec == now.tv_sec && end.tv_nsec < now.tv_nsec)) end = now;
-  long long ns = (long long)((double)n * 1e9 / ((double)mibps * 1048576.0));
-  ns += end.tv_nsec;
-  end.tv_sec += (time_t)(ns / 1000000000LL);
-  end.tv_nsec = (long)(ns % 1000000000LL);
-  p->free_at = end;
-  pthread_mutex_unlock(&mu);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) == EINTR) {
-  }
-}
 
 static void set_defaults(void) {
   const char *e;
@@ -279,6 +221,7 @@ static char *rw_of(uintptr_t p, size_t n) {
  * It returns 0, or -1 for an unknown command. */
 EXPORT int fakecuda_control(const char *cmd) {
   init();
+  if (pace_control(cmd) == 0) return 0;
   int rc = 0;
   pthread_mutex_lock(&mu);
   if (strcmp(cmd, "reset") == 0) {
@@ -307,7 +250,6 @@ EXPORT int fakecuda_control(const char *cmd) {
     devmem = strtoull(cmd + 4, NULL, 10);
   } else if (strncmp(cmd, "delay_us=", 9) == 0) {
     delay_us = atol(cmd + 9);
-  } else if (pace_control(cmd) == 0) {
   } else {
     rc = -1;
   }
@@ -356,6 +298,70 @@ EXPORT long long fakecuda_counter(const char *name) {
 
 /* fakecuda_misuse returns what the last refused misuse was ("" for none). */
 EXPORT const char *fakecuda_misuse(void) { return misuse_what; }
+
+/* --------------------------------------------------------- route speeds */
+
+/* Each route's transfers share one link of a set speed, in MiB/s (0, the
+ * default, is unlimited): cuFileRead's (FAKECUDA_GDS_MIBPS, "gds_mibps=N")
+ * and host-to-device copies' (FAKECUDA_H2D_MIBPS, "h2d_mibps=N"). A
+ * transfer books the link for n bytes at that speed from when it is free,
+ * and its caller waits until the booking ends, as a saturated link makes
+ * it wait: threads together get the link's speed, not a multiple of it.
+ * Tests make one route faster than the other with them. The version
+ * cuFileGetVersion reports is set too (FAKECUDA_CUFILE_VERSION,
+ * "cufile_version=N"; 1160 by default), to stand for a library upgrade. */
+struct pace {
+  long mibps;
+  struct timespec free_at;
+};
+static struct pace pace_gds, pace_h2d;
+static int cufile_version;
+
+/* pace_defaults applies the FAKECUDA_* settings of this section. */
+static void pace_defaults(void) {
+  const char *e;
+  memset(&pace_gds, 0, sizeof pace_gds);
+  memset(&pace_h2d, 0, sizeof pace_h2d);
+  cufile_version = 1160;
+  if ((e = getenv("FAKECUDA_GDS_MIBPS"))) pace_gds.mibps = atol(e);
+  if ((e = getenv("FAKECUDA_H2D_MIBPS"))) pace_h2d.mibps = atol(e);
+  if ((e = getenv("FAKECUDA_CUFILE_VERSION"))) cufile_version = atoi(e);
+}
+
+/* pace_control applies one command of this section and returns 0, or -1
+ * when cmd is none of them. */
+static int pace_control(const char *cmd) {
+  int rc = 0;
+  pthread_mutex_lock(&mu);
+  if (strncmp(cmd, "gds_mibps=", 10) == 0) pace_gds.mibps = atol(cmd + 10);
+  else if (strncmp(cmd, "h2d_mibps=", 10) == 0) pace_h2d.mibps = atol(cmd + 10);
+  else if (strncmp(cmd, "cufile_version=", 15) == 0) cufile_version = atoi(cmd + 15);
+  else rc = -1;
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+/* pace books n bytes on link p and waits until the booking ends. */
+static void pace(struct pace *p, size_t n) {
+  struct timespec now, end;
+  pthread_mutex_lock(&mu);
+  long mibps = p->mibps;
+  if (mibps <= 0 || n == 0) {
+    pthread_mutex_unlock(&mu);
+    return;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  end = p->free_at;
+  if (end.tv_sec < now.tv_sec || (end.tv_sec == now.tv_sec && end.tv_nsec < now.tv_nsec)) end = now;
+  long long ns = (long long)((double)n * 1e9 / ((double)mibps * 1048576.0));
+  ns += end.tv_nsec;
+  end.tv_sec += (time_t)(ns / 1000000000LL);
+  end.tv_nsec = (long)(ns % 1000000000LL);
+  p->free_at = end;
+  pthread_mutex_unlock(&mu);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) == EINTR) {
+  }
+}
 
 /* --------------------------------------------------------- CUDA runtime */
 
@@ -847,7 +853,8 @@ EXPORT int cudaStreamDestroy(void *sp) {
   return 0;
 }
 
-/* resolve maps (dst, src) of a copy of kind to the double's views. */
+/* resolve maps (dst, src) of a copy of kind to the double's views; a
+ * host-to-device copy first waits for its link (route speeds). */
 static int resolve(void *dst, const void *src, size_t n, int kind, char **d, const char **s) {
   if (kind == 1) {
     *d = rw_of((uintptr_t)dst, n);
@@ -858,7 +865,9 @@ static int resolve(void *dst, const void *src, size_t n, int kind, char **d, con
   } else {
     return cudaErrorInvalidValue;
   }
-  return *d && *s ? 0 : cudaErrorInvalidValue;
+  if (!*d || !*s) return cudaErrorInvalidValue;
+  if (kind == 1) pace(&pace_h2d, n);
+  return 0;
 }
 
 EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
@@ -866,7 +875,6 @@ EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
   const char *s;
   int e = resolve(dst, src, n, kind, &d, &s);
   if (e) return e;
-  if (kind == 1) pace(&pace_h2d, n);
   memcpy(d, s, n);
   return 0;
 }
@@ -876,7 +884,6 @@ EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void 
   const char *s;
   int e = resolve(dst, src, n, kind, &d, &s);
   if (e) return e;
-  if (kind == 1) pace(&pace_h2d, n);
   return enqueue(sp, d, s, n, 0);
 }
 

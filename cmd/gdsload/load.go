@@ -46,17 +46,18 @@ AWS_ENDPOINT_URL_S3); each chunk is one ranged GET (docs/S3.md).
 --to host streams into a bounded ring of reused host buffers (gdsio CPUONLY);
 --to gpu[:N] loads into device memory on GPU N through gds (cuFile) or bounce
 (pinned buffers + async copies); auto picks a GPU path when one is usable and
-says why not otherwise. Between gds and bounce, the node's route profile
-(doctor --calibrate) decides where it measured the first local PATH's file
-system with that GPU: the faster route is taken, and the reason cites the
-figures and their date.
+says why not otherwise.
 
 One .safetensors file, *.safetensors.index.json or .npy file loads as a
 checkpoint (--format auto): each file's data region into one allocation.
 --checksum prints the digests of whole files as sha256sum does (names
 escaped as it escapes them), for 'sha256sum -c'; a checkpoint's digests
 cover its data regions only and are labelled with their byte ranges. Files that a shard manifest (index.json
-beside them) lists are checked against it for size and SHA-256.`,
+beside them) lists are checked against it for size and SHA-256.
+
+Between gds and bounce, the node's route profile (doctor --calibrate)
+decides where it measured the first local PATH's file system with that GPU:
+the faster route is taken, and the reason cites the figures and their date.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if o.from != "" {

@@ -20,6 +20,7 @@ type GPUStack struct {
 	CuFile    *cufile.CuFile
 	CuFileErr error
 
+	cfg       cufile.Config // what it was opened with
 	mu        sync.Mutex
 	driverRef bool  // this stack holds a driver reference
 	driverErr error // why the driver did not open, once tried
@@ -28,7 +29,7 @@ type GPUStack struct {
 // OpenGPUStack loads the libraries cfg points at. It never fails: what is
 // missing is recorded and explains later refusals.
 func OpenGPUStack(cfg cufile.Config) *GPUStack {
-	s := &GPUStack{}
+	s := &GPUStack{cfg: cfg}
 	s.Runtime, s.RuntimeErr = cufile.OpenRuntime(cfg)
 	s.CuFile, s.CuFileErr = cufile.OpenCuFile(cfg)
 	return s

@@ -32,7 +32,12 @@ type GPULoadProbe struct {
 // Probe reports what the stack offers a load to GPU device. It never
 // fails: what is missing is in the report. It opens the cuFile driver if
 // it can (Close drops it).
-func (stack *GPUStack) Probe(device int) GPUProbe {
+func (stack *GPUStack) Probe(device int) GPUProbe { return stack.ProbeData(device, "", "") }
+
+// ProbeData is Probe for a load of the data at dataPath: the route a load
+// to GPU device takes is the one the route profile at profile chooses,
+// as WithRouteProfile has the auto policy choose it.
+func (stack *GPUStack) ProbeData(device int, profile, dataPath string) GPUProbe {
 	var r GPUProbe
 	if stack.Runtime != nil {
 		n, err := stack.Runtime.DeviceCount()
@@ -56,7 +61,10 @@ func (stack *GPUStack) Probe(device int) GPUProbe {
 	if stack.CuFile != nil {
 		r.GDSMessages = stack.CuFile.Driver().Messages()
 	}
-	route, why, _ := SelectGPURoute(stack, device, "auto")
+	route, why, err := SelectGPURoute(stack, device, "auto")
+	if err == nil {
+		route, why = adviseRoute(profile, dataPath, stack, device, route, why)
+	}
 	r.GPULoad = GPULoadProbe{Device: device, Path: string(route), Reason: why}
 	if route == "" {
 		r.GPULoad.Path = "none"

@@ -75,6 +75,8 @@ type targetOptions struct {
 	cfg     cufile.Config
 	stack   *GPUStack
 	route   Route
+	profile string // route profile to consult, "" for none
+	data    string // a local path of the data, for the profile
 }
 
 // WithWorkers sets the number of concurrent reads the destinations are
@@ -142,6 +144,20 @@ func WithRoute(r Route) TargetOption {
 	}
 }
 
+// WithRouteProfile has the auto policy consult the route profile at path
+// (Calibrate, UpdateRouteProfile; DefaultRouteProfilePath is the node's)
+// for the file system holding dataPath, a local file or folder of the
+// data the landing loads: when the profile measured that file system
+// with the GPU, the faster route is taken, and the reason cites the
+// figures and their date. A profile that is absent changes nothing; one
+// measured on another host or with other versions of the drivers or
+// libraries (StackVersions), or without that pair, is not used, and the
+// reason says why. "" for either (the default) consults no profile. A
+// route insisted on (WithRoute) is never changed.
+func WithRouteProfile(path, dataPath string) TargetOption {
+	return func(o *targetOptions) error { o.profile, o.data = path, dataPath; return nil }
+}
+
 // Landing is a Target resolved to a route: for a GPU, the CUDA and cuFile
 // libraries, the device and, for gds, the cuFile driver are open. It lays
 // out sources as jobs (Jobs, Load) and allocates destinations (Allocator);
@@ -163,7 +179,8 @@ type Landing struct {
 // OpenTarget resolves t with the auto policy:
 //   - host: host memory, "host destination requested";
 //   - gpu:N: gds when cuFile runs in p2pdma or nvfs mode, else bounce, with
-//     the reason the better route was refused (SelectGPURoute); bounce
+//     the reason the better route was refused (SelectGPURoute), unless a
+//     route profile measured the other faster (WithRouteProfile); bounce
 //     also when local files are opened without O_DIRECT (WithDirect), as
 //     cuFile reads only O_DIRECT descriptors. Without a usable GPU it
 //     fails with an error matching cufile.ErrUnavailable that says what
@@ -213,6 +230,9 @@ func OpenTarget(t Target, opts ...TargetOption) (*Landing, error) {
 			return l, nil
 		}
 		return nil, fmt.Errorf("gpu:%d: %w", t.Device, err)
+	}
+	if o.route == "" {
+		route, reason = adviseRoute(o.profile, o.data, stack, t.Device, route, reason)
 	}
 	if route == RouteGDS && o.direct == DirectOff && o.route == "" {
 		route, reason = RouteBounce, "direct I/O off: cuFile needs O_DIRECT, so page-cache reads go through pinned buffers (gds usable: "+reason+")"

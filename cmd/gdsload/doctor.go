@@ -8,6 +8,7 @@ import (
 
 	"github.com/gdsload/gdsload/cufile"
 	"github.com/gdsload/gdsload/devices"
+	"github.com/gdsload/gdsload/internal/humanize"
 	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/rdmafs"
 	"github.com/spf13/cobra"
@@ -28,10 +29,12 @@ type doctorReport struct {
 }
 
 type doctorOptions struct {
-	asJSON  bool
-	device  int
-	require string
-	sysRoot string
+	asJSON        bool
+	device        int
+	require       string
+	sysRoot       string
+	calibrate     bool
+	calibrateSize string
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -43,16 +46,33 @@ func newDoctorCmd() *cobra.Command {
 cuFile libraries found (and why not), the GDS mode libcufile runs in (p2pdma,
 nvfs, compat), RDMA devices, the locked-memory limit, whether the file system
 holding PATH (default: the current folder) accepts O_DIRECT, and the path a
-load to the GPU would take (gds or bounce) with the reason.
+load of PATH to the GPU would take (gds or bounce) with the reason.
 
 With --require gds|bounce|host it exits 1 (after the report) when a load
 cannot take that path, for CI jobs and node health checks: gds needs cuFile
 in p2pdma or nvfs mode (compat mode does not count), bounce a usable GPU.
 
+With --calibrate it measures instead how fast gds and bounce read into each GPU
+from the file system holding each PATH (default: the current folder): a PATH
+that is a file is read, in a folder a scratch file is written and removed. It
+writes the figures to the node's route profile ($GDSLOAD_ROUTE_PROFILE, else
+gdsload/routes-HOST.json in the user's cache folder), and load --to gpu|auto
+then takes the faster route for that file system and GPU, saying so in its
+reason. A profile measured with other driver or library versions is not used.
+
 Libraries are found as gdsload loads them: GDSLOAD_LIBCUFILE,
 GDSLOAD_LIBCUDART and GDSLOAD_LIBCUDA override the search.`,
-		Args: args(cobra.MaximumNArgs(1)),
+		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if o.calibrate {
+				return runCalibrate(cmd, o, a)
+			}
+			if len(a) > 1 {
+				return usagef("doctor takes one PATH (several with --calibrate), got %d", len(a))
+			}
+			if cmd.Flags().Changed("calibrate-size") {
+				return usagef("--calibrate-size needs --calibrate")
+			}
 			path := "."
 			if len(a) == 1 {
 				path = a[0]
@@ -79,7 +99,62 @@ GDSLOAD_LIBCUDART and GDSLOAD_LIBCUDA override the search.`,
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print the report as JSON on stdout")
 	cmd.Flags().IntVar(&o.device, "device", 0, "GPU to check the load path for")
 	cmd.Flags().StringVar(&o.require, "require", "", "exit 1 unless a load can take this path: gds, bounce or host")
+	cmd.Flags().BoolVar(&o.calibrate, "calibrate", false, "measure gds against bounce for the file system of each PATH and each GPU, and write the node's route profile for load's auto policy")
+	cmd.Flags().StringVar(&o.calibrateSize, "calibrate-size", fmt.Sprintf("%dMiB", loader.DefaultCalibrateBytes>>20), "how much each measured read moves, such as 64MiB")
 	return cmd
+}
+
+// calibrateReport is `gdsload doctor --calibrate --json`: the profile
+// written, and where.
+type calibrateReport struct {
+	Profile string `json:"profile"`
+	*loader.RouteProfile
+}
+
+func runCalibrate(cmd *cobra.Command, o doctorOptions, paths []string) error {
+	if o.require != "" {
+		return usagef("--require and --calibrate: run them apart")
+	}
+	size, err := humanize.ParseBytes(o.calibrateSize)
+	if err != nil {
+		return usagef("--calibrate-size %q: %v", o.calibrateSize, err)
+	}
+	if size < loader.MinCalibrateBytes || size > loader.MaxCalibrateBytes || size%loader.DefaultAlignment != 0 {
+		return usagef("--calibrate-size %q: want a multiple of 4 KiB from %s to %s", o.calibrateSize,
+			humanize.Bytes(loader.MinCalibrateBytes), humanize.Bytes(loader.MaxCalibrateBytes))
+	}
+	opts := []loader.CalibrateOption{loader.WithCalibrateBytes(size)}
+	where := loader.DefaultRouteProfilePath()
+	if where == "" {
+		return fmt.Errorf("no folder for the route profile: no user cache folder, or %s=off; set %s to a file", loader.RouteProfileEnv, loader.RouteProfileEnv)
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	stack := loader.OpenGPUStack(cufile.Config{})
+	defer stack.Close()
+	p, err := loader.Calibrate(cmd.Context(), stack, paths, opts...)
+	if err != nil {
+		return err
+	}
+	if p, err = loader.UpdateRouteProfile(where, p); err != nil {
+		return err
+	}
+	if o.asJSON {
+		return printJSON(cmd.OutOrStdout(), calibrateReport{Profile: where, RouteProfile: p})
+	}
+	return printCalibrate(cmd.OutOrStdout(), where, p)
+}
+
+func printCalibrate(w io.Writer, where string, p *loader.RouteProfile) error {
+	fmt.Fprintf(w, "route profile  %s\n", where)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "file system\tGPU\tgds\tbounce\tfaster\tmeasured")
+	for _, m := range p.Pairs {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", m.FileSystem, m.GPU, m.GDS, m.Bounce,
+			orNone(string(m.Faster), fmt.Sprintf("neither (within %.0f%%)", loader.RouteMargin*100)), m.MeasuredAt.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	return tw.Flush()
 }
 
 // runDoctor makes the report; the caller closes the stack it used.
@@ -95,7 +170,7 @@ func runDoctor(o doctorOptions, path string) (doctorReport, *loader.GPUStack) {
 	r.Libraries = append(r.Libraries, cufile.ProbeLibrary("libnvidia-ml.so.1"), cufile.ProbeLibrary("libibverbs.so.1"))
 
 	stack := loader.OpenGPUStack(cfg)
-	r.GPUProbe = stack.Probe(o.device)
+	r.GPUProbe = stack.ProbeData(o.device, loader.DefaultRouteProfilePath(), path)
 	r.GDSPlatform = cufile.ProbePlatform(cfg)
 	return r, stack
 }

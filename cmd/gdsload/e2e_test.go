@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gdsload/gdsload/internal/clitest"
+	"github.com/gdsload/gdsload/loader"
 	"github.com/gdsload/gdsload/shards/iterator"
 	"github.com/stretchr/testify/require"
 )
@@ -19,6 +20,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv(iterator.ScanCacheEnv, cache)
+	// Nor is the node's route profile read: tests that calibrate set
+	// their own.
+	os.Setenv(loader.RouteProfileEnv, "off")
 	code := m.Run()
 	clitest.Cleanup()
 	os.RemoveAll(cache)

@@ -53,7 +53,11 @@ checkpoint (--format auto): each file's data region into one allocation.
 --checksum prints the digests of whole files as sha256sum does (names
 escaped as it escapes them), for 'sha256sum -c'; a checkpoint's digests
 cover its data regions only and are labelled with their byte ranges. Files that a shard manifest (index.json
-beside them) lists are checked against it for size and SHA-256.`,
+beside them) lists are checked against it for size and SHA-256.
+
+Between gds and bounce, the node's route profile (doctor --calibrate)
+decides where it measured the first local PATH's file system with that GPU:
+the faster route is taken, and the reason cites the figures and their date.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, paths []string) error {
 			if o.from != "" {
@@ -129,6 +133,12 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	}
 	defer m.Close()
 	topts := []loader.TargetOption{loader.WithWorkers(o.workers), loader.WithChunkSize(chunk), loader.WithDirect(mode)}
+	for _, p := range paths {
+		if !vfs.IsURL(p) { // the measured route of the first local path's file system
+			topts = append(topts, loader.WithRouteProfile(loader.DefaultRouteProfilePath(), p))
+			break
+		}
+	}
 	switch route := loader.Route(o.route); {
 	case o.route == "auto":
 	case route != loader.RouteGDS && route != loader.RouteBounce:

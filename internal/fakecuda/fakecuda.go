@@ -12,6 +12,13 @@
 // asynchronous copies run later on another thread; faults are injected
 // with Control.
 //
+// Each route has a speed, in MiB/s, shared by the transfers on it as a
+// saturated link is (0, the default: unlimited): cuFileRead's
+// (FAKECUDA_GDS_MIBPS, "gds_mibps=N") and host-to-device copies'
+// (FAKECUDA_H2D_MIBPS, "h2d_mibps=N"), so that tests can make either
+// route the faster. cuFileGetVersion reports FAKECUDA_CUFILE_VERSION
+// ("cufile_version=N"; 1160 by default), to stand for a library upgrade.
+//
 // The double also serves as libcuda.so.1 (its soname) for NVIDIA's real
 // libcufile: it implements every driver entry point that cuFile 1.4
 // (Debian's libcufile0) and 1.14 (PyPI's nvidia-cufile-cu12) look up, over

@@ -73,6 +73,9 @@ static unsigned long long next_buffer_id;
 static long long async_bytes, cufile_reads, cufile_unaligned, rdma_flushes, misuse;
 static char misuse_what[256];
 static __thread int cur_dev;
+/* Route speeds (below). */
+static void pace_defaults(void);
+static int pace_control(const char *cmd);
 
 /* Devices and contexts. A CUdevice is the ordinal. Each device has one
  * primary context; cuCtxCreate makes others. Each thread has a stack of
@@ -155,6 +158,7 @@ static void set_defaults(void) {
   if ((e = getenv("FAKECUDA_COMPAT")) && atoi(e)) strcpy(mode, "compat");
   if ((e = getenv("FAKECUDA_FAIL"))) snprintf(fault, sizeof fault, "%s", e);
   if ((e = getenv("FAKECUDA_DELAY_US"))) delay_us = atol(e);
+  pace_defaults();
   if (ndev > MAXDEV) ndev = MAXDEV;
   for (int i = 0; i < MAXDEV; i++) {
     primary_ctx[i].dev = i;
@@ -212,10 +216,12 @@ static char *rw_of(uintptr_t p, size_t n) {
 /* fakecuda_control applies one command: "reset" (back to the settings of
  * the FAKECUDA_* environment, FAKECUDA_FAIL's fault included; the misuse
  * count cleared), "fault=NAME[:ARG]", "fault=" (none), "devices=N",
- * "mode=nvfs|p2pdma|compat", "mem=BYTES", "delay_us=N". It returns 0, or -1
- * for an unknown command. */
+ * "mode=nvfs|p2pdma|compat", "mem=BYTES", "delay_us=N", and those of
+ * the route speeds ("gds_mibps=N", "h2d_mibps=N", "cufile_version=N").
+ * It returns 0, or -1 for an unknown command. */
 EXPORT int fakecuda_control(const char *cmd) {
   init();
+  if (pace_control(cmd) == 0) return 0;
   int rc = 0;
   pthread_mutex_lock(&mu);
   if (strcmp(cmd, "reset") == 0) {
@@ -292,6 +298,70 @@ EXPORT long long fakecuda_counter(const char *name) {
 
 /* fakecuda_misuse returns what the last refused misuse was ("" for none). */
 EXPORT const char *fakecuda_misuse(void) { return misuse_what; }
+
+/* --------------------------------------------------------- route speeds */
+
+/* Each route's transfers share one link of a set speed, in MiB/s (0, the
+ * default, is unlimited): cuFileRead's (FAKECUDA_GDS_MIBPS, "gds_mibps=N")
+ * and host-to-device copies' (FAKECUDA_H2D_MIBPS, "h2d_mibps=N"). A
+ * transfer books the link for n bytes at that speed from when it is free,
+ * and its caller waits until the booking ends, as a saturated link makes
+ * it wait: threads together get the link's speed, not a multiple of it.
+ * Tests make one route faster than the other with them. The version
+ * cuFileGetVersion reports is set too (FAKECUDA_CUFILE_VERSION,
+ * "cufile_version=N"; 1160 by default), to stand for a library upgrade. */
+struct pace {
+  long mibps;
+  struct timespec free_at;
+};
+static struct pace pace_gds, pace_h2d;
+static int cufile_version;
+
+/* pace_defaults applies the FAKECUDA_* settings of this section. */
+static void pace_defaults(void) {
+  const char *e;
+  memset(&pace_gds, 0, sizeof pace_gds);
+  memset(&pace_h2d, 0, sizeof pace_h2d);
+  cufile_version = 1160;
+  if ((e = getenv("FAKECUDA_GDS_MIBPS"))) pace_gds.mibps = atol(e);
+  if ((e = getenv("FAKECUDA_H2D_MIBPS"))) pace_h2d.mibps = atol(e);
+  if ((e = getenv("FAKECUDA_CUFILE_VERSION"))) cufile_version = atoi(e);
+}
+
+/* pace_control applies one command of this section and returns 0, or -1
+ * when cmd is none of them. */
+static int pace_control(const char *cmd) {
+  int rc = 0;
+  pthread_mutex_lock(&mu);
+  if (strncmp(cmd, "gds_mibps=", 10) == 0) pace_gds.mibps = atol(cmd + 10);
+  else if (strncmp(cmd, "h2d_mibps=", 10) == 0) pace_h2d.mibps = atol(cmd + 10);
+  else if (strncmp(cmd, "cufile_version=", 15) == 0) cufile_version = atoi(cmd + 15);
+  else rc = -1;
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+/* pace books n bytes on link p and waits until the booking ends. */
+static void pace(struct pace *p, size_t n) {
+  struct timespec now, end;
+  pthread_mutex_lock(&mu);
+  long mibps = p->mibps;
+  if (mibps <= 0 || n == 0) {
+    pthread_mutex_unlock(&mu);
+    return;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  end = p->free_at;
+  if (end.tv_sec < now.tv_sec || (end.tv_sec == now.tv_sec && end.tv_nsec < now.tv_nsec)) end = now;
+  long long ns = (long long)((double)n * 1e9 / ((double)mibps * 1048576.0));
+  ns += end.tv_nsec;
+  end.tv_sec += (time_t)(ns / 1000000000LL);
+  end.tv_nsec = (long)(ns % 1000000000LL);
+  p->free_at = end;
+  pthread_mutex_unlock(&mu);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &end, NULL) == EINTR) {
+  }
+}
 
 /* --------------------------------------------------------- CUDA runtime */
 
@@ -783,7 +853,8 @@ EXPORT int cudaStreamDestroy(void *sp) {
   return 0;
 }
 
-/* resolve maps (dst, src) of a copy of kind to the double's views. */
+/* resolve maps (dst, src) of a copy of kind to the double's views; a
+ * host-to-device copy first waits for its link (route speeds). */
 static int resolve(void *dst, const void *src, size_t n, int kind, char **d, const char **s) {
   if (kind == 1) {
     *d = rw_of((uintptr_t)dst, n);
@@ -794,7 +865,9 @@ static int resolve(void *dst, const void *src, size_t n, int kind, char **d, con
   } else {
     return cudaErrorInvalidValue;
   }
-  return *d && *s ? 0 : cudaErrorInvalidValue;
+  if (!*d || !*s) return cudaErrorInvalidValue;
+  if (kind == 1) pace(&pace_h2d, n);
+  return 0;
 }
 
 EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
@@ -1005,7 +1078,10 @@ EXPORT CUfileError_t cuFileDriverClose(void) { return cuFileDriverClose_v2(); }
 /* Built with -DFAKECUDA_NO_GET_VERSION the double stands for cuFile 1.4,
  * which lacks cuFileGetVersion. */
 EXPORT CUfileError_t cuFileGetVersion(int *v) {
-  *v = 1160;
+  init();
+  pthread_mutex_lock(&mu);
+  *v = cufile_version;
+  pthread_mutex_unlock(&mu);
   return cf(0, 0);
 }
 #endif
@@ -1200,6 +1276,7 @@ EXPORT ssize_t cuFileRead(void *h, void *base, size_t size, off_t foff, off_t bo
   cufile_reads++;
   if (!aligned) cufile_unaligned++;
   pthread_mutex_unlock(&mu);
+  pace(&pace_gds, size);
   if (aligned && size % PAGE == 0) return pread_full(fd, rw, size, foff);
   /* Unaligned: bounce through an aligned buffer, as cuFile does. */
   off_t a0 = foff & ~(off_t)(PAGE - 1);

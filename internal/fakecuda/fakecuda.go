@@ -89,8 +89,9 @@ type Libs struct {
 	Object, CUDART, CuFile, CUDA string
 	// Root is a made-up system tree of a GPU machine with the NVIDIA
 	// driver and nvidia-fs loaded (proc/driver/nvidia/version,
-	// proc/driver/nvidia-fs/{version,stats}, run/udev), for
-	// cufile.Config.Root.
+	// proc/driver/nvidia-fs/{version,stats}, run/udev) and each device's
+	// NUMA node (sys/bus/pci/devices/PCIBusID(d)/numa_node: NUMANode),
+	// for cufile.Config.Root.
 	Root string
 	// LogFile is where the double's "nocuda" fault logs, as libcufile
 	// would (cufile.Config.LogFile, CUFILE_LOGFILE_PATH).
@@ -119,12 +120,16 @@ func Build(dir string) (*Libs, error) {
 			return nil, err
 		}
 	}
-	for name, text := range map[string]string{
+	files := map[string]string{
 		"proc/driver/nvidia/version":    "NVRM version: fakecuda (the gdsload CUDA test double)\n",
 		"proc/driver/nvidia-fs/version": "version: fakecuda\n",
 		"proc/driver/nvidia-fs/stats":   "",
 		"run/udev/control":              "",
-	} {
+	}
+	for d := range MaxDevices {
+		files[filepath.Join("sys/bus/pci/devices", PCIBusID(d), "numa_node")] = fmt.Sprintf("%d\n", NUMANode(d))
+	}
+	for name, text := range files {
 		p := filepath.Join(l.Root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, err
@@ -135,6 +140,19 @@ func Build(dir string) (*Libs, error) {
 	}
 	return l, nil
 }
+
+// MaxDevices is the most devices the double simulates (FAKECUDA_DEVICES,
+// "devices=N").
+const MaxDevices = 16
+
+// PCIBusID is device d's PCI address, as the double's
+// cudaDeviceGetPCIBusId gives it.
+func PCIBusID(d int) string { return fmt.Sprintf("0000:%02x:00.0", 0x81+d) }
+
+// NUMANode is the NUMA node of device d on the double's made-up machine
+// (Root's sys/bus/pci/devices/ADDRESS/numa_node): two sockets, even
+// devices on node 0, odd ones on node 1.
+func NUMANode(d int) int { return d % 2 }
 
 // Cached returns a build kept in the system's temporary folder under a name
 // derived from the source, building it the first time (concurrent test

@@ -39,6 +39,20 @@
 //   - The double has no nvidia-fs or P2PDMA: against the real library the
 //     mode is always compat.
 //
+// Several devices (FAKECUDA_DEVICES=N, "devices=N", up to MaxDevices):
+// each has its own memory (FAKECUDA_MEM bytes each), PCI address
+// (PCIBusID, from cudaDeviceGetPCIBusId) and NUMA node (NUMANode, in
+// Root's sysfs). The double records how many devices had copies running
+// at the same moment (counter max_busy_devices) and the bytes landed on
+// each (landed:D); "wait_all_ms=N" (FAKECUDA_WAIT_ALL_MS) holds a
+// device's copies until all devices are busy at once, up to N ms, once
+// per reset, so parallel loads meet deterministically and serial ones
+// never do; fault "fail_device:D:BYTES" fails device D's copies and
+// cuFileReads once BYTES landed on it. Device memory stays out of the
+// process's resident set, as a GPU's does: the double drops its view's
+// pages from the page tables after each copy (the bytes stay in the
+// memfd), so the peak RSS of a load measures its staging alone.
+//
 // Known limits of the driver half: IPC and managed memory are refused
 // (CUDA_ERROR_NOT_SUPPORTED), cuStreamWaitEvent waits on the calling
 // thread, and cuGetExportTable has no tables.
@@ -245,10 +259,11 @@ func (l *Libs) Open() (*Control, error) {
 // "reset" (to the settings of the FAKECUDA_* environment: FAKECUDA_FAIL,
 // FAKECUDA_MODE, FAKECUDA_DEVICES, FAKECUDA_MEM, FAKECUDA_DELAY_US),
 // "fault=NAME[:ARG]", "devices=N", "mode=nvfs|p2pdma|compat",
-// "mem=BYTES", "delay_us=N". Faults: driver_open, nocuda (libcufile
-// without libcuda.so.1: prints on standard output, writes cufile.log,
-// fails with CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET,
-// short_read, cufile_io, dmabuf, sync_memops, rdma_flush.
+// "mem=BYTES", "delay_us=N", "wait_all_ms=N" (FAKECUDA_WAIT_ALL_MS).
+// Faults: driver_open, nocuda (libcufile without libcuda.so.1: prints on
+// standard output, writes cufile.log, fails with
+// CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET, short_read,
+// cufile_io, dmabuf, sync_memops, rdma_flush, fail_device:D[:BYTES].
 func (c *Control) Do(cmd string) error {
 	cs := C.CString(cmd)
 	defer C.free(unsafe.Pointer(cs))
@@ -264,7 +279,9 @@ func (c *Control) Do(cmd string) error {
 // handed out and still open), "misuse" (refused misuses since the last
 // reset; see Misuse), and "async_bytes", "cufile_reads",
 // "cufile_unaligned" (cuFileReads at an unaligned file offset or device
-// address), "rdma_flushes", which count up from process start.
+// address), "rdma_flushes", which count up from process start, and
+// "max_busy_devices" (the most devices with copies running at once) and
+// "landed:D" (bytes copied or read into device D), since the last reset.
 func (c *Control) Counter(name string) int64 {
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))

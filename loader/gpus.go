@@ -161,6 +161,22 @@ type GPUsResult struct {
 	Seconds float64     `json:"seconds"`
 	GiBPerS float64     `json:"gib_per_s"`
 	GPUs    []GPUResult `json:"gpus"`
+	// Placement is, for Load, the index in GPUs of each source's GPU, in
+	// the order of the sources; each GPU's Files follow the order of its
+	// sources.
+	Placement []int `json:"-"`
+}
+
+// InSourceOrder returns the file results of a Load in the order of its
+// sources.
+func (r *GPUsResult) InSourceOrder() []FileResult {
+	out := make([]FileResult, len(r.Placement))
+	next := make([]int, len(r.GPUs))
+	for i, g := range r.Placement {
+		out[i] = r.GPUs[g].Files[next[g]]
+		next[g]++
+	}
+	return out
 }
 
 // GPUResult is one GPU's share of a load: its bytes, route, reason,
@@ -184,15 +200,21 @@ func (s *GPUSet) Load(ctx context.Context, srcs []Source, opts Options) (*GPUsRe
 		sizes[i] = src.Size()
 	}
 	shares := make([][]Source, len(s.gpus))
-	for i, b := range PlaceByBytes(sizes, len(s.gpus)) {
+	placement := PlaceByBytes(sizes, len(s.gpus))
+	for i, b := range placement {
 		shares[b] = append(shares[b], srcs[i])
 	}
-	return s.Run(ctx, func(ctx context.Context, i int, g *GPULanding) (*Result, error) {
+	res, err := s.Run(ctx, func(ctx context.Context, i int, g *GPULanding) (*Result, error) {
 		if len(shares[i]) == 0 {
 			return &Result{Route: g.Route(), Reason: g.Reason(), Files: []FileResult{}}, nil
 		}
 		return g.Load(ctx, shares[i], opts)
 	})
+	if err != nil {
+		return nil, err
+	}
+	res.Placement = placement
+	return res, nil
 }
 
 // Run calls load for every GPU of the set at once (i indexes GPUs) and

@@ -117,6 +117,9 @@ func TestGPUSetLoadsEveryGPUAtOnce(t *testing.T) {
 				total += g.Bytes
 			}
 			assert.Len(t, seen, len(sizes), "every file loaded once")
+			for i, fr := range res.InSourceOrder() {
+				assert.Equal(t, srcs[i].Name(), fr.Name)
+			}
 			assert.Equal(t, total, res.Bytes)
 			assert.LessOrEqual(t, slices.Max(loads)-slices.Min(loads), int64(slices.Max(sizes)), "per-GPU bytes %v", loads)
 			assert.EqualValues(t, 4, f.Counter("max_busy_devices"), "all four GPUs copying at once")

@@ -12,7 +12,8 @@ const (
 	mpolPreferred = 1
 )
 
-// nodeMask is a one-word NUMA node mask for node (< 64).
+// nodeMask is a one-word NUMA node mask for node (< 64). The calls take
+// maxnode 65: the kernel reads maxnode-1 bits.
 func nodeMask(node int) (uint64, error) {
 	if node < 0 || node >= 64 {
 		return 0, unix.EINVAL
@@ -26,7 +27,7 @@ func preferHostNode(node int) error {
 	if err != nil {
 		return err
 	}
-	if _, _, e := unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolPreferred, uintptr(unsafe.Pointer(&mask)), 64); e != 0 {
+	if _, _, e := unix.Syscall(unix.SYS_SET_MEMPOLICY, mpolPreferred, uintptr(unsafe.Pointer(&mask)), 65); e != 0 {
 		return e
 	}
 	return nil
@@ -43,7 +44,7 @@ func bindHostNode(p unsafe.Pointer, n int, node int) error {
 	if err != nil {
 		return err
 	}
-	if _, _, e := unix.Syscall6(unix.SYS_MBIND, uintptr(p), uintptr(n), mpolPreferred, uintptr(unsafe.Pointer(&mask)), 64, 0); e != 0 {
+	if _, _, e := unix.Syscall6(unix.SYS_MBIND, uintptr(p), uintptr(n), mpolPreferred, uintptr(unsafe.Pointer(&mask)), 65, 0); e != 0 {
 		return e
 	}
 	return nil

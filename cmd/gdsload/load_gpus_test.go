@@ -94,3 +94,33 @@ func TestLoadCheckpointWithDeviceMap(t *testing.T) {
 	assert.Positive(t, res.Tensors)
 	assert.Greater(t, res.BytesRead, res.Bytes, "headers too")
 }
+
+// A GPU failing in the middle of a multi-GPU load fails the command with
+// an error naming that GPU, and every GPU's memory, pinned buffer and
+// stream is given back (useFakeCUDA checks the rest at the end).
+func TestLoadOntoSeveralGPUsOneFails(t *testing.T) {
+	ctl := useFakeCUDA(t)
+	dir := t.TempDir()
+	for _, name := range []string{"a.bin", "b.bin", "c.bin", "d.bin"} {
+		writeFile(t, dir, name, 3<<20)
+	}
+	for _, tc := range []struct {
+		fault, want string
+		args        []string
+	}{
+		{"fail_device:1:1048576", "gpu:1: ", []string{"load", "--to", "gpu:all", "--chunk-size", "1M", dir}},
+		// A checkpoint of one file lands whole on gpu:0.
+		{"fail_device:0:0", "gpu:0: ", []string{"load", "--to", "gpu:all", "--chunk-size", "1M", "../../testdata/model.safetensors"}},
+	} {
+		require.NoError(t, ctl.Do("reset"))
+		require.NoError(t, ctl.Do("devices=4"))
+		require.NoError(t, ctl.Do("fault="+tc.fault))
+		_, stderr, code := run(t, tc.args...)
+		assert.Equal(t, 1, code, "%v", tc.args)
+		assert.Contains(t, stderr, tc.want)
+		t.Log(stderr)
+		for _, c := range []string{"allocs", "pinned", "streams", "events", "handles"} {
+			assert.Zero(t, ctl.Counter(c), "%s after %v", c, tc.args)
+		}
+	}
+}

@@ -108,7 +108,8 @@ func TestLoadOntoSeveralGPUsOneFails(t *testing.T) {
 		fault, want string
 		args        []string
 	}{
-		{"fail_device:1:1048576", "gpu:1: ", []string{"load", "--to", "gpu:all", "--chunk-size", "1M", dir}},
+		// One worker: the second chunk starts once the first landed.
+		{"fail_device:1:1048576", "gpu:1: ", []string{"load", "--to", "gpu:all", "--chunk-size", "1M", "--workers", "1", dir}},
 		// A checkpoint of one file lands whole on gpu:0.
 		{"fail_device:0:0", "gpu:0: ", []string{"load", "--to", "gpu:all", "--chunk-size", "1M", "../../testdata/model.safetensors"}},
 	} {

@@ -120,7 +120,7 @@ func (r *Runtime) Device(id int) (*Device, error) {
 	if id < 0 || id >= n {
 		return nil, markUnavailable(fmt.Errorf("GPU %d does not exist: %d GPU(s) visible; check nvidia-smi and CUDA_VISIBLE_DEVICES", id, n))
 	}
-	return &Device{rt: r, id: id}, nil
+	return &Device{rt: r, id: id, hostNode: -1}, nil
 }
 
 // formatCUDAVersion turns 12040 into "12.4".

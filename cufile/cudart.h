@@ -34,6 +34,8 @@ typedef struct {
 	int (*runtimeGetVersion)(int *);
 	// Optional (CUDA 11.3+): NULL when the library lacks it.
 	int (*flushGPUDirectRDMAWrites)(int, int);
+	// Optional: NULL when the library lacks it.
+	int (*deviceGetPCIBusId)(char *, int, int);
 } gd_cudart;
 
 
@@ -62,6 +64,7 @@ static inline const char *gd_cudart_load(void *h, gd_cudart *f) {
 	GD_SYM(h, f, driverGetVersion, "cudaDriverGetVersion")
 	GD_SYM(h, f, runtimeGetVersion, "cudaRuntimeGetVersion")
 	GD_OPT(h, f, flushGPUDirectRDMAWrites, "cudaDeviceFlushGPUDirectRDMAWrites")
+	GD_OPT(h, f, deviceGetPCIBusId, "cudaDeviceGetPCIBusId")
 	return NULL;
 }
 
@@ -103,5 +106,8 @@ static inline int gd_runtimeGetVersion(gd_cudart *f, int *v) { return f->runtime
 static inline int gd_hasFlushGPUDirectRDMAWrites(gd_cudart *f) { return f->flushGPUDirectRDMAWrites != NULL; }
 static inline int gd_flushGPUDirectRDMAWrites(gd_cudart *f, int target, int scope) {
 	return f->flushGPUDirectRDMAWrites(target, scope);
+}
+static inline int gd_deviceGetPCIBusId(gd_cudart *f, char *id, int len, int d) {
+	return f->deviceGetPCIBusId ? f->deviceGetPCIBusId(id, len, d) : -1;
 }
 #endif

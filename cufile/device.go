@@ -25,8 +25,9 @@ const (
 // Device is one GPU of a Runtime. Its methods may be called from any
 // goroutine: each runs on a locked OS thread with the device made current.
 type Device struct {
-	rt *Runtime
-	id int
+	rt       *Runtime
+	id       int
+	hostNode int // NUMA node AllocPinned prefers, -1 for none (OnHostNode)
 }
 
 // ID returns the device ordinal.
@@ -117,13 +118,25 @@ type PinnedBuffer struct {
 }
 
 // AllocPinned allocates n bytes of pinned host memory usable by every
-// device (cudaHostAllocPortable). Failure matches ErrOutOfMemory.
+// device (cudaHostAllocPortable), on the NUMA node OnHostNode chose, if
+// any. Failure matches ErrOutOfMemory.
 func (d *Device) AllocPinned(n int) (*PinnedBuffer, error) {
 	var p unsafe.Pointer
 	err := d.Do(func() error {
+		if d.hostNode >= 0 {
+			// cudaHostAlloc faults its pages in on this thread: under this
+			// thread's policy. Memory it maps lazily follows the mapping's
+			// policy, set after it returns.
+			if preferHostNode(d.hostNode) == nil {
+				defer resetHostNode()
+			}
+		}
 		return d.rt.check(C.gd_hostAlloc(d.rt.f, &p, C.size_t(n), cudaHostAllocPortable),
 			"cudaHostAlloc(%d bytes) for GPU %d", n, d.id)
 	})
+	if err == nil && d.hostNode >= 0 {
+		_ = bindHostNode(p, n, d.hostNode) // a preference: pinned pages may refuse to move
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -25,36 +25,70 @@ const (
 	TargetAuto TargetKind = "auto"
 )
 
-// Target names where a load lands, as "host", "auto", "gpu" or "gpu:N"
-// write it (ParseTarget). OpenTarget resolves it.
+// Target names where a load lands, as "host", "auto", "gpu", "gpu:N",
+// "gpu:all" or "gpu:N,M,..." write it (ParseTarget). OpenTarget resolves
+// a single GPU or host memory; OpenGPUs resolves several GPUs.
 type Target struct {
 	Kind   TargetKind
 	Device int
+	// Devices are the GPUs of a target that names several ("gpu:0,2,3"),
+	// in the order written; nil for one GPU. Device is the first.
+	Devices []int
+	// AllDevices is "gpu:all": every GPU the CUDA runtime sees.
+	AllDevices bool
 }
 
-// ParseTarget reads "host", "auto", "gpu" (device 0) or "gpu:N".
+// Multi reports whether t names several GPUs (gpu:all or a list).
+func (t Target) Multi() bool { return t.AllDevices || len(t.Devices) > 1 }
+
+// ParseTarget reads "host", "auto", "gpu" (device 0), "gpu:N", "gpu:all"
+// or a list "gpu:N,M,...".
 func ParseTarget(s string) (Target, error) {
 	switch {
 	case s == "host" || s == "auto":
 		return Target{Kind: TargetKind(s)}, nil
 	case s == "gpu":
 		return Target{Kind: TargetGPU}, nil
+	case s == "gpu:all":
+		return Target{Kind: TargetGPU, AllDevices: true}, nil
 	case strings.HasPrefix(s, "gpu:"):
-		n, err := strconv.Atoi(s[4:])
-		if err != nil || n < 0 {
-			return Target{}, fmt.Errorf("target %q: want host, auto, gpu or gpu:N with N a device index", s)
+		var devs []int
+		seen := map[int]bool{}
+		for _, f := range strings.Split(s[4:], ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 0 {
+				return Target{}, fmt.Errorf("target %q: want host, auto, gpu, gpu:N, gpu:N,M,... or gpu:all with N a device index", s)
+			}
+			if seen[n] {
+				return Target{}, fmt.Errorf("target %q: GPU %d named twice", s, n)
+			}
+			seen[n] = true
+			devs = append(devs, n)
 		}
-		return Target{Kind: TargetGPU, Device: n}, nil
+		t := Target{Kind: TargetGPU, Device: devs[0]}
+		if len(devs) > 1 {
+			t.Devices = devs
+		}
+		return t, nil
 	}
-	return Target{}, fmt.Errorf("target %q: want host, auto, gpu or gpu:N", s)
+	return Target{}, fmt.Errorf("target %q: want host, auto, gpu, gpu:N, gpu:N,M,... or gpu:all", s)
 }
 
 // String writes t as ParseTarget reads it.
 func (t Target) String() string {
-	if t.Kind == TargetGPU {
-		return fmt.Sprintf("gpu:%d", t.Device)
+	switch {
+	case t.Kind != TargetGPU:
+		return string(t.Kind)
+	case t.AllDevices:
+		return "gpu:all"
+	case len(t.Devices) > 1:
+		s := make([]string, len(t.Devices))
+		for i, d := range t.Devices {
+			s[i] = strconv.Itoa(d)
+		}
+		return "gpu:" + strings.Join(s, ",")
 	}
-	return string(t.Kind)
+	return fmt.Sprintf("gpu:%d", t.Device)
 }
 
 // Caps of the counts and sizes a load takes. Beyond them a typo would
@@ -205,6 +239,9 @@ func OpenTarget(t Target, opts ...TargetOption) (*Landing, error) {
 	case TargetGPU, TargetAuto:
 	default:
 		return nil, fmt.Errorf("target kind %q: want host, gpu or auto", t.Kind)
+	}
+	if t.Multi() {
+		return nil, fmt.Errorf("target %s names several GPUs: open it with OpenGPUs", t)
 	}
 	if t.Device < 0 {
 		return nil, fmt.Errorf("GPU %d: want a device index of 0 or more", t.Device)

@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gdsload/gdsload/loader"
@@ -12,7 +13,8 @@ import (
 // ToGPU stages entries into GPU memory instead of a directory, as `gdsload
 // stage SRC... gpu:N` does: every file is loaded, in one load, into one
 // device allocation on target (loader.OpenTarget's policy and route,
-// rdma for rdmafs over verbs), and the digest of the bytes as they landed
+// rdma for rdmafs over verbs; for several GPUs, gpu:all or gpu:N,M,...,
+// loader.OpenGPUs: files balanced by bytes, every GPU at once), and the digest of the bytes as they landed
 // (read back from the GPU) is checked against the manifest that lists the
 // file. The memory is freed when ToGPU returns: the stage proves the files
 // load and are intact on that GPU, and warms the path. Sources open
@@ -32,12 +34,40 @@ func ToGPU(ctx context.Context, entries []Entry, target loader.Target, opts Opti
 			sum = loader.ChecksumSHA256 // a manifest's digests are sha256
 		}
 	}
-	l, err := loader.OpenTarget(target, loader.WithWorkers(min(opts.Workers, loader.MaxWorkers)),
-		loader.WithChunkSize(opts.ChunkSize), loader.WithDirect(opts.ReadDirect))
-	if err != nil {
-		return nil, fmt.Errorf("staging: %w", err)
+	topts := []loader.TargetOption{loader.WithWorkers(min(opts.Workers, loader.MaxWorkers)),
+		loader.WithChunkSize(opts.ChunkSize), loader.WithDirect(opts.ReadDirect)}
+	var load func(ctx context.Context, srcs []loader.Source, lopts loader.Options) ([]loader.FileResult, string, error)
+	if target.Multi() {
+		set, err := loader.OpenGPUs(target, topts...)
+		if err != nil {
+			return nil, fmt.Errorf("staging: %w", err)
+		}
+		defer set.Close()
+		load = func(ctx context.Context, srcs []loader.Source, lopts loader.Options) ([]loader.FileResult, string, error) {
+			r, err := set.Load(ctx, srcs, lopts)
+			if err != nil {
+				return nil, "", err
+			}
+			var reasons []string
+			for _, g := range r.GPUs {
+				reasons = append(reasons, fmt.Sprintf("gpu:%d: %s", g.Device, g.Reason))
+			}
+			return r.InSourceOrder(), strings.Join(reasons, "; "), nil
+		}
+	} else {
+		l, err := loader.OpenTarget(target, topts...)
+		if err != nil {
+			return nil, fmt.Errorf("staging: %w", err)
+		}
+		defer l.Close()
+		load = func(ctx context.Context, srcs []loader.Source, lopts loader.Options) ([]loader.FileResult, string, error) {
+			r, err := l.Load(ctx, srcs, lopts)
+			if err != nil {
+				return nil, "", err
+			}
+			return r.Files, r.Reason, nil
+		}
 	}
-	defer l.Close()
 	files := make(vfs.Files, 0, len(entries))
 	defer func() { _ = files.Close() }()
 	for _, e := range entries {
@@ -48,14 +78,14 @@ func ToGPU(ctx context.Context, entries []Entry, target loader.Target, opts Opti
 		files = append(files, f)
 	}
 	start := time.Now()
-	lr, err := l.Load(ctx, files.Sources(), loader.Options{Workers: opts.Workers, ChunkSize: opts.ChunkSize,
+	landed, reason, err := load(ctx, files.Sources(), loader.Options{Workers: opts.Workers, ChunkSize: opts.ChunkSize,
 		Checksum: sum, OnProgress: opts.OnProgress})
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Dest: target.String(), Files: len(entries), Copied: len(entries), Checksum: sum, Verify: VerifyDigest, Reason: lr.Reason}
+	res := &Result{Dest: target.String(), Files: len(entries), Copied: len(entries), Checksum: sum, Verify: VerifyDigest, Reason: reason}
 	for i, e := range entries {
-		f := lr.Files[i] // Result.Files follows job order
+		f := landed[i] // in entry order
 		d := f.Digest(sum)
 		if e.Expect != "" && d != e.Expect {
 			return nil, fmt.Errorf("%s: the sha256 of the bytes loaded into %s is %s, but the manifest %s lists %s; the source is corrupt or the manifest stale",

@@ -63,3 +63,31 @@ func TestToGPUThroughTestDouble(t *testing.T) {
 	_, err = ToGPU(ctx, entries[:1], loader.Target{Kind: loader.TargetGPU}, Options{FS: m})
 	require.ErrorContains(t, err, "no GPU")
 }
+
+// Staging onto several GPUs places the files balanced by bytes, loads
+// every GPU at once, checks each file's digest as it landed, in entry
+// order, and frees every GPU's memory.
+func TestToSeveralGPUs(t *testing.T) {
+	s := fakecuda.Use(t, "devices=3")
+	for k, v := range s.Env() {
+		t.Setenv(k, v)
+	}
+	src := t.TempDir()
+	for i, n := range []int{3 << 20, 4097, 2<<20 + 1, 10, 1 << 20} {
+		writeFile(t, src, fmt.Sprintf("f%d.bin", i), n, uint64(i))
+	}
+	ctx := context.Background()
+	entries, err := Expand(ctx, []string{src}, Options{})
+	require.NoError(t, err)
+	res, err := ToGPU(ctx, entries, loader.Target{Kind: loader.TargetGPU, AllDevices: true}, Options{ChunkSize: 1 << 20, Workers: 2, Checksum: loader.ChecksumSHA256})
+	require.NoError(t, err)
+	require.Equal(t, "gpu:all", res.Dest)
+	require.Len(t, res.Entries, 5)
+	for _, e := range res.Entries {
+		require.Equal(t, fileSHA(t, filepath.Join(src, e.Name)), e.Digest, e.Name)
+	}
+	require.Contains(t, res.Reason, "gpu:2: ")
+	for _, c := range []string{"allocs", "pinned", "handles", "driver_refs"} {
+		require.Zero(t, s.Counter(c), "%s released", c)
+	}
+}

@@ -28,6 +28,9 @@ type loadOptions struct {
 	asJSON   bool
 	from     string
 	remote   remoteFlags
+	// deviceMap places a checkpoint's tensors by name prefix
+	// (PREFIX=N,...) with --to gpu:all or gpu:N,M,...
+	deviceMap string
 }
 
 func newLoadCmd() *cobra.Command {
@@ -46,7 +49,10 @@ AWS_ENDPOINT_URL_S3); each chunk is one ranged GET (docs/S3.md).
 --to host streams into a bounded ring of reused host buffers (gdsio CPUONLY);
 --to gpu[:N] loads into device memory on GPU N through gds (cuFile) or bounce
 (pinned buffers + async copies); auto picks a GPU path when one is usable and
-says why not otherwise.
+says why not otherwise. --to gpu:all or gpu:N,M,... loads onto several GPUs
+at once, each with its own workers and pinned ring on its NUMA node: whole
+files balanced by bytes, or a checkpoint's tensors by --device-map; the
+result has bytes, path and bandwidth per GPU.
 
 One .safetensors file, *.safetensors.index.json or .npy file loads as a
 checkpoint (--format auto): each file's data region into one allocation.
@@ -74,7 +80,8 @@ the faster route is taken, and the reason cites the figures and their date.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.to, "to", "host", "destination: host, gpu[:N] or auto")
+	f.StringVar(&o.to, "to", "host", "destination: host, gpu[:N], gpu:all, gpu:N,M,... (several GPUs at once, files balanced by bytes) or auto")
+	f.StringVar(&o.deviceMap, "device-map", "", "with several GPUs, place a checkpoint's tensors by name prefix: PREFIX=N,... (longest prefix wins; an empty PREFIX matches all)")
 	f.StringVar(&o.route, "path", "auto", "GPU path for --to gpu[:N]: auto (gds where cuFile runs in nvfs or p2pdma mode, else bounce), gds (also in cuFile's compat mode, its POSIX fallback), or bounce")
 	o.ioFlags.add(f, "O_DIRECT for local files: auto (where the file system takes it, for files of 1 MiB or more; smaller ones through the page cache), on, or off (all through the page cache: faster for files already cached)")
 	f.StringVar(&o.checksum, "checksum", "none", "digest of the bytes as they landed: none, sha256 or crc32c")
@@ -144,9 +151,15 @@ func runLoad(cmd *cobra.Command, o *loadOptions, paths []string) error {
 	case route != loader.RouteGDS && route != loader.RouteBounce:
 		return usagef("--path %q: want auto, gds or bounce", o.route)
 	case target.Kind != loader.TargetGPU:
-		return usagef("--path %s needs --to gpu[:N], got --to %s", o.route, o.to)
+		return usagef("--path %s needs --to gpu[:N], gpu:all or gpu:N,M,..., got --to %s", o.route, o.to)
 	default:
 		topts = append(topts, loader.WithRoute(route))
+	}
+	if target.Multi() {
+		return runLoadGPUs(cmd, o, paths, isCkpt, m, target, topts, loader.Options{Workers: o.workers, ChunkSize: chunk, Checksum: sum}, mode)
+	}
+	if o.deviceMap != "" {
+		return usagef("--device-map needs several GPUs: --to gpu:all or gpu:N,M,...")
 	}
 	dst, err := loader.OpenTarget(target, topts...)
 	if err != nil {

@@ -31,7 +31,8 @@ func newStageCmd() *cobra.Command {
 		Use:   "stage [flags] SRC... DST",
 		Short: "Copy checkpoints and shards onto node-local storage, verified, atomic and resumable",
 		Long: `Stage copies files onto a local directory (node-local NVMe), or loads and
-verifies them in GPU memory (DST gpu:N). URLs are sources only: a DST written
+verifies them in GPU memory (DST gpu:N; gpu:all or gpu:N,M,... for several
+GPUs at once, files balanced by bytes). URLs are sources only: a DST written
 as s3:// or rdmafs:// is refused.
 
 Sources are files, directories (their contents land directly in DST, like
@@ -115,7 +116,7 @@ func runStage(cmd *cobra.Command, o *stageOptions, srcs []string, dst string) er
 	case isGPU:
 		t, err := loader.ParseTarget(dst)
 		if err != nil || t.Kind != loader.TargetGPU {
-			return usagef("destination %q: want a directory or gpu:N", dst)
+			return usagef("destination %q: want a directory, gpu:N, gpu:N,M,... or gpu:all", dst)
 		}
 		var total int64
 		for _, e := range entries {

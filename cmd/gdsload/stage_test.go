@@ -91,7 +91,7 @@ func TestStageCommandErrors(t *testing.T) {
 		{"one arg", []string{dst}, 2, "requires at least 2 arg"},
 		{"bad checksum", []string{"--checksum", "none", p, dst}, 2, "staging always verifies"},
 		{"bad verify", []string{"--verify", "maybe", p, dst}, 2, "want digest or readback"},
-		{"bad gpu", []string{p, "gpu:x"}, 2, "want a directory or gpu:N"},
+		{"bad gpu", []string{p, "gpu:x"}, 2, "want a directory, gpu:N, gpu:N,M,... or gpu:all"},
 		{"missing source", []string{"/nonexistent/x.bin", dst}, 1, "source /nonexistent/x.bin does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

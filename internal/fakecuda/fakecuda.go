@@ -46,6 +46,20 @@
 //   - The double has no nvidia-fs or P2PDMA: against the real library the
 //     mode is always compat.
 //
+// Several devices (FAKECUDA_DEVICES=N, "devices=N", up to MaxDevices):
+// each has its own memory (FAKECUDA_MEM bytes each), PCI address
+// (PCIBusID, from cudaDeviceGetPCIBusId) and NUMA node (NUMANode, in
+// Root's sysfs). The double records how many devices had copies running
+// at the same moment (counter max_busy_devices) and the bytes landed on
+// each (landed:D); "wait_all_ms=N" (FAKECUDA_WAIT_ALL_MS) holds a
+// device's copies until all devices are busy at once, up to N ms, once
+// per reset, so parallel loads meet deterministically and serial ones
+// never do; fault "fail_device:D:BYTES" fails device D's copies and
+// cuFileReads once BYTES landed on it. Device memory stays out of the
+// process's resident set, as a GPU's does: the double drops its view's
+// pages from the page tables after each copy (the bytes stay in the
+// memfd), so the peak RSS of a load measures its staging alone.
+//
 // Known limits of the driver half: IPC and managed memory are refused
 // (CUDA_ERROR_NOT_SUPPORTED), cuStreamWaitEvent waits on the calling
 // thread, and cuGetExportTable has no tables.
@@ -96,8 +110,9 @@ type Libs struct {
 	Object, CUDART, CuFile, CUDA string
 	// Root is a made-up system tree of a GPU machine with the NVIDIA
 	// driver and nvidia-fs loaded (proc/driver/nvidia/version,
-	// proc/driver/nvidia-fs/{version,stats}, run/udev), for
-	// cufile.Config.Root.
+	// proc/driver/nvidia-fs/{version,stats}, run/udev) and each device's
+	// NUMA node (sys/bus/pci/devices/PCIBusID(d)/numa_node: NUMANode),
+	// for cufile.Config.Root.
 	Root string
 	// LogFile is where the double's "nocuda" fault logs, as libcufile
 	// would (cufile.Config.LogFile, CUFILE_LOGFILE_PATH).
@@ -126,12 +141,16 @@ func Build(dir string) (*Libs, error) {
 			return nil, err
 		}
 	}
-	for name, text := range map[string]string{
+	files := map[string]string{
 		"proc/driver/nvidia/version":    "NVRM version: fakecuda (the gdsload CUDA test double)\n",
 		"proc/driver/nvidia-fs/version": "version: fakecuda\n",
 		"proc/driver/nvidia-fs/stats":   "",
 		"run/udev/control":              "",
-	} {
+	}
+	for d := range MaxDevices {
+		files[filepath.Join("sys/bus/pci/devices", PCIBusID(d), "numa_node")] = fmt.Sprintf("%d\n", NUMANode(d))
+	}
+	for name, text := range files {
 		p := filepath.Join(l.Root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, err
@@ -142,6 +161,19 @@ func Build(dir string) (*Libs, error) {
 	}
 	return l, nil
 }
+
+// MaxDevices is the most devices the double simulates (FAKECUDA_DEVICES,
+// "devices=N").
+const MaxDevices = 16
+
+// PCIBusID is device d's PCI address, as the double's
+// cudaDeviceGetPCIBusId gives it.
+func PCIBusID(d int) string { return fmt.Sprintf("0000:%02x:00.0", 0x81+d) }
+
+// NUMANode is the NUMA node of device d on the double's made-up machine
+// (Root's sys/bus/pci/devices/ADDRESS/numa_node): two sockets, even
+// devices on node 0, odd ones on node 1.
+func NUMANode(d int) int { return d % 2 }
 
 // Cached returns a build kept in the system's temporary folder under a name
 // derived from the source, building it the first time (concurrent test
@@ -234,10 +266,11 @@ func (l *Libs) Open() (*Control, error) {
 // "reset" (to the settings of the FAKECUDA_* environment: FAKECUDA_FAIL,
 // FAKECUDA_MODE, FAKECUDA_DEVICES, FAKECUDA_MEM, FAKECUDA_DELAY_US),
 // "fault=NAME[:ARG]", "devices=N", "mode=nvfs|p2pdma|compat",
-// "mem=BYTES", "delay_us=N". Faults: driver_open, nocuda (libcufile
-// without libcuda.so.1: prints on standard output, writes cufile.log,
-// fails with CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET,
-// short_read, cufile_io, dmabuf, sync_memops, rdma_flush.
+// "mem=BYTES", "delay_us=N", "wait_all_ms=N" (FAKECUDA_WAIT_ALL_MS).
+// Faults: driver_open, nocuda (libcufile without libcuda.so.1: prints on
+// standard output, writes cufile.log, fails with
+// CU_FILE_NVFS_SETUP_ERROR), init, oom, copy, read_at:OFFSET, short_read,
+// cufile_io, dmabuf, sync_memops, rdma_flush, fail_device:D[:BYTES].
 func (c *Control) Do(cmd string) error {
 	cs := C.CString(cmd)
 	defer C.free(unsafe.Pointer(cs))
@@ -253,7 +286,9 @@ func (c *Control) Do(cmd string) error {
 // handed out and still open), "misuse" (refused misuses since the last
 // reset; see Misuse), and "async_bytes", "cufile_reads",
 // "cufile_unaligned" (cuFileReads at an unaligned file offset or device
-// address), "rdma_flushes", which count up from process start.
+// address), "rdma_flushes", which count up from process start, and
+// "max_busy_devices" (the most devices with copies running at once) and
+// "landed:D" (bytes copied or read into device D), since the last reset.
 func (c *Control) Counter(name string) int64 {
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))

@@ -56,6 +56,16 @@ func ioAlignment(f loader.Source) int64 {
 // the checkpoint and, from the loader, the file and offset. The caller
 // must Close the Loaded to free its allocations.
 func (c *Checkpoint) Load(ctx context.Context, alloc Allocator, lopts loader.Options) (_ *Loaded, err error) {
+	all := make([]int, len(c.files))
+	for i := range all {
+		all[i] = i
+	}
+	return c.loadFiles(ctx, all, alloc, lopts)
+}
+
+// loadFiles is Load of the files indexed by which; Allocations follow
+// which's order and BytesRead counts those files' headers.
+func (c *Checkpoint) loadFiles(ctx context.Context, which []int, alloc Allocator, lopts loader.Options) (_ *Loaded, err error) {
 	if alloc == nil {
 		return nil, fmt.Errorf("checkpoint %s: load: no allocator", c.path)
 	}
@@ -68,8 +78,11 @@ func (c *Checkpoint) Load(ctx context.Context, alloc Allocator, lopts loader.Opt
 			err = errors.Join(err, l.Close())
 		}
 	}()
-	jobs := make([]loader.Job, len(c.files))
-	for i, s := range c.files {
+	jobs := make([]loader.Job, len(which))
+	var headers int64
+	for i, fi := range which {
+		s := c.files[fi]
+		headers += s.header.DataOffset
 		align := ioAlignment(s.src)
 		p, err := s.header.Plan(align)
 		if err != nil {
@@ -106,6 +119,6 @@ func (c *Checkpoint) Load(ctx context.Context, alloc Allocator, lopts loader.Opt
 		return nil, fmt.Errorf("checkpoint %s: %w", c.path, err)
 	}
 	l.Result = res
-	l.BytesRead = c.HeaderBytes() + res.Bytes
+	l.BytesRead = headers + res.Bytes
 	return l, nil
 }

@@ -145,6 +145,8 @@ struct pinned {
 };
 static struct pinned *pinned_list;
 
+static void gpus_defaults(void);
+
 static void set_defaults(void) {
   const char *e;
   ndev = 1;
@@ -160,6 +162,7 @@ static void set_defaults(void) {
   if ((e = getenv("FAKECUDA_DELAY_US"))) delay_us = atol(e);
   pace_defaults();
   if (ndev > MAXDEV) ndev = MAXDEV;
+  gpus_defaults();
   for (int i = 0; i < MAXDEV; i++) {
     primary_ctx[i].dev = i;
     primary_ctx[i].primary = 1;
@@ -211,6 +214,150 @@ static char *rw_of(uintptr_t p, size_t n) {
   return r;
 }
 
+
+/* ------------------------------------------------------- many devices */
+
+/* Each device's copies are tracked so tests can see several devices
+ * working at once: a device is busy while a copy into or out of its
+ * memory runs (a stream's copy, a synchronous cudaMemcpy, a cuFileRead or
+ * cuFileWrite). Counter "max_busy_devices" is the most devices busy at
+ * the same moment since the last reset. With "wait_all_ms=N" (or
+ * FAKECUDA_WAIT_ALL_MS) a device's copy that finds fewer than all devices
+ * ever busy together waits up to N ms for the others to start, once per
+ * reset: loads that run in parallel then meet deterministically, while
+ * loads that run one after the other wait out the time and never overlap.
+ * Fault "fail_device:D[:BYTES]" fails every copy into device D once BYTES
+ * (default 0) bytes have landed on it: a GPU that dies in the middle of a
+ * load. Device memory is kept out of the process's resident set as real
+ * device memory is: after each copy the double drops its view's pages
+ * from the page tables (the bytes stay in the device's memfd), so the
+ * resident set holds only the copies running at that moment. */
+static pthread_mutex_t busy_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t busy_cv = PTHREAD_COND_INITIALIZER;
+static int busy[MAXDEV], busy_devs, max_busy_devs, rendezvous_done;
+static long wait_all_ms;
+static long long dev_landed[MAXDEV];
+
+/* gpus_defaults applies the FAKECUDA_* settings of this block. */
+static void gpus_defaults(void) {
+  const char *e = getenv("FAKECUDA_WAIT_ALL_MS");
+  pthread_mutex_lock(&busy_mu);
+  wait_all_ms = e ? atol(e) : 0;
+  busy_devs = max_busy_devs = rendezvous_done = 0;
+  memset(busy, 0, sizeof busy);
+  memset(dev_landed, 0, sizeof dev_landed);
+  pthread_mutex_unlock(&busy_mu);
+}
+
+/* dev_of returns the device whose memory the double's view p is in, or
+ * -1 for host memory. */
+static int dev_of(const char *p) {
+  int d = -1;
+  pthread_mutex_lock(&mu);
+  for (struct alloc *a = allocs; a && d < 0; a = a->next)
+    if (p >= a->rw && p < a->rw + a->mapped) d = a->dev_id;
+  pthread_mutex_unlock(&mu);
+  return d;
+}
+
+/* drop_resident unmaps from the page tables the pages of device memory
+ * in [p, p+n) (a view of the double's; host memory is left alone). The
+ * memfd keeps the bytes; the next access maps them again. */
+static void drop_resident(const char *p, size_t n) {
+  if (!p || !n || dev_of(p) < 0) return;
+  uintptr_t lo = (uintptr_t)p & ~(PAGE - 1), hi = ((uintptr_t)p + n + PAGE - 1) & ~(PAGE - 1);
+  madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* busy_enter marks device d busy (d < 0: nothing) and, under
+ * wait_all_ms, waits for every device to be busy at once. */
+static void busy_enter(int d) {
+  if (d < 0 || d >= MAXDEV) return;
+  pthread_mutex_lock(&busy_mu);
+  if (busy[d]++ == 0) busy_devs++;
+  if (busy_devs > max_busy_devs) max_busy_devs = busy_devs;
+  if (max_busy_devs >= ndev) rendezvous_done = 1;
+  pthread_cond_broadcast(&busy_cv);
+  if (wait_all_ms > 0 && !rendezvous_done) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_all_ms / 1000;
+    until.tv_nsec += (wait_all_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    while (!rendezvous_done)
+      if (pthread_cond_timedwait(&busy_cv, &busy_mu, &until) == ETIMEDOUT) rendezvous_done = 1;
+    pthread_cond_broadcast(&busy_cv);
+  }
+  pthread_mutex_unlock(&busy_mu);
+}
+
+/* busy_leave ends a copy on device d that moved n bytes into it. */
+static void busy_leave(int d, size_t landed) {
+  if (d < 0 || d >= MAXDEV) return;
+  pthread_mutex_lock(&busy_mu);
+  if (--busy[d] == 0) busy_devs--;
+  dev_landed[d] += (long long)landed;
+  pthread_mutex_unlock(&busy_mu);
+}
+
+/* dev_failed reports whether fault fail_device:D[:BYTES] fails a copy
+ * into device d now. */
+static bool dev_failed(int d) {
+  char f[64];
+  if (d < 0 || d >= MAXDEV) return false;
+  pthread_mutex_lock(&mu);
+  snprintf(f, sizeof f, "%s", fault);
+  pthread_mutex_unlock(&mu);
+  if (strncmp(f, "fail_device:", 12) != 0) return false;
+  char *end;
+  long fd = strtol(f + 12, &end, 10);
+  long long after = *end == ':' ? strtoll(end + 1, NULL, 10) : 0;
+  if (fd != d) return false;
+  pthread_mutex_lock(&busy_mu);
+  bool hit = dev_landed[d] >= after;
+  pthread_mutex_unlock(&busy_mu);
+  return hit;
+}
+
+/* gpus_control applies this block's commands; 1 if cmd was one. */
+static int gpus_control(const char *cmd) {
+  if (strncmp(cmd, "wait_all_ms=", 12) != 0) return 0;
+  pthread_mutex_lock(&busy_mu);
+  wait_all_ms = atol(cmd + 12);
+  pthread_mutex_unlock(&busy_mu);
+  return 1;
+}
+
+/* gpus_counter answers this block's counters; 1 if name was one. */
+static int gpus_counter(const char *name, long long *v) {
+  if (strcmp(name, "max_busy_devices") == 0) {
+    pthread_mutex_lock(&busy_mu);
+    *v = max_busy_devs;
+    pthread_mutex_unlock(&busy_mu);
+    return 1;
+  }
+  if (strncmp(name, "landed:", 7) == 0) {
+    int d = atoi(name + 7);
+    if (d < 0 || d >= MAXDEV) return 0;
+    pthread_mutex_lock(&busy_mu);
+    *v = dev_landed[d];
+    pthread_mutex_unlock(&busy_mu);
+    return 1;
+  }
+  return 0;
+}
+
+/* cudaDeviceGetPCIBusId writes device d's PCI address, the one
+ * cuDeviceGetAttribute gives ("0000:81:00.0" for device 0). Test trees
+ * (fakecuda.Libs.Root) hold sys/bus/pci/devices/ADDRESS/numa_node for it. */
+EXPORT int cudaDeviceGetPCIBusId(char *id, int len, int d) {
+  init();
+  if (!id || len <= 0) return 1;   /* cudaErrorInvalidValue */
+  if (d < 0 || d >= ndev) return 101; /* cudaErrorInvalidDevice */
+  snprintf(id, (size_t)len, "0000:%02x:00.0", 0x81 + d);
+  return 0;
+}
+
 /* ------------------------------------------------------------- control */
 
 /* fakecuda_control applies one command: "reset" (back to the settings of
@@ -250,6 +397,7 @@ EXPORT int fakecuda_control(const char *cmd) {
     devmem = strtoull(cmd + 4, NULL, 10);
   } else if (strncmp(cmd, "delay_us=", 9) == 0) {
     delay_us = atol(cmd + 9);
+  } else if (gpus_control(cmd)) {
   } else {
     rc = -1;
   }
@@ -293,6 +441,7 @@ EXPORT long long fakecuda_counter(const char *name) {
   else if (strcmp(name, "misuse") == 0) v = misuse;
   else if (strcmp(name, "rdma_flushes") == 0) v = rdma_flushes;
   pthread_mutex_unlock(&mu);
+  if (v == -1) gpus_counter(name, &v);
   return v;
 }
 
@@ -728,6 +877,22 @@ static void run_op(struct op *o, struct stream *s) {
   }
 }
 
+/* op_device is the device a copy or memset op touches, -1 for none. */
+static int op_device(const struct op *o) {
+  if (o->kind != OP_COPY && o->kind != OP_SET) return -1;
+  int d = dev_of(o->dst);
+  return d >= 0 || !o->src ? d : dev_of(o->src);
+}
+
+/* op_done ends op o on device dv: the device's pages leave the resident
+ * set (see "many devices"). */
+static void op_done(const struct op *o, int dv) {
+  if (dv < 0) return;
+  drop_resident(o->dst, o->n);
+  if (o->src) drop_resident(o->src, o->n);
+  busy_leave(dv, !o->fail && dev_of(o->dst) == dv ? o->n : 0);
+}
+
 static void *stream_main(void *arg) {
   struct stream *s = arg;
   pthread_mutex_lock(&s->mu);
@@ -737,7 +902,11 @@ static void *stream_main(void *arg) {
     struct op *o = s->head;
     pthread_mutex_unlock(&s->mu);
     if (delay_us > 0) usleep((useconds_t)delay_us);
+    int dv = op_device(o);
+    busy_enter(dv);
+    if (!o->fail && dev_failed(dv)) o->fail = 1;
     if (!o->fail) run_op(o, s);
+    op_done(o, dv);
     pthread_mutex_lock(&s->mu);
     s->head = o->next;
     if (!s->head) s->tail = NULL;
@@ -875,8 +1044,13 @@ EXPORT int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
   const char *s;
   int e = resolve(dst, src, n, kind, &d, &s);
   if (e) return e;
-  memcpy(d, s, n);
-  return 0;
+  struct op o = {.kind = OP_COPY, .dst = d, .src = s, .n = n};
+  int dv = op_device(&o);
+  busy_enter(dv);
+  o.fail = dev_failed(dv);
+  if (!o.fail) memcpy(d, s, n);
+  op_done(&o, dv);
+  return o.fail ? cudaErrorIllegalAddress : 0;
 }
 
 EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *sp) {
@@ -900,8 +1074,12 @@ static int enqueue_op(void *sp, const struct op *t) {
   struct stream *st = sp;
   size_t n = t->n;
   if (!st) {
-    run_op((struct op *)t, NULL);
-    return 0;
+    int dv = op_device(t);
+    busy_enter(dv);
+    int failed = dev_failed(dv);
+    if (!failed) run_op((struct op *)t, NULL);
+    op_done(t, dv);
+    return failed ? cudaErrorIllegalAddress : 0;
   }
   if (!live_stream(st)) return cudaErrorInvalidResourceHandle;
   struct op *o = calloc(1, sizeof *o);
@@ -1259,7 +1437,7 @@ static ssize_t io_target(void *h, const void *base, size_t size, off_t boff, int
   return 0;
 }
 
-EXPORT ssize_t cuFileRead(void *h, void *base, size_t size, off_t foff, off_t boff) {
+static ssize_t cufile_read(void *h, void *base, size_t size, off_t foff, off_t boff) {
   long long at;
   int fd;
   char *rw;
@@ -1297,7 +1475,7 @@ EXPORT ssize_t cuFileRead(void *h, void *base, size_t size, off_t foff, off_t bo
 }
 
 /* cuFileWrite supports aligned writes only (what gdsload issues). */
-EXPORT ssize_t cuFileWrite(void *h, const void *base, size_t size, off_t foff, off_t boff) {
+static ssize_t cufile_write(void *h, const void *base, size_t size, off_t foff, off_t boff) {
   int fd;
   char *rw;
   ssize_t bad = io_target(h, base, size, boff, &fd, &rw);
@@ -1315,6 +1493,28 @@ EXPORT ssize_t cuFileWrite(void *h, const void *base, size_t size, off_t foff, o
     put += (size_t)r;
   }
   return (ssize_t)put;
+}
+
+/* cufile_io runs a cuFileRead (read 1) or cuFileWrite as a copy of the
+ * device it touches (see "many devices"). */
+static ssize_t cufile_io(int read, void *h, void *base, size_t size, off_t foff, off_t boff) {
+  char *rw = rw_of((uintptr_t)base + (uintptr_t)boff, size);
+  int dv = rw ? dev_of(rw) : -1;
+  busy_enter(dv);
+  ssize_t r;
+  if (read && dev_failed(dv)) r = -5044; /* CU_FILE_IO_ERROR */
+  else r = read ? cufile_read(h, base, size, foff, boff) : cufile_write(h, base, size, foff, boff);
+  if (rw) drop_resident(rw, size);
+  busy_leave(dv, read && r > 0 ? (size_t)r : 0);
+  return r;
+}
+
+EXPORT ssize_t cuFileRead(void *h, void *base, size_t size, off_t foff, off_t boff) {
+  return cufile_io(1, h, base, size, foff, boff);
+}
+
+EXPORT ssize_t cuFileWrite(void *h, const void *base, size_t size, off_t foff, off_t boff) {
+  return cufile_io(0, h, (void *)base, size, foff, boff);
 }
 
 /* ---------------------------------------------------- CUDA driver (libcuda) */

@@ -148,13 +148,17 @@ gdsload_status gdsload_checkpoint_fetch(char *request, uint64_t *job, char **err
 void gdsload_checkpoint_close(uint64_t checkpoint);
 
 /*
- * Shares of a distributed load (ABI minor 2): which rank reads which
- * tensors from storage so that each byte is read once. Request:
- * {"checkpoint": handle, "wants": [[tensor names rank 0 wants, whole or
- * in part], [rank 1's], ...]} (one list per rank). Result: {"shares":
- * [{"tensors": [names, in checkpoint order], "bytes": N}, ...]} one per
- * rank: a tensor one rank alone wants is its, one nobody wants is in no
- * share, the others are consecutive runs balanced by bytes
+ * Shares of a distributed load (ABI minor 2): which rank reads what from
+ * storage so that each wanted byte is read once. Request: {"checkpoint":
+ * handle, "max_gap": as for gdsload_checkpoint_fetch, "wants": [[rank 0's
+ * requests, each {"name", "slice"} as gdsload_checkpoint_fetch takes
+ * them], [rank 1's], ...]}. Result: {"shares": [{"reads": [{"name",
+ * "want": index of the rank's request it reads for itself, or -1 for a
+ * whole tensor it reads to hand to the ranks that want it, "bytes"}] in
+ * checkpoint order, "bytes": N}, ...]} one per rank. A rank reads for
+ * itself what it alone wants, and its part of a tensor whose requests are
+ * disjoint single ranges (rows along dimension 0); the other tensors are
+ * read whole, consecutive runs balanced by bytes
  * (checkpoint.Checkpoint.Shares says how).
  */
 gdsload_status gdsload_checkpoint_shares(char *request, uint64_t *job, char **err);

@@ -437,6 +437,7 @@ class safe_open:
         doc["tensors"] = doc.get("tensors", 0) + len(got)
         doc["rounds"] = doc.get("rounds", 0) + st["rounds"]
         doc["tensors_read"] = doc.get("tensors_read", []) + st["tensors_read"]
+        doc["own_reads"] = doc.get("own_reads", 0) + st["own_reads"]
         doc.update(path=st.get("path") or doc.get("path"), reason=st.get("reason") or doc.get("reason"),
                    rank=st["rank"], ranks=st["ranks"], backend=st["backend"], header_bytes=h.header_bytes)
         doc["gib_per_s"] = doc["bytes"] / doc["seconds"] / 2**30 if doc["seconds"] else 0.0

@@ -2,11 +2,14 @@
 each byte of a checkpoint is read from storage once.
 
 Every rank says what it wants (tensors, whole or slices); the library
-(gdsload_checkpoint_shares, checkpoint.Checkpoint.Shares in Go) splits the
-wanted tensors into disjoint, byte-balanced shares of whole tensors; each
-rank reads its share, a window of bytes at a time, and hands the others
-what they asked for: a broadcast for a tensor every rank wants whole, else
-each rank's own selections, point to point. Messages are at most
+(gdsload_checkpoint_shares, checkpoint.Checkpoint.Shares in Go) plans
+disjoint, byte-balanced shares: a rank reads for itself what it alone
+wants and its rows of a tensor the ranks split along dimension 0 (disjoint
+single ranges), and the other wanted tensors are read whole by one rank
+each. Each rank reads its share, a window of bytes at a time, and hands
+the others what they asked for of the tensors it read whole: a broadcast
+for a tensor every rank wants whole, else each rank's own selections,
+point to point. Messages are at most
 exchange_chunk bytes; a rank holds at most two windows of its share (the
 one being exchanged and the next, read meanwhile) besides what it asked
 for. gloo (and other CPU backends) exchange host memory; NCCL exchanges
@@ -97,60 +100,53 @@ def _chunks(buf, size):
         yield buf[at:at + size]
 
 
-def shares(handle, wants):
-    """Per rank {"tensors": [...], "bytes": N}: the library's plan of who
-    reads what (gdsload_checkpoint_shares)."""
+def shares(handle, wants, max_gap=None):
+    """Per rank {"reads": [{"name", "want", "bytes"}], "bytes": N}: the
+    library's plan of who reads what (gdsload_checkpoint_shares). wants:
+    per rank, its (name, selection or None) items."""
     L = _native.lib()
     if L.gdsload_abi_minor() < _ABI_MINOR:
         raise ImportError("gdsload: the shared library lacks distributed shares (C ABI minor 2); "
                           "rebuild it with 'make python' from the same checkout")
-    return _native.run_job(L.gdsload_checkpoint_shares, {"checkpoint": handle.id, "wants": wants},
-                           filename=handle.path)["shares"]
+    req = {"checkpoint": handle.id, "wants": [[{"name": n, "slice": s} for n, s in items] for items in wants]}
+    if max_gap is not None:
+        req["max_gap"] = max_gap
+    return _native.run_job(L.gdsload_checkpoint_shares, req, filename=handle.path)["shares"]
 
 
 class _Plan:
-    """What every rank does, the same on all of them: each tensor's owner
-    and how it travels, and each owner's share cut into windows."""
+    """What every rank does, the same on all of them: the library's shares
+    cut into windows, and for each tensor read whole, its owner and how it
+    travels."""
 
-    def __init__(self, handle, everyone, group, window):
+    def __init__(self, handle, everyone, group, window, max_gap=None):
+        self.everyone = everyone
         self.who = {}  # name -> {rank: [selections]}
         for r, items in enumerate(everyone):
             for name, sel in items:
                 self.who.setdefault(name, {}).setdefault(r, []).append(sel)
-        plan = shares(handle, [[name for name, _ in items] for items in everyone])
-        self.kind = {}
-        for name, ranks in self.who.items():
-            if len(ranks) == 1:
-                self.kind[name] = "own"  # read by the one rank that wants it: no exchange
-            elif len(ranks) == group.size and all(None in sels for sels in ranks.values()):
-                self.kind[name] = "broadcast"
-            else:
-                self.kind[name] = "p2p"
-        self.windows = []  # per rank, per round: tensor names
-        for share in plan:
+        self.kind = {}  # tensors read whole: "broadcast" or "p2p"
+        self.windows = []  # per rank, per round: its reads
+        for share in shares(handle, everyone, max_gap):
             rounds, cur, size = [], [], 0
-            for name in share["tensors"]:
-                n = _nbytes(handle.dtypes[name], handle.shapes[name])
-                if cur and size + n > window:
+            for rd in share["reads"]:
+                if rd["want"] < 0:
+                    ranks = self.who[rd["name"]]
+                    every = len(ranks) == group.size and all(None in sels for sels in ranks.values())
+                    self.kind[rd["name"]] = "broadcast" if every else "p2p"
+                if cur and size + rd["bytes"] > window:
                     rounds.append(cur)
                     cur, size = [], 0
-                cur.append(name)
-                size += n
+                cur.append(rd)
+                size += rd["bytes"]
             if cur:
                 rounds.append(cur)
             self.windows.append(rounds)
         self.rounds = max((len(w) for w in self.windows), default=0)
 
-    def reads(self, rank, names):
-        """The fetch items of rank for names of its share: the selections
-        it alone wants, else the whole tensor."""
-        out = []
-        for name in names:
-            if self.kind[name] == "own":
-                out.extend((name, sel) for sel in self.who[name][rank])
-            else:
-                out.append((name, None))
-        return out
+    def items(self, rank, reads):
+        """The fetch items of reads of rank's share."""
+        return [(rd["name"], None) if rd["want"] < 0 else self.everyone[rank][rd["want"]] for rd in reads]
 
 
 def _read(handle, device, items, options):
@@ -193,16 +189,17 @@ def exchange(handle, items, device, options, group, exchange_chunk=None, read_wi
             raise ValueError(f"gdsload: rank {r} of the process group opened {e['checkpoint']} "
                              f"({e['tensors']} tensors), rank {me} {handle.path} ({len(handle.order)}); "
                              "every rank must load the same checkpoint")
-    plan = _Plan(handle, [e["items"] for e in everyone], group, window)
+    plan = _Plan(handle, [e["items"] for e in everyone], group, window, options.get("max_gap"))
     stats = {"bytes_read": 0, "bytes_received": 0, "bytes_sent": 0, "bytes": 0, "rounds": plan.rounds,
              "path": None, "reason": None, "read_seconds": 0.0,
-             "tensors_read": [n for w in plan.windows[me] for n in w]}
+             "tensors_read": [rd["name"] for w in plan.windows[me] for rd in w if rd["want"] < 0],
+             "own_reads": sum(1 for w in plan.windows[me] for rd in w if rd["want"] >= 0)}
     results = {}
 
     def read(k):
-        names = plan.windows[me][k] if k < len(plan.windows[me]) else []
+        reads = plan.windows[me][k] if k < len(plan.windows[me]) else []
         t = time.perf_counter()
-        got = _read(handle, group.comm, plan.reads(me, names), options)
+        got = _read(handle, group.comm, plan.items(me, reads), options)
         return got, time.perf_counter() - t
 
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gdsload-read")
@@ -257,23 +254,25 @@ def every_rank(group, doc):
     return doc
 
 
-def _round(plan, names_of, fetched, handle, group, chunk, results, stats):
-    """One round: each owner's window of tensors goes to the ranks that
-    want them; this rank's wants land in results."""
+def _round(plan, reads_of, fetched, handle, group, chunk, results, stats):
+    """One round: each rank's window of reads; what a rank read for itself
+    is its, and each tensor read whole goes to the ranks that want it.
+    This rank's wants land in results."""
     import torch
 
     dist, me, pg = group.dist, group.rank, group.pg
     works, ops, keep, later = [], [], [], []
-    for o, names in enumerate(names_of):
+    for o, reads in enumerate(reads_of):
         src = group.globals[o]
-        for name in names:
+        for rd in reads:
+            name = rd["name"]
+            if rd["want"] >= 0:  # read by its rank for itself
+                if o == me:
+                    key = _key(*plan.everyone[me][rd["want"]])
+                    results[key] = fetched[key]
+                continue
             kind, who = plan.kind[name], plan.who[name]
             shape, dtype = handle.shapes[name], _dlpack.torch_dtype(handle.dtypes[name])
-            if kind == "own":
-                if o == me:
-                    for sel in who[me]:
-                        results[_key(name, sel)] = fetched[_key(name, sel)]
-                continue
             if kind == "broadcast":
                 whole = fetched[(name, None)] if o == me else torch.empty(shape, dtype=dtype, device=group.comm)
                 for part in _chunks(_flat(whole), chunk):
@@ -299,14 +298,11 @@ def _round(plan, names_of, fetched, handle, group, chunk, results, stats):
                         stats["bytes_sent"] += piece.numel() * piece.element_size()
             elif me in who:
                 for sel in who[me]:
-                    key = _key(name, sel)
-                    if key in results:
-                        continue
                     dst = torch.empty(_shape(sel, shape), dtype=dtype, device=group.comm)
                     for part in _chunks(_flat(dst), chunk):
                         ops.append(dist.P2POp(dist.irecv, part, src, pg))
                     stats["bytes_received"] += dst.numel() * dst.element_size()
-                    results[key] = dst
+                    results[_key(name, sel)] = dst
     if ops:
         works.extend(dist.batch_isend_irecv(ops))
     for w in works:

@@ -118,7 +118,7 @@ class RanksTest(unittest.TestCase):
     def check_group(self, reports, world):
         """Common checks: no mismatch; every rank's report agrees on every
         rank's figures; a rank receives from its peers exactly what it
-        asked of the tensors it did not read itself (so only its slices of
+        asked of the tensors another rank read whole (so only its slices of
         a sliced tensor travel to it, nothing it did not ask for) and the
         peers sent that much. Returns the data bytes and each rank's
         storage reads of data (its bytes_read less the headers it read
@@ -133,8 +133,8 @@ class RanksTest(unittest.TestCase):
             self.assertEqual([r["stats"]["bytes_received"] for r in reports], st["rank_bytes_received"])
             self.assertGreater(st["header_bytes"], 0)
             self.assertGreater(st["rounds"], 1, "the fixture takes several windows")
-            mine = set(st["tensors_read"])
-            self.assertEqual(sum(b for n, b in rep["asked"].items() if n not in mine), st["bytes_received"],
+            others = {n for r in reports if r is not rep for n in r["stats"]["tensors_read"]}
+            self.assertEqual(sum(b for n, b in rep["asked"].items() if n in others), st["bytes_received"],
                              f"rank {rep['rank']}")
         self.assertEqual(sum(r["stats"]["bytes_received"] for r in reports),
                          sum(r["stats"]["bytes_sent"] for r in reports))
@@ -164,6 +164,14 @@ class RanksTest(unittest.TestCase):
                 self.assertEqual(data, sum(read), f"storage reads per rank {read}")
                 sliced = sum(b for b, d in self.sizes.values() if d == 2)
                 self.assertEqual(sliced + world * (data - sliced), sum(sum(r["asked"].values()) for r in reports))
+                # Rows split along dimension 0 are read by their ranks;
+                # columns (".down") are read whole by one rank and sent.
+                read_whole = {n for r in reports for n in r["stats"]["tensors_read"]}
+                for n, (_, d) in self.sizes.items():
+                    if d == 2 and self.sizes[n][0]:
+                        self.assertEqual(n.endswith(".down"), n in read_whole, n)
+                for rep in reports:
+                    self.assertGreater(rep["stats"]["own_reads"], 0)
 
     def test_pipeline(self):
         reports = self.group(4)["pipeline"]

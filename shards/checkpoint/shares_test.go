@@ -3,8 +3,10 @@ package checkpoint
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/gdsload/gdsload/shards/safetensors"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -103,6 +105,20 @@ func TestSplitSharesRandom(t *testing.T) {
 	}
 }
 
+// whole returns requests for the whole of each named tensor.
+func whole(names ...string) []Request {
+	out := make([]Request, len(names))
+	for i, n := range names {
+		out[i] = Request{Name: n}
+	}
+	return out
+}
+
+// rows selects rows [from, to) of a 2-D tensor of cols columns.
+func rows(name string, from, to, cols int64) Request {
+	return Request{Name: name, Slice: []safetensors.DimSlice{{Start: from, Step: 1, Count: to - from}, {Start: 0, Step: 1, Count: cols}}}
+}
+
 func TestShares(t *testing.T) {
 	s := writeSharded(t)
 	c, err := Open(context.Background(), s.index, Options{})
@@ -114,34 +130,63 @@ func TestShares(t *testing.T) {
 			names = append(names, tt.Name)
 		}
 	}
+	// embed.weight is BF16 [333, 257]: 514 bytes a row.
+	const row = 514
 
 	t.Run("every rank wants all", func(t *testing.T) {
-		shares, err := c.Shares([][]string{names, names, names})
+		shares, err := c.Shares([][]Request{whole(names...), whole(names...), whole(names...)}, FetchOptions{})
 		require.NoError(t, err)
 		require.Len(t, shares, 3)
 		var got []string
 		var bytes int64
 		for _, sh := range shares {
-			got = append(got, sh.Tensors...)
+			for _, rd := range sh.Reads {
+				if rd.Name == "layer.0.empty" { // no byte: every rank "reads" its own
+					assert.Equal(t, Read{Name: rd.Name, Want: 4}, rd)
+					continue
+				}
+				got = append(got, rd.Name)
+				assert.Equal(t, -1, rd.Want, "%s is read whole for the others", rd.Name)
+			}
 			bytes += sh.Bytes
 		}
-		assert.Equal(t, names, got, "the shares are consecutive runs covering the checkpoint in order")
+		want := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "layer.0.empty" })
+		assert.Equal(t, want, got, "the shares are consecutive runs covering the checkpoint in order")
 		assert.Equal(t, c.Bytes(), bytes)
 	})
 
-	t.Run("a tensor one rank wants", func(t *testing.T) {
-		shares, err := c.Shares([][]string{{"odd", "head", "odd"}, {"head"}})
+	t.Run("rows split along dimension 0 are read by their ranks", func(t *testing.T) {
+		shares, err := c.Shares([][]Request{
+			{rows("embed.weight", 0, 100, 257), {Name: "head"}},
+			{{Name: "odd"}, rows("embed.weight", 100, 333, 257), {Name: "head"}},
+		}, FetchOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, []string{"odd"}, shares[0].Tensors)
-		assert.Equal(t, int64(4099), shares[0].Bytes)
-		assert.Equal(t, []string{"head"}, shares[1].Tensors, "rank 1 is the lighter")
+		assert.Equal(t, []Read{{Name: "embed.weight", Want: 0, Bytes: 100 * row}, {Name: "head", Want: -1, Bytes: 21}},
+			shares[0].Reads, "head, which both want, goes to the lighter rank")
+		assert.Equal(t, []Read{{Name: "embed.weight", Want: 1, Bytes: 233 * row}, {Name: "odd", Want: 0, Bytes: 4099}}, shares[1].Reads)
+		assert.Equal(t, int64(100*row+21), shares[0].Bytes)
+	})
+
+	t.Run("overlapping rows or columns are read whole", func(t *testing.T) {
+		cols := Request{Name: "embed.weight", Slice: []safetensors.DimSlice{{Start: 0, Step: 1, Count: 333}, {Start: 0, Step: 1, Count: 100}}}
+		for _, w := range [][][]Request{
+			{{rows("embed.weight", 0, 101, 257)}, {rows("embed.weight", 100, 333, 257)}},
+			{{cols}, {rows("embed.weight", 0, 1, 257)}},
+		} {
+			shares, err := c.Shares(w, FetchOptions{})
+			require.NoError(t, err)
+			all := append(shares[0].Reads, shares[1].Reads...)
+			assert.Equal(t, []Read{{Name: "embed.weight", Want: -1, Bytes: 333 * row}}, all)
+		}
 	})
 
 	t.Run("errors", func(t *testing.T) {
-		_, err := c.Shares(nil)
+		_, err := c.Shares(nil, FetchOptions{})
 		assert.ErrorContains(t, err, "no ranks")
-		_, err = c.Shares([][]string{{"head"}, {"nope"}})
+		_, err = c.Shares([][]Request{whole("head"), whole("nope")}, FetchOptions{})
 		require.ErrorIs(t, err, ErrNoTensor)
 		assert.ErrorContains(t, err, `rank 1 wants "nope"`)
+		_, err = c.Shares([][]Request{{rows("embed.weight", 300, 400, 257)}}, FetchOptions{})
+		assert.ErrorContains(t, err, "select outside")
 	})
 }

@@ -296,11 +296,13 @@ class safe_open:
 
     process_group: a torch.distributed process group whose ranks all open
     the same checkpoint. prefetch(items) is then collective: every rank
-    calls it, each with the items it wants (possibly none); each wanted
-    tensor is read from storage by one rank and sent to the ranks that
-    want it (a broadcast when every rank wants it whole, else each rank's
-    selections only), so each byte is read once. get_tensor and get_slice
-    of what was not prefetched read it locally. Also takes exchange_chunk
+    calls it, each with the items it wants (possibly none, but no name
+    the checkpoint lacks: that raises on its rank alone). A rank reads for
+    itself what it alone wants and its rows of a tensor the ranks split
+    along dimension 0; every other wanted tensor is read by one rank and
+    sent to the ranks that want it (a broadcast when every rank wants it
+    whole, else each rank's selections only), so each byte is read once.
+    get_tensor and get_slice of what was not prefetched read it locally. Also takes exchange_chunk
     and read_window (as load_file); stats adds bytes_received,
     bytes_sent, rank_bytes_read and rank_bytes_received."""
 

@@ -43,9 +43,10 @@ extern "C" {
 
 #define GDSLOAD_ABI_VERSION 1
 /* Additions to version 1, each a set of new functions: 1 added the
- * gdsload_checkpoint_* functions. gdsload_abi_minor() says what the
- * library has; a caller that needs an addition checks it. */
-#define GDSLOAD_ABI_MINOR 1
+ * gdsload_checkpoint_* functions, 2 gdsload_checkpoint_shares.
+ * gdsload_abi_minor() says what the library has; a caller that needs an
+ * addition checks it. */
+#define GDSLOAD_ABI_MINOR 2
 
 typedef enum {
 	GDSLOAD_OK = 0,
@@ -145,6 +146,22 @@ void gdsload_cancel(uint64_t job);
 gdsload_status gdsload_checkpoint_open(char *request, uint64_t *job, char **err);
 gdsload_status gdsload_checkpoint_fetch(char *request, uint64_t *job, char **err);
 void gdsload_checkpoint_close(uint64_t checkpoint);
+
+/*
+ * Shares of a distributed load (ABI minor 2): which rank reads what from
+ * storage so that each wanted byte is read once. Request: {"checkpoint":
+ * handle, "max_gap": as for gdsload_checkpoint_fetch, "wants": [[rank 0's
+ * requests, each {"name", "slice"} as gdsload_checkpoint_fetch takes
+ * them], [rank 1's], ...]}. Result: {"shares": [{"reads": [{"name",
+ * "want": index of the rank's request it reads for itself, or -1 for a
+ * whole tensor it reads to hand to the ranks that want it, "bytes"}] in
+ * checkpoint order, "bytes": N}, ...]} one per rank. A rank reads for
+ * itself what it alone wants, and its part of a tensor whose requests are
+ * disjoint single ranges (rows along dimension 0); the other tensors are
+ * read whole, consecutive runs balanced by bytes
+ * (checkpoint.Checkpoint.Shares says how).
+ */
+gdsload_status gdsload_checkpoint_shares(char *request, uint64_t *job, char **err);
 
 /*
  * Iterators (from gdsload_dataset_open). gdsload_next waits up to

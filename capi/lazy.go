@@ -19,8 +19,9 @@ import (
 )
 
 // abiMinor is GDSLOAD_ABI_MINOR: the additions to ABI version 1 this
-// library has (1: lazily opened checkpoints). A test checks they agree.
-const abiMinor = 1
+// library has (1: lazily opened checkpoints, 2: their shares among the
+// ranks of a distributed load). A test checks they agree.
+const abiMinor = 2
 
 //export gdsload_abi_minor
 func gdsload_abi_minor() C.int32_t { return abiMinor }

@@ -6,7 +6,7 @@ import os
 import tempfile
 import threading
 
-from . import _dlpack, _lazy, _native
+from . import _distributed, _dlpack, _lazy, _native
 from ._native import InvalidFile, SafetensorError
 from .dataset import _cache_request
 
@@ -179,7 +179,7 @@ def _load(filename, device, options):
     return loaded
 
 
-def load_file(filename, device="cpu", *, stats=None, **options):
+def load_file(filename, device="cpu", *, stats=None, process_group=None, **options):
     """Loads a safetensors checkpoint as a dict of torch tensors, like
     safetensors.torch.load_file: same keys, dtypes, shapes and values.
 
@@ -200,12 +200,28 @@ def load_file(filename, device="cpu", *, stats=None, **options):
     cache_limit (bytes or a size such as "200GiB"; default half the free
     space).
 
+    process_group: a torch.distributed process group whose ranks all call
+    load_file on the same checkpoint: each rank reads a disjoint,
+    byte-balanced share of whole tensors from storage and broadcasts it,
+    so every rank gets every tensor and each byte is read once
+    (docs/PYTHON.md, "Many ranks"). Then also exchange_chunk (bytes per
+    message, 64 MiB) and read_window (bytes of its share a rank reads per
+    round, 256 MiB); stats adds bytes_received, bytes_sent, rank,
+    ranks, rank_bytes_read and rank_bytes_received (every rank's).
+
     Raises FileNotFoundError, PermissionError, SafetensorError (also a
     ValueError) for a corrupt or unsupported file (the message the gdsload
     CLI prints), RuntimeError when
     the device asked for is not usable, and KeyboardInterrupt on Ctrl-C,
     which cancels the load.
     """
+    if process_group is not None:
+        out, doc = _distributed.load_file(_path(filename), _device(device), options, process_group)
+        st = LoadStats(doc)
+        _last.stats = st
+        if stats is not None:
+            stats.update(doc)
+        return out
     loaded = _load(filename, device, options)
     try:
         out = {name: loaded.tensor(name, "pt") for name in loaded.order}
@@ -253,7 +269,8 @@ class _Slice:
         return t
 
 
-_OPEN_OPTIONS = ("gpu_path", "direct", "workers", "chunk_size", "token", "cache", "cache_limit", "max_gap")
+_OPEN_OPTIONS = ("gpu_path", "direct", "workers", "chunk_size", "token", "cache", "cache_limit", "max_gap",
+                 "exchange_chunk", "read_window")
 
 
 class safe_open:
@@ -275,9 +292,21 @@ class safe_open:
     stats["bytes_read"] counts the headers and every range read.
 
     Options: gpu_path, direct, workers, chunk_size, token, cache,
-    cache_limit (as load_file), max_gap (bytes)."""
+    cache_limit (as load_file), max_gap (bytes).
 
-    def __init__(self, filename, framework="pt", device="cpu", **options):
+    process_group: a torch.distributed process group whose ranks all open
+    the same checkpoint. prefetch(items) is then collective: every rank
+    calls it, each with the items it wants (possibly none, but no name
+    the checkpoint lacks: that raises on its rank alone). A rank reads for
+    itself what it alone wants and its rows of a tensor the ranks split
+    along dimension 0; every other wanted tensor is read by one rank and
+    sent to the ranks that want it (a broadcast when every rank wants it
+    whole, else each rank's selections only), so each byte is read once.
+    get_tensor and get_slice of what was not prefetched read it locally. Also takes exchange_chunk
+    and read_window (as load_file); stats adds bytes_received,
+    bytes_sent, rank_bytes_read and rank_bytes_received."""
+
+    def __init__(self, filename, framework="pt", device="cpu", *, process_group=None, **options):
         fw = {"pt": "pt", "torch": "pt", "pytorch": "pt", "np": "np", "numpy": "np"}.get(str(framework))
         if fw is None:
             raise ValueError(f"gdsload: framework {framework!r}: want \"pt\" or \"np\"")
@@ -291,6 +320,8 @@ class safe_open:
         self._cache = {}
         path = _path(filename)
         opts = {k: v for k, v in options.items() if v is not None}
+        self._exchange = (opts.pop("exchange_chunk", None), opts.pop("read_window", None))
+        self._group = None if process_group is None else _distributed.Group(process_group, _device(device))
         if opts.get("token") is None and path.startswith("rdmafs://") and os.environ.get("GDSLOAD_TOKEN"):
             opts["token"] = os.environ["GDSLOAD_TOKEN"]
         self._device, self._options = _device(device), opts
@@ -338,7 +369,10 @@ class safe_open:
         """The tensor (sel None) or selection, read now unless prefetched;
         a prefetched one leaves the cache, so its memory is the caller's."""
         self._fetch([(name, sel)])
-        alloc, piece = self._cache.pop(self._key(name, sel))
+        got = self._cache.pop(self._key(name, sel))
+        if not isinstance(got, tuple):  # a torch tensor the ranks of a process group exchanged
+            return got.numpy() if self._framework == "np" else got
+        alloc, piece = got
         return _lazy.materialize(alloc, piece, self._framework)
 
     def keys(self):
@@ -386,7 +420,31 @@ class safe_open:
             got = _lazy.selection(index, h.shapes[name], self._framework)
             if got is not None:
                 plan.append((name, got[0]))
+        if self._group is not None:
+            self._exchange_items(plan)
+            return
         self._fetch(plan)
+
+    def _exchange_items(self, plan):
+        """prefetch with a process group: every rank's items, read once
+        among the ranks and exchanged (collective)."""
+        h = self._open()
+        todo = [it for it in plan if self._key(*it) not in self._cache]
+        got, st = _distributed.exchange(h, todo, self._device, self._options, self._group, *self._exchange)
+        for key, t in got.items():
+            self._cache.setdefault(key, t)
+        doc = dict(self._stats.raw)
+        for k in ("bytes_read", "bytes", "bytes_received", "bytes_sent", "seconds", "read_seconds"):
+            doc[k] = doc.get(k, 0) + st.get(k, 0)
+        doc["tensors"] = doc.get("tensors", 0) + len(got)
+        doc["rounds"] = doc.get("rounds", 0) + st["rounds"]
+        doc["tensors_read"] = doc.get("tensors_read", []) + st["tensors_read"]
+        doc["own_reads"] = doc.get("own_reads", 0) + st["own_reads"]
+        doc.update(path=st.get("path") or doc.get("path"), reason=st.get("reason") or doc.get("reason"),
+                   rank=st["rank"], ranks=st["ranks"], backend=st["backend"], header_bytes=h.header_bytes)
+        doc["gib_per_s"] = doc["bytes"] / doc["seconds"] / 2**30 if doc["seconds"] else 0.0
+        self._stats.update(_distributed.every_rank(self._group, doc))
+        _last.stats = self._stats
 
     @property
     def stats(self):
@@ -396,8 +454,9 @@ class safe_open:
     def close(self):
         h, self._handle = self._handle, None
         cache, self._cache = self._cache, {}
-        for alloc, _ in cache.values():
-            alloc.release()
+        for got in cache.values():
+            if isinstance(got, tuple):
+                got[0].release()
         if h is not None:
             h.close()
 

@@ -74,6 +74,7 @@ def _declare(cdll):
         "gdsload_checkpoint_open": (c.c_int, [c.c_char_p, u64p, vpp]),
         "gdsload_checkpoint_fetch": (c.c_int, [c.c_char_p, u64p, vpp]),
         "gdsload_checkpoint_close": (None, [c.c_uint64]),
+        "gdsload_checkpoint_shares": (c.c_int, [c.c_char_p, u64p, vpp]),
         "gdsload_free": (None, [c.c_void_p]),
         "gdsload_build_info": (c.c_void_p, []),
         "gdsload_load": (c.c_int, [c.c_char_p, u64p, vpp]),

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -35,12 +36,21 @@ func testFile(t *testing.T, size int) (*os.File, []byte) {
 }
 
 // forEachPath runs f with reads through the ring (where this kernel has
-// one) and through pread.
+// one; ReadBatch through a ring of its own, then through the process's
+// ring) and through pread.
 func forEachPath(t *testing.T, f func(t *testing.T)) {
 	t.Run("ring", func(t *testing.T) {
 		if !Available() {
 			t.Skip("no io_uring here")
 		}
+		f(t)
+	})
+	t.Run("shared ring", func(t *testing.T) {
+		if !Available() {
+			t.Skip("no io_uring here")
+		}
+		sharedOnly.Store(true)
+		defer sharedOnly.Store(false)
 		f(t)
 	})
 	t.Run("pread", func(t *testing.T) {
@@ -237,8 +247,10 @@ func TestReadBatch(t *testing.T) {
 	})
 }
 
-// TestReadBatchPanics: a callback that panics leaves the ring as it found
-// it: the reads in flight are waited for and every entry is free again.
+// TestReadBatchPanics: a callback that panics leaves the rings as it
+// found them: the reads in flight are waited for, every entry of the
+// process's ring is free again, and a batch's own ring goes back idle with
+// nothing queued or unconsumed.
 func TestReadBatchPanics(t *testing.T) {
 	if !Available() {
 		t.Skip("no io_uring here")
@@ -248,22 +260,46 @@ func TestReadBatchPanics(t *testing.T) {
 	for i := range bufs {
 		bufs[i] = make([]byte, 4096)
 	}
-	next := 0
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Fatal("the callback's panic did not reach the caller")
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own ring", true: "shared ring"}[shared], func(t *testing.T) {
+			sharedOnly.Store(shared)
+			defer sharedOnly.Store(false)
+			idle.Lock()
+			before := len(idle.rings)
+			idle.Unlock()
+			next := 0
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Fatal("the callback's panic did not reach the caller")
+					}
+				}()
+				ReadBatch(int(f.Fd()), Entries, func() (Req, bool) {
+					if next == Entries {
+						return Req{}, false
+					}
+					next++
+					return Req{Buf: bufs[next-1], Off: int64(next-1) * 4096}, true
+				}, func(Req, int, error) { panic("callback failed") })
+			}()
+			if got := len(get().slots); got != Entries {
+				t.Fatalf("%d of %d ring entries free after the panic", got, Entries)
 			}
-		}()
-		ReadBatch(int(f.Fd()), Entries, func() (Req, bool) {
-			if next == Entries {
-				return Req{}, false
+			idle.Lock()
+			defer idle.Unlock()
+			if shared {
+				return
 			}
-			next++
-			return Req{Buf: bufs[next-1], Off: int64(next-1) * 4096}, true
-		}, func(Req, int, error) { panic("callback failed") })
-	}()
-	if got := len(get().slots); got != Entries {
-		t.Fatalf("%d of %d ring entries free after the panic", got, Entries)
+			if len(idle.rings) != max(before, 1) {
+				t.Fatalf("%d idle rings after the panic, want %d", len(idle.rings), max(before, 1))
+			}
+			for _, r := range idle.rings {
+				sq := atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead)
+				cq := atomic.LoadUint32(r.cqTail) - atomic.LoadUint32(r.cqHead)
+				if sq != 0 || cq != 0 {
+					t.Fatalf("an idle ring holds %d queued reads and %d unconsumed completions", sq, cq)
+				}
+			}
+		})
 	}
 }

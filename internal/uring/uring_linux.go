@@ -383,14 +383,25 @@ const unplugged = 1
 // enterFlagGetEvents is IORING_ENTER_GETEVENTS.
 const enterFlagGetEvents = 1
 
-// submitWait submits every read queued in r's SQ and, when they all went,
-// waits until the CQ holds at least one completion. It blocks, so it is a
+// queued is how many reads r's SQ holds that the kernel has not taken.
+func (r *ring) queued() uint32 { return atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead) }
+
+// submitWait submits every read queued in r's SQ and, when they all went
+// and the CQ is empty, waits until it holds at least one completion (as
+// fio does, the CQ is looked at first: completions the kernel posted
+// while this goroutine ran cost no system call). It blocks, so it is a
 // system call the Go scheduler knows of. The kernel's refusals for now
 // (EAGAIN, EBUSY) and interruptions leave the reads queued for the next
 // call.
 func (r *ring) submitWait() {
-	queued := atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead)
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(queued), 1, enterFlagGetEvents, 0, 0)
+	queued := r.queued()
+	var wait uintptr
+	if atomic.LoadUint32(r.cqHead) == atomic.LoadUint32(r.cqTail) {
+		wait = enterFlagGetEvents // else completions are there: no wait
+	} else if queued == 0 {
+		return // nothing to submit, completions to hand over: no system call
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(queued), 1, wait, 0, 0)
 	switch errno {
 	case 0, unix.EINTR:
 	case unix.EAGAIN, unix.EBUSY:
@@ -435,14 +446,16 @@ func (r *ring) batch(fd, depth int, next func() (Req, bool), done func(r Req, n 
 				done(q, n, err)
 				continue
 			}
+			// The read queued before goes to the kernel first: one a call,
+			// and the last one goes with the wait that follows.
+			if r.queued() >= unplugged {
+				_, _ = enter(r.fd)
+			}
 			s := free[len(free)-1]
 			free = free[:len(free)-1]
 			reqs[s] = q
 			r.queue(fd, unsafe.Pointer(unsafe.SliceData(q.Buf)), len(q.Buf), q.Off, uint64(s))
 			inflight++
-			if atomic.LoadUint32(r.sqTail)-atomic.LoadUint32(r.sqHead) >= unplugged {
-				_, _ = enter(r.fd)
-			}
 		}
 	}
 	fill()

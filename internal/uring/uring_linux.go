@@ -303,10 +303,11 @@ func enter(fd int) (uint32, error) {
 //
 // Why: with Read, each completion wakes the goroutine that waits for it,
 // and the Go runtime wakes a thread to run it. ReadBatch drives an
-// io_uring of its own (taken from a few kept for reuse) as fio does: one
-// io_uring_enter submits every read queued since the last and waits for
-// the next completion, and every completion in the ring is handed over
-// before the next call, so no other goroutine or thread takes part
+// io_uring of its own (taken from a few kept for reuse) as fio does: each
+// read is submitted on its own io_uring_enter, the last of a refill with
+// the wait for the next completion, the wait is made only when the CQ is
+// empty, and every completion in the CQ is handed over before the next
+// call, so no other goroutine or thread takes part
 // (docs/PERFORMANCE-NOTES.md, loader). Where a ring of its own cannot be
 // set up, the reads go through the process's ring and its reaper. Without
 // io_uring, the reads are preads, one at a time.
@@ -376,8 +377,8 @@ func putRing(r *ring) {
 // device then gets them, and answers them, as one burst: 32 random 4 KiB
 // reads submitted at once came back together, one round trip of the
 // slowest per 32 reads, and fio's reads per second at the same depth
-// (it submits one at a time) were out of reach. Submitted a pair at a
-// time, reads complete, and are replaced, one by one.
+// (it submits one at a time) were out of reach. Submitted one at a time,
+// as fio does, reads complete, and are replaced, one by one.
 const unplugged = 1
 
 // enterFlagGetEvents is IORING_ENTER_GETEVENTS.

@@ -14,17 +14,30 @@
 # 2. Random 4 KiB reads (RANDOM_READS of them, O_DIRECT, 32 at once):
 #      gdsload bench --modes random --workers 32   against
 #      fio --rw=randread --bs=4k --iodepth=32 --ioengine=io_uring
-#    compared on IOPS and p99 latency (each tool's own report).
+#    compared on IOPS and p99 latency (each tool's own report) and CPU
+#    per read (user+sys from outside, over RANDOM_READS); each round
+#    prints both and the ratios (targets: IOPS >= 0.9x, CPU per read
+#    <= 1.1x).
 # 3. SMALL_FILES files of 4 to 7 KiB in one directory:
 #      gdsload load DIR (--direct auto, on) against
-#      find DIR -type f -print0 | xargs -0 cat > /dev/null
-#    cold cache, and warm for --direct auto and cat.
+#      cat       find DIR -type f -print0 | xargs -0 cat
+#      pcat      find DIR -type f -print0 | xargs -0 -P 8 -n 64 cat
+#      fio       fio, 8 jobs, each --opendir of an eighth of the files
+#                (hard links in DIR-split/jK: the same inodes),
+#                --rw=read --bsrange=1-8k --ioengine=psync (fio reads a
+#                file's tail only with a block size that fits it), timed
+#                by its own report (its start, about half a second, is
+#                left out)
+#    cold cache, and warm for --direct auto, cat and pcat; the strongest
+#    peer of a round is its fastest cold (warm) peer run. The cats' bytes
+#    are counted by wc -c on every run, fio's by its io_bytes.
 #
 # The page cache is dropped before every cold run (needs root). Every run
 # is timed from outside its process by GNU time (wall, user+sys CPU, peak
-# RSS) and checks its byte count (gdsload's JSON, fio's io_bytes); one
-# gdsload run per configuration is checked against sha256sum. fio cannot
-# hand over the bytes it read: its runs are checked by count only.
+# RSS) and checks its byte count (gdsload's JSON, fio's io_bytes, wc -c
+# of what cat wrote); one gdsload run per configuration is checked against
+# sha256sum. fio cannot hand over the bytes it read: its runs are checked
+# by count only.
 #
 # With PROFILE=1 each part ends with where one gdsload run's CPU went
 # (perf; apt-get install linux-perf).
@@ -154,23 +167,34 @@ if [[ " $PARTS " == *" random "* ]]; then
   }
   for i in $(seq 1 "$PAIRS"); do
     for t in $(order "$i" "gdsload-random fio-randread"); do rand_run "$t"; done
-    echo "random pair $i/$PAIRS done" >&2
+    # This round: each tool's IOPS and CPU per read, and the stronger.
+    gi=$(tail -n 1 "$work/gdsload-random.lat" | cut -d' ' -f1); fi=$(tail -n 1 "$work/fio-randread.lat" | cut -d' ' -f1)
+    gc=$(tail -n 1 "$work/gdsload-random" | awk -v n="$RANDOM_READS" '{printf "%.2f", ($2+$3)/n*1e6}')
+    fc=$(tail -n 1 "$work/fio-randread" | awk -v n="$RANDOM_READS" '{printf "%.2f", ($2+$3)/n*1e6}')
+    echo "$gc" >>"$work/gdsload-random.cpuio"; echo "$fc" >>"$work/fio-randread.cpuio"
+    echo "random round $i/$PAIRS: gdsload $gi IOPS, $gc us CPU/read; fio-randread $fi IOPS, $fc us CPU/read;" \
+      "stronger: $(awk -v a="$gi" -v b="$fi" 'BEGIN{print (a >= b ? "gdsload" : "fio-randread")}');" \
+      "IOPS $(awk -v a="$gi" -v b="$fi" 'BEGIN{printf "%.2f", a/b}')x, CPU/read $(awk -v a="$gc" -v b="$fc" 'BEGIN{printf "%.2f", a/b}')x" >&2
   done
   echo "### \`scripts/bench-vs-fio.sh\`: random 4 KiB reads, $PAIRS rounds, $(stamp)"
   echo
   echo "$RANDOM_READS reads of 4 KiB at random aligned offsets of $FILE ($fs), O_DIRECT, 32 in flight, cold cache; IOPS and p99 as each tool reports them, CPU from outside."
   echo
-  echo "| tool | IOPS (median) | spread | p99 ms (median) | CPU s/GiB |"
-  echo "| --- | --- | --- | --- | --- |"
+  echo "| tool | IOPS (median) | spread | p99 ms (median) | CPU us/read | CPU s/GiB |"
+  echo "| --- | --- | --- | --- | --- | --- |"
   for t in gdsload-random fio-randread; do
     cpugib "$BYTES" "$work/$t" >"$work/$t.cpu"
-    printf '| %s | %.0f | %s | %.3f | %.2f |\n' "$t" "$(col "$work/$t.lat" 1 | median)" "$(col "$work/$t.lat" 1 | spread)" \
-      "$(col "$work/$t.lat" 2 | median)" "$(median <"$work/$t.cpu")"
+    printf '| %s | %.0f | %s | %.3f | %.2f | %.2f |\n' "$t" "$(col "$work/$t.lat" 1 | median)" "$(col "$work/$t.lat" 1 | spread)" \
+      "$(col "$work/$t.lat" 2 | median)" "$(median <"$work/$t.cpuio")" "$(median <"$work/$t.cpu")"
   done
   col "$work/gdsload-random.lat" 1 >"$work/a"; col "$work/fio-randread.lat" 1 >"$work/b"
   ratios "$work/a" "$work/b" >"$work/r.iops"
+  ratios "$work/gdsload-random.cpuio" "$work/fio-randread.cpuio" >"$work/r.cpuio"
   echo
-  printf 'gdsload / fio io_uring randread, IOPS: %.2fx (spread %s)\n' "$(median <"$work/r.iops")" "$(spread <"$work/r.iops")"
+  echo "| ratio (per round, then median) | median | spread | target |"
+  echo "| --- | --- | --- | --- |"
+  ratio_line 'gdsload / fio io_uring randread, IOPS' "$work/r.iops" '>= 0.9x'
+  ratio_line 'gdsload / fio io_uring randread, CPU per read' "$work/r.cpuio" '<= 1.1x'
   if [ "${PROFILE:-}" = 1 ]; then
     drop_caches
     perf_top "Where gdsload's random reads' CPU went" "$GDSLOAD" bench --modes random --workers 32 --block-size 4KiB --random-reads "$RANDOM_READS" --runs 1 "$FILE"
@@ -193,15 +217,37 @@ PY
     touch "$SMALL_DIR/.complete"
   fi
   BYTES=$(find "$SMALL_DIR" -type f -name '*.bin' -printf '%s\n' | awk '{s+=$1} END{printf "%.0f\n", s}')
+  # fio's 8 jobs each open a directory: an eighth of the files, hard
+  # linked (the same inodes, so the same page cache).
+  SPLIT=$SMALL_DIR-split
+  if [ ! -f "$SPLIT/.complete" ]; then
+    rm -rf "$SPLIT"
+    for k in 0 1 2 3 4 5 6 7; do mkdir -p "$SPLIT/j$k"; done
+    (cd "$SMALL_DIR" && find . -maxdepth 1 -type f -name '*.bin' -printf '%f\n' | sort |
+      awk -v d="$SPLIT" '{print $0 " " d "/j" (NR-1)%8 "/" $0}' | while read -r a b; do ln "$a" "$b"; done)
+    touch "$SPLIT/.complete"
+  fi
+  fio_small=(--rw=read --bsrange=1-8k --ioengine=psync --group_reporting --output-format=json)
+  for k in 0 1 2 3 4 5 6 7; do fio_small+=(--name=j$k --opendir="$SPLIT/j$k"); done
   small_run() {
     local so=$work/$1.out
     case $1 in *-warm) cat "$SMALL_DIR"/*.bin >/dev/null ;; *) drop_caches ;; esac
     case $1 in
       gdsload-auto*) timed_out "$work/$1" "$so" "$GDSLOAD" load --to host --json "$SMALL_DIR" ;;
       gdsload-direct-on) timed_out "$work/$1" "$so" "$GDSLOAD" load --to host --direct on --json "$SMALL_DIR" ;;
-      cat*) timed_out "$work/$1" "$so" sh -c 'find "$0" -type f -name "*.bin" -print0 | xargs -0 cat > /dev/null' "$SMALL_DIR" ;;
+      cat*) timed_out "$work/$1" "$so" sh -c 'find "$0" -type f -name "*.bin" -print0 | xargs -0 cat | wc -c' "$SMALL_DIR" ;;
+      pcat*) timed_out "$work/$1" "$so" sh -c 'find "$0" -type f -name "*.bin" -print0 | xargs -0 -P 8 -n 64 cat | wc -c' "$SMALL_DIR" ;;
+      fio-opendir) timed_out "$work/$1" "$so" fio "${fio_small[@]}"
+        sed -i -n '/^{/,$p' "$so" # fio says "opendir added N files" before its JSON
+        # fio's own time: the longest of its jobs (the run's runtime).
+        local own; own=$(python3 -c 'import json,sys; print("%.4f" % (max(j["job_runtime"] for j in json.load(open(sys.argv[1]))["jobs"])/1000))' "$so")
+        sed -i "\$s/^[^ ]*/$own/" "$work/$1" ;;
     esac
-    case $1 in gdsload*) check_bytes "$1" "$(json_bytes "$so")" "$BYTES" ;; esac
+    case $1 in
+      gdsload*) check_bytes "$1" "$(json_bytes "$so")" "$BYTES" ;;
+      cat* | pcat*) check_bytes "$1" "$(tr -d ' ' <"$so")" "$BYTES" ;;
+      fio-opendir) check_bytes "$1" "$(fio_bytes "$so")" "$BYTES" ;;
+    esac
   }
   # Once: every file's digest as gdsload landed it is sha256sum's.
   drop_caches
@@ -213,14 +259,22 @@ bad = [f["name"] for f in res["files"] if hashlib.sha256(open(f["name"] if os.pa
 if bad or len(res["files"]) == 0:
     sys.exit("sha256 of %d of %d small files differ, e.g. %s" % (len(bad), len(res["files"]), bad[:3]))
 PY
-  tools="gdsload-auto gdsload-direct-on cat gdsload-auto-warm cat-warm"
+  tools="gdsload-auto gdsload-direct-on cat pcat fio-opendir gdsload-auto-warm cat-warm pcat-warm"
   for i in $(seq 1 "$PAIRS"); do
     for t in $(order "$i" "$tools"); do small_run "$t"; done
-    echo "small-files pair $i/$PAIRS done" >&2
+    line="small-files round $i/$PAIRS (s):"
+    for t in $tools; do line="$line $t $(tail -n 1 "$work/$t" | cut -d' ' -f1)"; done
+    # The strongest peer of the round, cold and warm.
+    for w in cold warm; do
+      if [ $w = cold ]; then peers="cat pcat fio-opendir"; else peers="cat-warm pcat-warm"; fi
+      for t in $peers; do echo "$(tail -n 1 "$work/$t" | cut -d' ' -f1) $t"; done | sort -g | head -n 1 >>"$work/best-$w.name"
+    done
+    echo "$line; strongest cold: $(tail -n 1 "$work/best-cold.name" | cut -d' ' -f2), warm: $(tail -n 1 "$work/best-warm.name" | cut -d' ' -f2)" >&2
   done
+  col "$work/best-cold.name" 1 >"$work/best-cold.wall"; col "$work/best-warm.name" 1 >"$work/best-warm.wall"
   echo "### \`scripts/bench-vs-fio.sh\`: $SMALL_FILES small files, $PAIRS rounds, $(stamp)"
   echo
-  echo "$SMALL_FILES files of 4 to 7 KiB ($BYTES bytes) in $SMALL_DIR ($fs); cold: page cache dropped before each run; warm: read once before. gdsload's byte counts checked on every run and every file's sha256 once."
+  echo "$SMALL_FILES files of 4 to 7 KiB ($BYTES bytes) in $SMALL_DIR ($fs); cold: page cache dropped before each run; warm: read once before. pcat: xargs -0 -P 8 -n 64 cat; fio-opendir: 8 psync jobs, one directory of hard links each, --bsrange=1-8k, timed by its own runtime. Byte counts checked on every run (gdsload's JSON, wc -c of the cats' output, fio's io_bytes) and every file's sha256 once."
   echo
   echo "| run | seconds (median) | spread | CPU s |"
   echo "| --- | --- | --- | --- |"
@@ -230,11 +284,14 @@ PY
     printf '| %s | %.3f | %s | %.3f |\n' "$t" "$(median <"$work/$t.wall")" "$(spread <"$work/$t.wall")" "$(median <"$work/$t.cpus")"
   done
   echo
-  echo "| ratio (per round, then median) | median | spread |"
-  echo "| --- | --- | --- |"
-  for pair in "gdsload-auto cat" "gdsload-direct-on cat" "gdsload-auto-warm cat-warm"; do
+  echo "Strongest cold peer per round: $(cut -d' ' -f2 "$work/best-cold.name" | paste -sd, -); warm: $(cut -d' ' -f2 "$work/best-warm.name" | paste -sd, -)."
+  echo
+  echo "| ratio (per round, then median) | median | spread | target |"
+  echo "| --- | --- | --- | --- |"
+  for pair in "gdsload-auto best-cold >=_1.0x" "gdsload-direct-on best-cold none" "gdsload-auto-warm best-warm none" \
+    "gdsload-auto cat none" "gdsload-auto pcat none" "gdsload-auto fio-opendir none"; do
     set -- $pair
     peer_ratios "$work/$1.wall" "$work/$2.wall" >"$work/r"
-    printf '| %s / %s | %.2fx | %s |\n' "$1" "$2" "$(median <"$work/r")" "$(spread <"$work/r")"
+    ratio_line "$1 / ${2/best-/strongest }" "$work/r" "${3/_/ }"
   done
 fi

@@ -19,13 +19,16 @@
 #      is left out, with doctor's reason, where cuFile cannot run, and the
 #      bench runs again without it if it fails; then cached-bounce again with
 #      a worker per core and 16 MiB chunks;
-#   5. on a multi-GiB safetensors file written by the safetensors library, page
-#      cache warm: safetensors.torch.load_file(device="cuda") against
-#      gdsload load --to gpu:0 --direct off, end to end (CUDA context set-up,
+#   5. on a multi-GiB safetensors file written by the safetensors library:
+#      safetensors.torch.load_file(device="cuda") against gdsload load --to
+#      gpu:0, each in a process of its own, end to end (CUDA context set-up,
 #      driver open and allocations included: the headline figure) and the
-#      load phase alone, then once more with --checksum sha256: whether the
-#      sha256 of what landed on the GPU matches the file's data region for
-#      both;
+#      load phase alone, CHECK_PAIRS pairs with the order alternating, page
+#      cache cold (dropped before each run; gdsload's defaults) and warm
+#      (--direct off), each pair's figures and the stronger printed, then
+#      the median ratio and its spread; every run's byte count checked, and
+#      once with --checksum sha256: whether the sha256 of what landed on
+#      the GPU matches the file's data region for both;
 #   6. checkpoints saved from GPU memory (bounce, and gds where cuFile's
 #      driver opens; else that case skips with its reason), read back by the
 #      safetensors library.
@@ -33,8 +36,9 @@
 # Settings (environment): GDSLOAD_BIN (default ./.gpu/gdsload), CHECK_DIR
 # (where the test files go; default ./.gpu/check, ideally on NVMe), CHECK_GIB
 # (file size, default 4), PYTHON (default python3), CHECK_RUNS (bench runs,
-# default 2), CHECK_BUDGET (seconds for the whole script, default 480; it
-# typically needs about 3 minutes). Each step has its own time limit, cut to
+# default 2), CHECK_PAIRS (alternated pairs per comparison, default 3),
+# CHECK_BUDGET (seconds for the whole script, default 480; it typically
+# needs about 4 minutes; each part's time is printed after it). Each step has its own time limit, cut to
 # what is left of the budget; a failing step is reported and the script goes
 # on. Where $OUT is set (the device machine), the whole log goes to
 # $OUT/gpu-check.log, the JSON results and libcufile's own log
@@ -46,6 +50,7 @@ TESTBIN=${CHECKPOINT_TEST:-./.gpu/checkpoint.test}
 CHECK_DIR=${CHECK_DIR:-./.gpu/check}
 CHECK_GIB=${CHECK_GIB:-4}
 CHECK_RUNS=${CHECK_RUNS:-2}
+PAIRS=${CHECK_PAIRS:-3}
 PY=${PYTHON:-python3}
 BUDGET=${CHECK_BUDGET:-480}
 START=$(date +%s)
@@ -63,7 +68,15 @@ else
 fi
 FAILS=0
 
-section() { printf '\n==== %s (t+%ss)\n' "$1" "$(($(date +%s) - START))"; }
+# section TITLE: a new part's header, after the time the part before took.
+SECTION_START=
+section() {
+	local t
+	t=$(date +%s)
+	if [ -n "$SECTION_START" ]; then printf -- '---- that part took %ss\n' "$((t - SECTION_START))"; fi
+	SECTION_START=$t
+	printf '\n==== %s (t+%ss)\n' "$1" "$((t - START))"
+}
 fail() { echo "FAIL: $*" >&2; FAILS=$((FAILS + 1)); }
 now() { date +%s.%N; }
 
@@ -315,21 +328,24 @@ else
 	head -40 "$CHECK_DIR/bench-tuned.json" 2>/dev/null
 fi
 
-section "safetensors.torch.load_file(device='cuda') vs gdsload load --to gpu:0 (warm page cache)"
+section "safetensors.torch.load_file(device='cuda') vs gdsload load --to gpu:0, $PAIRS alternated pairs, cold and warm page cache"
 if [ ! -s "$ST" ]; then
 	fail "no safetensors file: comparison skipped"
 else
-cat "$ST" >/dev/null
-# End to end starts before the CUDA context is set up (after Python and
-# torch are imported, which a training job has done anyway) and ends when
-# the tensors are on the GPU; the load phase is load_file alone.
-run_step 150 "$PY" - "$ST" >"$CHECK_DIR/torch.json" <<'EOF'
+# ST_PY FILE MODE: one safetensors process. End to end starts before the
+# CUDA context is set up (after Python and torch are imported, which a
+# training job has done anyway) and ends when the tensors are on the GPU;
+# the load phase is load_file alone. Every run reports the bytes of the
+# tensors it made; with MODE "hash" it also hashes the file's data region,
+# the whole file and what landed on the GPU (untimed, after the load).
+ST_PY=$CHECK_DIR/st-load.py
+cat >"$ST_PY" <<'EOF'
 import time
 t_start = time.perf_counter()
 import hashlib, json, struct, sys
 import torch, safetensors
 from safetensors.torch import load_file
-path = sys.argv[1]
+path, mode = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
 torch.cuda.init()
 torch.empty(1, device="cuda")
@@ -341,83 +357,146 @@ t2 = time.perf_counter()
 with open(path, "rb") as f:
     hlen = struct.unpack("<Q", f.read(8))[0]
     header = json.loads(f.read(hlen))
-    # The file's data region, hashed from disk.
-    fh = hashlib.sha256()
-    while chunk := f.read(64 << 20):
-        fh.update(chunk)
-    f.seek(0)
-    whole = hashlib.sha256()
-    while chunk := f.read(64 << 20):
-        whole.update(chunk)
-# What landed on the GPU, copied back in file order.
-order = sorted((v["data_offsets"][0], k) for k, v in header.items() if k != "__metadata__")
-gh = hashlib.sha256()
-for _, k in order:
-    gh.update(ts[k].contiguous().reshape(-1).view(torch.uint8).cpu().numpy().tobytes())
-print(json.dumps({
+out = {
     "safetensors_version": safetensors.__version__, "torch_version": torch.__version__,
     "load_seconds": t2 - t1, "end_to_end_seconds": t2 - t0, "context_seconds": t1 - t0,
     "import_seconds": t0 - t_start, "data_offset": 8 + hlen,
-    "data_sha256": fh.hexdigest(), "file_sha256": whole.hexdigest(), "gpu_sha256": gh.hexdigest(),
-}))
+    "tensor_bytes": sum(t.numel() * t.element_size() for t in ts.values()),
+}
+if mode == "hash":
+    with open(path, "rb") as f:
+        f.seek(8 + hlen)
+        fh = hashlib.sha256()  # the file's data region, from disk
+        while chunk := f.read(64 << 20):
+            fh.update(chunk)
+        f.seek(0)
+        whole = hashlib.sha256()
+        while chunk := f.read(64 << 20):
+            whole.update(chunk)
+    # What landed on the GPU, copied back in file order.
+    order = sorted((v["data_offsets"][0], k) for k, v in header.items() if k != "__metadata__")
+    gh = hashlib.sha256()
+    for _, k in order:
+        gh.update(ts[k].contiguous().reshape(-1).view(torch.uint8).cpu().numpy().tobytes())
+    out.update(data_sha256=fh.hexdigest(), file_sha256=whole.hexdigest(), gpu_sha256=gh.hexdigest())
+print(json.dumps(out))
 EOF
-cat "$CHECK_DIR/torch.json"
-
-cat "$ST" >/dev/null
-# Timed without --checksum (the digest copies everything back and hashes it
-# after the load; safetensors' load_file does neither). --direct off: the
-# file is in the page cache, as it is for safetensors (which maps it);
-# O_DIRECT would read the disk instead. The process's wall time is gdsload's
-# end to end: library loading, CUDA context, cuFile driver, allocations.
-t0=$(now)
-run_step 150 "$BIN" load --to gpu:0 --direct off --json "$ST" >"$CHECK_DIR/gdsload.json"
-t1=$(now)
-echo "gdsload process wall time: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s"
-head -c 4000 "$CHECK_DIR/gdsload.json"
+# drop_or_warm CACHE: the page cache dropped (cold; needs root) or the file
+# read just before (warm).
+drop_or_warm() {
+	if [ "$1" = warm ]; then
+		cat "$ST" >/dev/null
+	elif ! { sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
+		echo "cannot drop the page cache (not root?): this 'cold' run is warm"
+	fi
+}
+# Each comparison is PAIRS pairs, the order alternating (safetensors first
+# in odd pairs, gdsload first in even ones), cold and then warm. gdsload
+# runs without --checksum (the digest copies everything back and hashes it
+# after the load; load_file does neither): cold with its defaults (O_DIRECT
+# where it can), warm with --direct off (the file is in the page cache, as
+# it is for safetensors, which maps it; O_DIRECT would read the disk
+# instead). The process's wall time is gdsload's end to end: library
+# loading, CUDA context, cuFile driver, allocations.
+: >"$CHECK_DIR/e2e-runs.txt"
+for cache in cold warm; do
+	tc=$(date +%s)
+	for pair in $(seq 1 "$PAIRS"); do
+		if [ $((pair % 2)) = 1 ]; then order="safetensors gdsload"; else order="gdsload safetensors"; fi
+		for who in $order; do
+			drop_or_warm "$cache"
+			if [ "$who" = safetensors ]; then
+				mode=time
+				if [ "$cache" = warm ] && [ "$pair" = 1 ]; then mode=hash; fi
+				run_step 150 "$PY" "$ST_PY" "$ST" "$mode" >"$CHECK_DIR/torch-$cache-$pair.json"
+			else
+				direct=(--direct auto)
+				if [ "$cache" = warm ]; then direct=(--direct off); fi
+				t0=$(now)
+				run_step 150 "$BIN" load --to gpu:0 "${direct[@]}" --json "$ST" >"$CHECK_DIR/gdsload-$cache-$pair.json"
+				t1=$(now)
+				echo "$cache $pair $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')" >>"$CHECK_DIR/e2e-runs.txt"
+			fi
+		done
+	done
+	echo "$cache: $PAIRS pairs took $(($(date +%s) - tc)) s"
+done
+head -c 2000 "$CHECK_DIR/gdsload-warm-1.json"
 echo
-# Then again with the digest of what landed, for the byte comparison.
+# Then once more with the digest of what landed, for the byte comparison.
+cat "$ST" >/dev/null
 run_step 150 "$BIN" load --to gpu:0 --direct off --checksum sha256 --json "$ST" >"$CHECK_DIR/gdsload-sha.json"
 
-"$PY" - "$CHECK_DIR/torch.json" "$CHECK_DIR/gdsload.json" "$t0" "$t1" "$ST" "$CHECK_DIR/gdsload-sha.json" <<'EOF' || fail "comparison"
-import json, os, sys
-tj, gj, t0, t1, path, sj = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
+"$PY" - "$CHECK_DIR" "$ST" "$PAIRS" <<'EOF' || fail "comparison"
+import json, os, statistics, sys
+d, path, pairs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 size = os.path.getsize(path)
-try:
-    t = json.load(open(tj))
-except Exception as e:
-    sys.exit(f"no safetensors result: {e}")
-try:
-    g = json.load(open(gj))
-except Exception as e:
-    sys.exit(f"no gdsload result: {e}")
 gib = size / 2**30
-g_e2e = t1 - t0
-label = g.get("path", "?") + (f" ({g['gds_mode']})" if g.get("gds_mode") else "")
-print(f"safetensors {t['safetensors_version']} (torch {t['torch_version']}): end to end {t['end_to_end_seconds']:.3f} s "
-      f"= {gib / t['end_to_end_seconds']:.2f} GiB/s (CUDA context {t['context_seconds']:.3f} s, load_file "
-      f"{t['load_seconds']:.3f} s = {gib / t['load_seconds']:.2f} GiB/s; importing torch took {t['import_seconds']:.3f} s more)")
-print(f"gdsload {label} ({g.get('reason')}): end to end {g_e2e:.3f} s = {gib / g_e2e:.2f} GiB/s "
-      f"(load phase {g['seconds']:.3f} s = {g.get('gib_per_s', 0):.2f} GiB/s)")
-print(f"HEADLINE end to end: gdsload is {t['end_to_end_seconds'] / g_e2e:.2f}x safetensors.torch.load_file")
-print(f"load phase alone: {t['load_seconds'] / g['seconds']:.2f}x")
+e2e = {}
+for line in open(os.path.join(d, "e2e-runs.txt")):
+    cache, pair, secs = line.split()
+    e2e[(cache, int(pair))] = float(secs)
 ok = True
+hashed = None
+for cache in ("cold", "warm"):
+    full, phase = [], []
+    for pair in range(1, pairs + 1):
+        try:
+            t = json.load(open(os.path.join(d, f"torch-{cache}-{pair}.json")))
+            g = json.load(open(os.path.join(d, f"gdsload-{cache}-{pair}.json")))
+        except Exception as e:
+            print(f"{cache} pair {pair}: no result ({e})")
+            ok = False
+            continue
+        data = size - t["data_offset"]
+        # Every timed run's bytes: safetensors' tensors hold the data
+        # region; gdsload moved the data region or the whole file.
+        if t["tensor_bytes"] != data:
+            print(f"MISMATCH {cache} pair {pair}: safetensors' tensors hold {t['tensor_bytes']} bytes, the data region {data}")
+            ok = False
+        if g.get("bytes") not in (data, size):
+            print(f"MISMATCH {cache} pair {pair}: gdsload moved {g.get('bytes')} bytes, want {data} or {size}")
+            ok = False
+        if "gpu_sha256" in t:
+            hashed = t
+        ge, te = e2e[(cache, pair)], t["end_to_end_seconds"]
+        full.append(te / ge)
+        phase.append(t["load_seconds"] / g["seconds"])
+        label = g.get("path", "?") + (f" ({g['gds_mode']})" if g.get("gds_mode") else "")
+        print(f"{cache} pair {pair} ({'safetensors' if pair % 2 else 'gdsload'} first): "
+              f"safetensors {t['safetensors_version']} end to end {te:.3f} s = {gib / te:.2f} GiB/s "
+              f"(context {t['context_seconds']:.3f} s, load_file {t['load_seconds']:.3f} s); "
+              f"gdsload {label} ({g.get('reason')}) end to end {ge:.3f} s = {gib / ge:.2f} GiB/s "
+              f"(load phase {g['seconds']:.3f} s); stronger: {'gdsload' if ge < te else 'safetensors'}; "
+              f"ratio {full[-1]:.2f}x, load phase {phase[-1]:.2f}x")
+    if full:
+        print(f"HEADLINE {cache} page cache, end to end: gdsload is {statistics.median(full):.2f}x "
+              f"safetensors.torch.load_file (median of {len(full)} alternated pairs, spread "
+              f"{min(full):.2f}..{max(full):.2f}); load phase alone {statistics.median(phase):.2f}x "
+              f"({min(phase):.2f}..{max(phase):.2f})")
+if hashed is None:
+    sys.exit("no hashed safetensors run")
+t = hashed
 if t["gpu_sha256"] != t["data_sha256"]:
-    print("MISMATCH: torch's GPU bytes differ from the file's data region"); ok = False
+    print("MISMATCH: torch's GPU bytes differ from the file's data region")
+    ok = False
 else:
     print("torch GPU bytes == file data region (sha256 %s)" % t["data_sha256"][:16])
 try:
-    files = json.load(open(sj)).get("files") or [{}]
+    files = json.load(open(os.path.join(d, "gdsload-sha.json"))).get("files") or [{}]
 except Exception as e:
     sys.exit(f"no gdsload --checksum result: {e}")
-d = files[0].get("sha256", "")
-if d == t["data_sha256"]:
-    print("gdsload GPU bytes == file data region (sha256 %s)" % d[:16])
-elif d == t["file_sha256"]:
-    print("gdsload GPU bytes == whole file (sha256 %s): it loaded the file, header included" % d[:16])
+dg = files[0].get("sha256", "")
+if dg == t["data_sha256"]:
+    print("gdsload GPU bytes == file data region (sha256 %s)" % dg[:16])
+elif dg == t["file_sha256"]:
+    print("gdsload GPU bytes == whole file (sha256 %s): it loaded the file, header included" % dg[:16])
 else:
-    print(f"MISMATCH: gdsload digest {d!r} is neither the data region nor the whole file"); ok = False
+    print(f"MISMATCH: gdsload digest {dg!r} is neither the data region nor the whole file")
+    ok = False
 sys.exit(0 if ok else 1)
 EOF
+rm -f "$ST_PY"
 fi
 
 
@@ -461,7 +540,7 @@ else
 	fail "no checkpoint test binary at $TESTBIN (make gpu-binaries)"
 fi
 
-section "python: gdsload.load_file(device=cuda:0) vs safetensors.torch.load_file, cold and warm; save_file from CUDA tensors (scripts/gpu-check-python.py)"; if [ -s "$ST" ]; then run_step 240 env PYTHONPATH=".gpu/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" scripts/gpu-check-python.py "$ST" "$CHECK_DIR"; else fail "no safetensors file: python check skipped"; fi
+section "python: gdsload.load_file(device=cuda:0) vs safetensors.torch.load_file, cold and warm; save_file from CUDA tensors (scripts/gpu-check-python.py)"; if [ -s "$ST" ]; then run_step 240 env CHECK_PAIRS="$PAIRS" PYTHONPATH=".gpu/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" scripts/gpu-check-python.py "$ST" "$CHECK_DIR"; else fail "no safetensors file: python check skipped"; fi
 
 section "RDMA: scripts/rdma-check.sh where ibv_devices lists a device"
 # Only where the machine already has an RDMA device: no kernel module is

@@ -16,7 +16,9 @@
 // Read is pread(2) for callers that cannot tell the difference: the same
 // byte counts, short reads and errors (as syscall.Errno). ReadBatch is for
 // one goroutine with many reads to make: it keeps up to a given number in
-// flight and is woken once per batch of completions, not once per read.
+// flight through an io_uring of its own, submitting each read as it goes
+// and waiting for completions in the same system call, as fio does, with
+// no other goroutine or thread involved.
 // Where io_uring is missing or refused (old kernels,
 // kernel.io_uring_disabled, seccomp profiles), Available reports false and
 // Read calls pread itself.

@@ -1,7 +1,9 @@
 package uring
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -70,6 +72,8 @@ type ring struct {
 	free []uint16 // request slots not in use
 
 	ev *os.File // an eventfd the kernel signals on every completion
+
+	mem [][]byte // the mappings of the rings and the SQEs, for close
 }
 
 var (
@@ -78,6 +82,9 @@ var (
 	reqPool   = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
 	// disabled is set by tests to exercise the pread path.
 	disabled atomic.Bool
+	// sharedOnly is set by tests to exercise ReadBatch through the
+	// process's ring, its path where no ring of its own can be set up.
+	sharedOnly atomic.Bool
 )
 
 // Available reports whether reads go through io_uring here.
@@ -92,14 +99,44 @@ func get() *ring {
 }
 
 func setup() (*ring, error) {
+	r, err := mapRing()
+	if err != nil {
+		return nil, err
+	}
+	r.slots = make(chan struct{}, Entries)
+	for i := range Entries {
+		r.free = append(r.free, uint16(i))
+	}
+	// The SQ holds at most Entries reads, and the CQ (at least as large)
+	// can never overflow.
+	for range Entries {
+		r.slots <- struct{}{}
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerEventFD, uintptr(unsafe.Pointer(&efd)), 1, 0, 0); errno != 0 {
+		unix.Close(efd)
+		r.close()
+		return nil, errno
+	}
+	r.ev = os.NewFile(uintptr(efd), "io_uring eventfd")
+	go r.reap()
+	return r, nil
+}
+
+// mapRing sets up an io_uring of Entries entries and maps its rings.
+func mapRing() (*ring, error) {
 	var p params
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, Entries, uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
 		return nil, errno
 	}
-	r := &ring{fd: int(fd), slots: make(chan struct{}, Entries)}
+	r := &ring{fd: int(fd)}
 	fail := func(err error) (*ring, error) {
-		unix.Close(r.fd)
+		r.close()
 		return nil, err
 	}
 	if p.features&featSingleMap == 0 || p.sqEntries < Entries || p.cqEntries < p.sqEntries {
@@ -112,36 +149,29 @@ func setup() (*ring, error) {
 	if err != nil {
 		return fail(err)
 	}
+	r.mem = append(r.mem, rings)
 	sqes, err := unix.Mmap(r.fd, offSQEs, int(p.sqEntries)*sqeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
-		unix.Munmap(rings)
 		return fail(err)
 	}
+	r.mem = append(r.mem, sqes)
 	u32 := func(off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&rings[off])) }
 	r.sqHead, r.sqTail, r.sqMask = u32(p.sqOff[offHead]), u32(p.sqOff[offTail]), u32(p.sqOff[offMask])
 	r.sqArray = unsafe.Slice(u32(p.sqOff[sqOffArray]), p.sqEntries)
 	r.sqes = sqes
 	r.cqHead, r.cqTail, r.cqMask = u32(p.cqOff[offHead]), u32(p.cqOff[offTail]), u32(p.cqOff[offMask])
 	r.cqes = rings[p.cqOff[cqOffCQEs] : p.cqOff[cqOffCQEs]+p.cqEntries*cqeSize]
-	for i := range Entries {
-		r.free = append(r.free, uint16(i))
-	}
-	// The SQ holds at most Entries reads, and the CQ (at least as large)
-	// can never overflow.
-	for range Entries {
-		r.slots <- struct{}{}
-	}
-	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
-	if err != nil {
-		return fail(err)
-	}
-	if _, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerEventFD, uintptr(unsafe.Pointer(&efd)), 1, 0, 0); errno != 0 {
-		unix.Close(efd)
-		return fail(errno)
-	}
-	r.ev = os.NewFile(uintptr(efd), "io_uring eventfd")
-	go r.reap()
 	return r, nil
+}
+
+// close unmaps a ring that mapRing set up and closes its descriptor; no
+// read may be in flight in it.
+func (r *ring) close() {
+	for _, m := range r.mem {
+		_ = unix.Munmap(m)
+	}
+	r.mem = nil
+	unix.Close(r.fd)
 }
 
 // Read reads into p at off from fd, as pread(2) would.
@@ -190,6 +220,14 @@ func (r *ring) submit(req *request, fd, n int, off int64) {
 	slot := r.free[len(r.free)-1]
 	r.free = r.free[:len(r.free)-1]
 	r.reqs[slot] = req
+	r.queue(fd, req.buf, n, off, uint64(slot))
+	_, _ = enter(r.fd)
+}
+
+// queue puts a read of n bytes into buf at off from fd in the SQ, with
+// userData to tell its completion by; the kernel sees it at the next
+// io_uring_enter. The caller keeps buf reachable until the completion.
+func (r *ring) queue(fd int, buf unsafe.Pointer, n int, off int64, userData uint64) {
 	tail := atomic.LoadUint32(r.sqTail)
 	idx := tail & *r.sqMask
 	sqe := r.sqes[idx*sqeSize : (idx+1)*sqeSize : (idx+1)*sqeSize]
@@ -197,12 +235,11 @@ func (r *ring) submit(req *request, fd, n int, off int64) {
 	sqe[0] = opRead
 	*(*int32)(unsafe.Pointer(&sqe[4])) = int32(fd)
 	*(*uint64)(unsafe.Pointer(&sqe[8])) = uint64(off)
-	*(*uint64)(unsafe.Pointer(&sqe[16])) = uint64(uintptr(req.buf))
+	*(*uint64)(unsafe.Pointer(&sqe[16])) = uint64(uintptr(buf))
 	*(*uint32)(unsafe.Pointer(&sqe[24])) = uint32(n)
-	*(*uint64)(unsafe.Pointer(&sqe[32])) = uint64(slot)
+	*(*uint64)(unsafe.Pointer(&sqe[32])) = userData
 	r.sqArray[idx] = idx
 	atomic.StoreUint32(r.sqTail, tail+1)
-	_, _ = enter(r.fd)
 }
 
 // reap wakes the readers of completed reads, then waits for the ring's
@@ -265,11 +302,15 @@ func enter(fd int) (uint32, error) {
 // until its done, and may be handed out again after.
 //
 // Why: with Read, each completion wakes the goroutine that waits for it,
-// and the Go runtime wakes a thread to run it; a caller that keeps many
-// small reads in flight from one goroutine is woken once per batch of
-// completions instead, which took much of the CPU of 4 KiB random reads
-// away (docs/PERFORMANCE-NOTES.md, loader). Without the ring, the reads
-// are preads, one at a time.
+// and the Go runtime wakes a thread to run it. ReadBatch drives an
+// io_uring of its own (taken from a few kept for reuse) as fio does: each
+// read is submitted on its own io_uring_enter, the last of a refill with
+// the wait for the next completion, the wait is made only when the CQ is
+// empty, and every completion in the CQ is handed over before the next
+// call, so no other goroutine or thread takes part
+// (docs/PERFORMANCE-NOTES.md, loader). Where a ring of its own cannot be
+// set up, the reads go through the process's ring and its reaper. Without
+// io_uring, the reads are preads, one at a time.
 func ReadBatch(fd, depth int, next func() (Req, bool), done func(r Req, n int, err error)) {
 	r := get()
 	if r == nil || depth <= 1 {
@@ -283,6 +324,166 @@ func ReadBatch(fd, depth int, next func() (Req, bool), done func(r Req, n int, e
 		}
 	}
 	depth = min(depth, Entries)
+	if own := takeRing(); own != nil {
+		defer putRing(own) // after a panic too: batch waits for its reads
+		own.batch(fd, depth, next, done)
+		return
+	}
+	r.sharedBatch(fd, depth, next, done)
+}
+
+// idle holds rings of ReadBatch's that no batch uses now, for the next.
+var idle struct {
+	sync.Mutex
+	rings []*ring
+}
+
+// maxIdle is how many rings idle keeps; more are closed.
+const maxIdle = 4
+
+// takeRing is an idle ring, or a new one; nil where none can be set up.
+func takeRing() *ring {
+	if sharedOnly.Load() {
+		return nil
+	}
+	idle.Lock()
+	if k := len(idle.rings); k > 0 {
+		r := idle.rings[k-1]
+		idle.rings = idle.rings[:k-1]
+		idle.Unlock()
+		return r
+	}
+	idle.Unlock()
+	r, err := mapRing()
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// putRing keeps r, with no read in flight, for the next batch, or closes it.
+func putRing(r *ring) {
+	idle.Lock()
+	defer idle.Unlock()
+	if len(idle.rings) < maxIdle {
+		idle.rings = append(idle.rings, r)
+		return
+	}
+	r.close()
+}
+
+// unplugged is the most reads one io_uring_enter submits in ReadBatch's
+// own ring. The kernel plugs the block queue for more than two, and the
+// device then gets them, and answers them, as one burst: 32 random 4 KiB
+// reads submitted at once came back together, one round trip of the
+// slowest per 32 reads, and fio's reads per second at the same depth
+// (it submits one at a time) were out of reach. Submitted one at a time,
+// as fio does, reads complete, and are replaced, one by one.
+const unplugged = 1
+
+// enterFlagGetEvents is IORING_ENTER_GETEVENTS.
+const enterFlagGetEvents = 1
+
+// queued is how many reads r's SQ holds that the kernel has not taken.
+func (r *ring) queued() uint32 { return atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead) }
+
+// submitWait submits every read queued in r's SQ and, when they all went
+// and the CQ is empty, waits until it holds at least one completion (as
+// fio does, the CQ is looked at first: completions the kernel posted
+// while this goroutine ran cost no system call). It blocks, so it is a
+// system call the Go scheduler knows of. The kernel's refusals for now
+// (EAGAIN, EBUSY) and interruptions leave the reads queued for the next
+// call.
+func (r *ring) submitWait() {
+	queued := r.queued()
+	var wait uintptr
+	if atomic.LoadUint32(r.cqHead) == atomic.LoadUint32(r.cqTail) {
+		wait = enterFlagGetEvents // else completions are there: no wait
+	} else if queued == 0 {
+		return // nothing to submit, completions to hand over: no system call
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(queued), 1, wait, 0, 0)
+	switch errno {
+	case 0, unix.EINTR:
+	case unix.EAGAIN, unix.EBUSY:
+		runtime.Gosched()
+	default:
+		// The ring is this batch's and well formed: nothing else fails.
+		panic(fmt.Sprintf("io_uring_enter of a private ring: %v", errno))
+	}
+}
+
+// batch is ReadBatch through r, a ring of its own: next and done run here,
+// between calls that submit and wait in one.
+func (r *ring) batch(fd, depth int, next func() (Req, bool), done func(r Req, n int, err error)) {
+	reqs := make([]Req, depth) // each slot's read, its buffer kept reachable
+	free := make([]int, depth)
+	for s := range free {
+		free[s] = s
+	}
+	inflight := 0
+	more := true
+	// Whatever way this returns, a panic in next or done included, the
+	// reads in flight are waited for: the kernel must be done with the
+	// buffers before they are handed back, and with the ring before it is
+	// used again.
+	defer func() {
+		for inflight > 0 {
+			r.submitWait()
+			head, tail := atomic.LoadUint32(r.cqHead), atomic.LoadUint32(r.cqTail)
+			inflight -= int(tail - head)
+			atomic.StoreUint32(r.cqHead, tail)
+		}
+	}()
+	fill := func() {
+		for more && inflight < depth {
+			q, ok := next()
+			if !ok {
+				more = false
+				return
+			}
+			if q.Off < 0 || !ringable(q.Buf) {
+				n, err := Read(fd, q.Buf, q.Off) // pread's answer, as Read gives it
+				done(q, n, err)
+				continue
+			}
+			// The read queued before goes to the kernel first: one a call,
+			// and the last one goes with the wait that follows.
+			if r.queued() >= unplugged {
+				_, _ = enter(r.fd)
+			}
+			s := free[len(free)-1]
+			free = free[:len(free)-1]
+			reqs[s] = q
+			r.queue(fd, unsafe.Pointer(unsafe.SliceData(q.Buf)), len(q.Buf), q.Off, uint64(s))
+			inflight++
+		}
+	}
+	fill()
+	for inflight > 0 {
+		r.submitWait()
+		head, tail := atomic.LoadUint32(r.cqHead), atomic.LoadUint32(r.cqTail)
+		for ; head != tail; head++ {
+			cqe := r.cqes[(head&*r.cqMask)*cqeSize:]
+			s := *(*uint64)(unsafe.Pointer(&cqe[0]))
+			res := *(*int32)(unsafe.Pointer(&cqe[8]))
+			// Consumed before done runs, so that a panic there leaves the
+			// CQ and the count in flight agreeing for the deferred wait.
+			atomic.StoreUint32(r.cqHead, head+1)
+			inflight--
+			q := reqs[s]
+			reqs[s] = Req{}
+			free = append(free, int(s))
+			n, err := result(res)
+			done(q, n, err)
+		}
+		fill()
+	}
+}
+
+// sharedBatch is ReadBatch through the process's ring: each read is
+// submitted on its own and its completion comes back from the reaper.
+func (r *ring) sharedBatch(fd, depth int, next func() (Req, bool), done func(r Req, n int, err error)) {
 	back := make(chan *request, depth)
 	spare := make([]*request, 0, depth) // requests back from the kernel, to use again
 	inflight := 0

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -32,12 +33,21 @@ func testFile(t *testing.T, size int) (*os.File, []byte) {
 }
 
 // forEachPath runs f with reads through the ring (where this kernel has
-// one) and through pread.
+// one; ReadBatch through a ring of its own, then through the process's
+// ring) and through pread.
 func forEachPath(t *testing.T, f func(t *testing.T)) {
 	t.Run("ring", func(t *testing.T) {
 		if !Available() {
 			t.Skip("no io_uring here")
 		}
+		f(t)
+	})
+	t.Run("shared ring", func(t *testing.T) {
+		if !Available() {
+			t.Skip("no io_uring here")
+		}
+		sharedOnly.Store(true)
+		defer sharedOnly.Store(false)
 		f(t)
 	})
 	t.Run("pread", func(t *testing.T) {
@@ -218,8 +228,10 @@ func TestReadBatch(t *testing.T) {
 	})
 }
 
-// TestReadBatchPanics: a callback that panics leaves the ring as it found
-// it: the reads in flight are waited for and every entry is free again.
+// TestReadBatchPanics: a callback that panics leaves the rings as it
+// found them: the reads in flight are waited for, every entry of the
+// process's ring is free again, and a batch's own ring goes back idle with
+// nothing queued or unconsumed.
 func TestReadBatchPanics(t *testing.T) {
 	if !Available() {
 		t.Skip("no io_uring here")
@@ -229,19 +241,40 @@ func TestReadBatchPanics(t *testing.T) {
 	for i := range bufs {
 		bufs[i] = make([]byte, 4096)
 	}
-	next := 0
-	func() {
-		defer func() {
-			require.NotNil(t, recover(), "the callback's panic did not reach the caller")
-		}()
-		ReadBatch(int(f.Fd()), Entries, func() (Req, bool) {
-			if next == Entries {
-				return Req{}, false
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own ring", true: "shared ring"}[shared], func(t *testing.T) {
+			sharedOnly.Store(shared)
+			defer sharedOnly.Store(false)
+			idle.Lock()
+			before := len(idle.rings)
+			idle.Unlock()
+			next := 0
+			func() {
+				defer func() {
+					require.NotNil(t, recover(), "the callback's panic did not reach the caller")
+				}()
+				ReadBatch(int(f.Fd()), Entries, func() (Req, bool) {
+					if next == Entries {
+						return Req{}, false
+					}
+					next++
+					return Req{Buf: bufs[next-1], Off: int64(next-1) * 4096}, true
+				}, func(Req, int, error) { panic("callback failed") })
+			}()
+			got := len(get().slots)
+			require.Equal(t, Entries, got, "%d of %d ring entries free after the panic", got, Entries)
+			idle.Lock()
+			defer idle.Unlock()
+			if shared {
+				return
 			}
-			next++
-			return Req{Buf: bufs[next-1], Off: int64(next-1) * 4096}, true
-		}, func(Req, int, error) { panic("callback failed") })
-	}()
-	got := len(get().slots)
-	require.Equal(t, Entries, got, "%d of %d ring entries free after the panic", got, Entries)
+			require.Len(t, idle.rings, max(before, 1), "idle rings after the panic")
+			for _, r := range idle.rings {
+				sq := atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead)
+				cq := atomic.LoadUint32(r.cqTail) - atomic.LoadUint32(r.cqHead)
+				require.Zero(t, sq, "an idle ring holds queued reads")
+				require.Zero(t, cq, "an idle ring holds unconsumed completions")
+			}
+		})
+	}
 }

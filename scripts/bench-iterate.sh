@@ -27,11 +27,29 @@
 #             VM costs from 15 to 450 ms depending on whether the host still
 #             backs the guest's free pages; a training job pays it once, so
 #             the steady-state ratio is taken over several epochs
+#   gtar, ggz taskset -c 0 GOMAXPROCS=1 gdsload iterate over the same
+#             shards as .tar and as .tar.gz (gzip -6), each with its own
+#             index.json
+#   wtar, wgz the webdataset library (PyPI 1.0.2, in a venv of the
+#             script's own, VENV, default build/bench-iterate-venv):
+#             WebDataset(SHARDS, shardshuffle=False) yielding each sample's
+#             raw bytes, no decoder, in one process on core 0, over the
+#             .tar and the .tar.gz shards: what WebDataset users would
+#             otherwise run
+#   wtar2, wgz2  the same through a torch DataLoader with 2 workers
+#             (batch_size=None), on cores 0 and 1
+#   g2tar     taskset -c 0,1 GOMAXPROCS=2 gdsload iterate --workers 2 over
+#             the .tar shards, beside wtar2
+# webdataset's CPU and wall time are taken inside its process around the
+# iteration (getrusage of the process and its DataLoader workers): the
+# interpreter's start and its imports (torch's among them, about a CPU
+# second) are left out, which is the library at its strongest.
 # All gdsload runs: --shuffle=false --direct off --json (zstd reads through
 # the page cache too). CPU s/GiB is (user+sys) per GiB of the uncompressed
 # tar stream, the same bytes for both sides.
 #
-# Checked bytes: every timed run's own report is compared with a reference
+# Checked bytes: every timed run's own report (webdataset's: the samples
+# and field bytes it counted) is compared with a reference
 # taken once, untimed, with Python's tarfile over `zstd -dc` (samples,
 # field bytes, and the tar bytes per shard): gdsload's --json summary
 # (samples, bytes) and zstd -v's per-file byte counts. One checksummed run
@@ -40,7 +58,15 @@
 # computes over the same fields, zstd -dc | sha256sum against the SHA-256
 # of each tar stream recorded when the shard was written.
 #
-# Targets (issue 14): noverify >= 0.9x zstd, verify >= 0.6x, w2 >= 1.8x w1
+# The .tar, .tar.gz and webdataset runs are checksummed once too (webdataset
+# with 2 workers, whose order interleaves the workers': samples and bytes).
+#
+# Each round (a pass over the configurations, forward or reversed) prints
+# every peer's CPU s/GiB beside gdsload's on the same shards, and which
+# webdataset run was the strongest.
+#
+# Targets: noverify >= 0.9x zstd, verify >= 0.6x, w2 >= 1.8x w1; gdsload
+# >= 2x the webdataset library per core (CPU s/GiB, the same shards)
 # (needs two free cores; held over EPOCHS epochs, w2e against w1e). Also
 # printed, with no target: the epochs after the first alone (each round's
 # w1e less w1 against its w2e less w2).
@@ -57,6 +83,7 @@
 # themselves, so the ratio is meaningless under load without it.
 #
 # Environment: GDSLOAD (default ./bin/gdsload), N_TEXT (32), N_RAND (32),
+# FAST=1 (a quick check of the script: 4 shards of 8 MiB a set, 1 pair),
 # SHARD_MIB (32, uncompressed payload per shard), PAIRS (5), EPOCHS (3), SETS ("text
 # rand"), QUIET (0), WORK (a temporary directory, removed afterwards unless
 # given).
@@ -66,6 +93,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib-bench.sh"
 
 GDSLOAD=${GDSLOAD:-./bin/gdsload}
+if [ "${FAST:-0}" = 1 ]; then N_TEXT=${N_TEXT:-4} N_RAND=${N_RAND:-4} SHARD_MIB=${SHARD_MIB:-8} PAIRS=${PAIRS:-1}; fi
+VENV=${VENV:-$(cd "$here/.." && pwd)/build/bench-iterate-venv}
 N_TEXT=${N_TEXT:-32}
 N_RAND=${N_RAND:-32}
 SHARD_MIB=${SHARD_MIB:-32}
@@ -76,6 +105,10 @@ SETS=${SETS:-"text rand"}
 need zstd zstd
 need python3 python3
 need taskset util-linux
+need gzip gzip
+/usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "/usr/bin/python3 has no torch: apt-get install python3-torch" >&2; exit 1; }
+peer_venv "$VENV" "webdataset==1.0.2"
+WPY=$VENV/bin/python
 [ -x /usr/bin/time ] || need time time
 [ -x "$GDSLOAD" ] || { echo "gdsload binary not found at $GDSLOAD (set GDSLOAD or run: go build -o bin/gdsload ./cmd/gdsload)" >&2; exit 1; }
 GDSLOAD=$(cd "$(dirname "$GDSLOAD")" && pwd)/$(basename "$GDSLOAD")
@@ -124,9 +157,17 @@ PY
     zstd -q -3 -T1 -f -o "$dir/$shard" "$WORK/tmp.tar"
   done
   rm -f "$WORK/tmp.tar"
-  mkdir -p "$dir-noindex"
+  mkdir -p "$dir-noindex" "$dir-tar" "$dir-gz"
   ln -f "$dir"/*.tar.zst "$dir-noindex/"
+  local f b
+  for f in "$dir"/*.tar.zst; do
+    b=$(basename "$f" .zst)
+    zstd -q -dc "$f" >"$dir-tar/$b"
+    gzip -6 -c "$dir-tar/$b" >"$dir-gz/$b.gz"
+  done
   "$GDSLOAD" manifest "$dir" >&2
+  "$GDSLOAD" manifest "$dir-tar" >&2
+  "$GDSLOAD" manifest "$dir-gz" >&2
 }
 
 # reference NAME: samples, field bytes, tar bytes and the SHA-256 of the
@@ -165,6 +206,27 @@ s = json.loads(open(sys.argv[1], "rb").read().splitlines()[-1])
 if (s["samples"], s["bytes"]) != (int(sys.argv[2]), int(sys.argv[3])):
     sys.exit("gdsload reported %d samples, %d bytes; the reference has %s, %s" % (s["samples"], s["bytes"], sys.argv[2], sys.argv[3]))
 PY
+}
+
+# check_wds FILE SAMPLES BYTES: webdataset's report in FILE matches.
+check_wds() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1], "rb").read().splitlines()[-1])
+if (s["samples"], s["bytes"]) != (int(sys.argv[2]), int(sys.argv[3])):
+    sys.exit("webdataset yielded %d samples, %d bytes; the reference has %s, %s" % (s["samples"], s["bytes"], sys.argv[2], sys.argv[3]))
+PY
+}
+
+# wds_timed OUT WORKERS CORES SHARDS...: one webdataset run, its own wall
+# and CPU figures appended to OUT as "wall cpu 0" (the layout of the
+# other timed files: wall, user, sys), its samples and bytes checked.
+wds_timed() {
+  local out=$1 workers=$2 cores=$3; shift 3
+  taskset -c "$cores" "$WPY" "$here/bench-iterate.py" "$workers" "$@" >"$WORK/wout" 2>"$WORK/err" ||
+    { echo "webdataset failed:" >&2; cat "$WORK/err" >&2; exit 1; }
+  check_wds "$WORK/wout" "$samples" "$fbytes"
+  python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).read().splitlines()[-1]); print("%.4f %.4f 0" % (d["wall"], d["cpu"]))' "$WORK/wout" >>"$out"
 }
 
 # check_zstd FILE TARBYTES: zstd -v's per-file byte counts add up.
@@ -269,7 +331,16 @@ for set in $SETS; do
   got=$("$GDSLOAD" iterate "$dir-noindex" --shuffle=false --direct off --checksum sha256 --json 2>/dev/null | tail -n 1 |
     python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["sha256"])')
   [ "$got" = "$fsum" ] || { echo "gdsload iterate (no index): sha256 $got, the reference $fsum" >&2; exit 1; }
-  echo "checksummed runs: zstd per shard and gdsload (noverify, verify, 2 workers, no index) match the reference" >&2
+  for twin in tar gz; do
+    got=$("$GDSLOAD" iterate "$dir-$twin" --shuffle=false --direct off --checksum sha256 --json 2>/dev/null | tail -n 1 |
+      python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["sha256"])')
+    [ "$got" = "$fsum" ] || { echo "gdsload iterate (.$twin): sha256 $got, the reference $fsum" >&2; exit 1; }
+    got=$("$WPY" "$here/bench-iterate.py" 0 "$dir-$twin"/*.tar* --sha256 | python3 -c 'import json, sys; print(json.loads(sys.stdin.read())["sha256"])')
+    [ "$got" = "$fsum" ] || { echo "webdataset (.$twin): sha256 $got, the reference $fsum" >&2; exit 1; }
+    "$WPY" "$here/bench-iterate.py" 2 "$dir-$twin"/*.tar* >"$WORK/wout"
+    check_wds "$WORK/wout" "$samples" "$fbytes"
+  done
+  echo "checksummed runs: zstd per shard, gdsload (noverify, verify, 2 workers, no index, .tar, .tar.gz) and webdataset (.tar, .tar.gz; 2 workers: samples and bytes) match the reference" >&2
 
   rm -f "$WORK"/t."$set".* "$WORK/repeated" "$WORK/disturbed" "$WORK/unquiet"
   one=(taskset -c 0 env GOMAXPROCS=1 "$GDSLOAD" iterate --shuffle=false --direct off --json)
@@ -294,13 +365,23 @@ for set in $SETS; do
   r_w1() { run_timed "$WORK/t.$set.w1" "$WORK/out" "${jcheck[@]}" -- "${two[@]}" --workers 1 "$dir"; }
   r_w2() { run_timed "$WORK/t.$set.w2" "$WORK/out" "${jcheck[@]}" -- "${two[@]}" --workers 2 "$dir"; }
   echeck=(check_json "$WORK/out" "$((samples * EPOCHS))" "$((fbytes * EPOCHS))")
+  r_gtar() { run_timed "$WORK/t.$set.gtar" "$WORK/out" "${jcheck[@]}" -- "${one[@]}" "$dir-tar"; }
+  r_ggz() { run_timed "$WORK/t.$set.ggz" "$WORK/out" "${jcheck[@]}" -- "${one[@]}" "$dir-gz"; }
+  r_g2tar() { run_timed "$WORK/t.$set.g2tar" "$WORK/out" "${jcheck[@]}" -- "${two[@]}" --workers 2 "$dir-tar"; }
+  r_wtar() { wds_timed "$WORK/t.$set.wtar" 0 0 "$dir-tar"/*.tar; }
+  r_wgz() { wds_timed "$WORK/t.$set.wgz" 0 0 "$dir-gz"/*.tar.gz; }
+  r_wtar2() { wds_timed "$WORK/t.$set.wtar2" 2 0,1 "$dir-tar"/*.tar; }
+  r_wgz2() { wds_timed "$WORK/t.$set.wgz2" 2 0,1 "$dir-gz"/*.tar.gz; }
   r_w1e() { run_timed "$WORK/t.$set.w1e" "$WORK/out" "${echeck[@]}" -- "${two[@]}" --workers 1 --epochs "$EPOCHS" "$dir"; }
   r_w2e() { run_timed "$WORK/t.$set.w2e" "$WORK/out" "${echeck[@]}" -- "${two[@]}" --workers 2 --epochs "$EPOCHS" "$dir"; }
   # Warm the page cache and both programs, untimed.
   zstd -q -d -T1 -c "${shards[@]}" >/dev/null
   "$GDSLOAD" iterate "$dir" --direct off >/dev/null 2>&1
+  cat "$dir-tar"/* "$dir-gz"/* >/dev/null
   for _ in $(seq 1 "$PAIRS"); do
     r_zstd; r_noverify; r_verify; r_noindex; r_noscan; r_w1; r_w2; r_zstd2; r_w1e; r_w2e
+    r_gtar; r_wtar; r_ggz; r_wgz; r_g2tar; r_wtar2; r_wgz2
+    r_wgz2; r_wtar2; r_g2tar; r_wgz; r_ggz; r_wtar; r_gtar
     r_w2e; r_w1e; r_zstd2; r_w2; r_w1; r_noscan; r_noindex; r_verify; r_noverify; r_zstd
   done
 
@@ -308,13 +389,20 @@ for set in $SETS; do
   # cpu FILE [PASSES]: CPU seconds per GiB of the tar bytes the runs went
   # through (PASSES times the set; 1 unless given).
   cpu() { awk -v g="$(gib)" -v n="${2:-1}" '{printf "%.4f\n", ($2+$3)/(g*n)}' "$1"; }
-  for c in zstd zstd2 noverify verify noindex noscan w1 w2 w1e w2e; do
+  for c in zstd zstd2 noverify verify noindex noscan w1 w2 w1e w2e gtar ggz g2tar wtar wgz wtar2 wgz2; do
     passes=1
     case $c in w1e | w2e) passes=$EPOCHS ;; esac
     cpu "$WORK/t.$set.$c" "$passes" >"$WORK/c.$set.$c"
     awk '{print $1}' "$WORK/t.$set.$c" >"$WORK/w.$set.$c"
   done
   for c in noverify verify noindex noscan; do ratios "$WORK/c.$set.zstd" "$WORK/c.$set.$c" >"$WORK/r.$set.$c"; done
+  ratios "$WORK/c.$set.wtar" "$WORK/c.$set.gtar" >"$WORK/r.$set.wtar"
+  ratios "$WORK/c.$set.wgz" "$WORK/c.$set.ggz" >"$WORK/r.$set.wgz"
+  ratios "$WORK/w.$set.wtar2" "$WORK/w.$set.g2tar" >"$WORK/r.$set.wtar2"
+  # The strongest webdataset run of each round, per core: the lower CPU
+  # s/GiB of .tar and .tar.gz, against gdsload on the same shards.
+  paste "$WORK/c.$set.wtar" "$WORK/c.$set.wgz" "$WORK/c.$set.gtar" "$WORK/c.$set.ggz" |
+    awk '{printf "%.4f\n", ($1 <= $2) ? $1 / $3 : $2 / $4}' >"$WORK/r.$set.wbest"
   ratios "$WORK/w.$set.w1" "$WORK/w.$set.w2" >"$WORK/r.$set.w2"
   ratios "$WORK/w.$set.w1e" "$WORK/w.$set.w2e" >"$WORK/r.$set.w2e"
   ratios "$WORK/w.$set.zstd" "$WORK/w.$set.zstd2" >"$WORK/r.$set.zstd2"
@@ -332,9 +420,17 @@ for set in $SETS; do
   fi
   echo "${#shards[@]} shards, $compressed bytes compressed, $tarbytes bytes of tar, $samples samples ($fbytes field bytes), page cache warm; every run's samples and bytes checked, each configuration's SHA-256 checked once. Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg).$quiet"
   echo
+  echo "Per round, CPU s/GiB of tar bytes (webdataset: inside its process); the strongest webdataset run of the round, and gdsload's ratio to it on the same shards:"
+  echo
+  echo "| round | zstd -d -T1 | gdsload .tar.zst | gdsload .tar | gdsload .tar.gz | webdataset .tar | webdataset .tar.gz | strongest webdataset | webdataset / gdsload |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  paste "$WORK/c.$set.zstd" "$WORK/c.$set.verify" "$WORK/c.$set.gtar" "$WORK/c.$set.ggz" "$WORK/c.$set.wtar" "$WORK/c.$set.wgz" |
+    awk '{b = ($5 <= $6) ? ".tar" : ".tar.gz"; r = ($5 <= $6) ? $5 / $3 : $6 / $4
+      printf "| %d | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s | %.2fx |\n", NR, $1, $2, $3, $4, $5, $6, b, r}'
+  echo
   echo "| configuration | wall s (median) | CPU s/GiB (median) | spread |"
   echo "| --- | --- | --- | --- |"
-  for c in zstd zstd2 noverify verify noindex noscan w1 w2 w1e w2e; do
+  for c in zstd zstd2 noverify verify noindex noscan w1 w2 w1e w2e gtar ggz g2tar wtar wgz wtar2 wgz2; do
     case $c in
       zstd) label="\`zstd -d -T1\`, 1 core" ;;
       zstd2) label="\`zstd -d -T1\` twice, every other shard each, 2 cores" ;;
@@ -346,6 +442,13 @@ for set in $SETS; do
       w2) label="\`gdsload iterate --workers 2\`, 2 cores" ;;
       w1e) label="\`gdsload iterate --workers 1 --epochs $EPOCHS\`, 2 cores" ;;
       w2e) label="\`gdsload iterate --workers 2 --epochs $EPOCHS\`, 2 cores" ;;
+      gtar) label="\`gdsload iterate\` over .tar, 1 core" ;;
+      ggz) label="\`gdsload iterate\` over .tar.gz, 1 core" ;;
+      g2tar) label="\`gdsload iterate --workers 2\` over .tar, 2 cores" ;;
+      wtar) label="webdataset 1.0.2 over .tar, raw bytes, 1 process, 1 core" ;;
+      wgz) label="webdataset 1.0.2 over .tar.gz, raw bytes, 1 process, 1 core" ;;
+      wtar2) label="webdataset 1.0.2 over .tar, DataLoader 2 workers, 2 cores" ;;
+      wgz2) label="webdataset 1.0.2 over .tar.gz, DataLoader 2 workers, 2 cores" ;;
     esac
     printf '| %s | %.3f | %.3f | %s |\n' "$label" "$(median <"$WORK/w.$set.$c")" "$(median <"$WORK/c.$set.$c")" "$(spread <"$WORK/c.$set.$c")"
   done
@@ -358,6 +461,10 @@ for set in $SETS; do
   ratio_line 'zstd CPU / gdsload CPU, CRC-32C checked' "$WORK/r.$set.verify" '>= 0.6x'
   ratio_line 'zstd CPU / gdsload CPU, no index.json (scan cache)' "$WORK/r.$set.noindex" 'none'
   ratio_line 'zstd CPU / gdsload CPU, no index.json, scan cache off' "$WORK/r.$set.noscan" 'none'
+  ratio_line 'webdataset CPU / gdsload CPU, the strongest webdataset run of each round, same shards' "$WORK/r.$set.wbest" '>= 2x'
+  ratio_line 'webdataset CPU / gdsload CPU, .tar' "$WORK/r.$set.wtar" '>= 2x'
+  ratio_line 'webdataset CPU / gdsload CPU, .tar.gz' "$WORK/r.$set.wgz" '>= 2x'
+  ratio_line 'webdataset 2 DataLoader workers wall / gdsload --workers 2 wall, .tar, 2 cores' "$WORK/r.$set.wtar2" 'none'
   ratio_line "2 workers / 1 worker, wall, $EPOCHS epochs$note" "$WORK/r.$set.w2e" '>= 1.8x'
   ratio_line '2 workers / 1 worker, wall, 1 epoch (each process'"'"'s fresh memory weighs more)' "$WORK/r.$set.w2" 'none'
   if [ "$EPOCHS" -gt 1 ]; then

@@ -143,3 +143,34 @@ perf_top() {
     awk 'NF >= 3 && $1 ~ /%$/ && n < 8 {printf "- %s %s\n", $1, $3; n++}'
   rm -f "$pf"
 }
+
+# --- helpers for the peers that run in Python venvs of their own ---
+
+# peer_venv DIR SPEC...: a venv at DIR for a benchmark's peers, built once
+# and rebuilt when the SPECs change. It is made with Debian's
+# /usr/bin/python3 and sees its site packages (python3-torch, numpy), so
+# that no peer brings a torch of its own. Each SPEC is one `pip install`
+# argument list (split on spaces): a peer whose declared dependencies would
+# replace Debian's torch is installed with --no-deps, the modules it
+# imports listed in a SPEC of their own.
+peer_venv() {
+  local dir=$1; shift
+  local want; want=$(printf '%s\n' "$@")
+  if [ -f "$dir/.specs" ] && [ "$(cat "$dir/.specs")" = "$want" ]; then return 0; fi
+  echo "installing the peers into $dir" >&2
+  rm -rf "$dir"
+  /usr/bin/python3 -m venv --system-site-packages "$dir" || { echo "cannot make a venv at $dir" >&2; return 1; }
+  local s
+  for s in "$@"; do
+    # shellcheck disable=SC2086
+    "$dir/bin/pip" install -q --disable-pip-version-check $s >&2 2>"$dir/pip.err" ||
+      { cat "$dir/pip.err" >&2; echo "pip install $s into $dir failed" >&2; return 1; }
+  done
+  printf '%s\n' "$@" >"$dir/.specs"
+}
+
+# now_ns: the time in nanoseconds (for timing from outside a process).
+now_ns() { date +%s%N; }
+
+# winner NAME=SECONDS...: the NAME with the smallest SECONDS.
+winner() { printf '%s\n' "$@" | awk -F= 'NR==1 || $2 < m {m=$2; n=$1} END {print n}'; }

@@ -142,6 +142,25 @@ func (t *checkpoints) remove(id uint64) *openCheckpoint {
 
 var opened checkpoints
 
+// errNoCheckpoint answers a handle that names no opened checkpoint.
+var errNoCheckpoint = requestError{"no such checkpoint (closed, or never opened)"}
+
+// use returns the checkpoint opened as id, held for reading (a close waits
+// until release is called), or errNoCheckpoint when id names none or a
+// close took it meanwhile.
+func (t *checkpoints) use(id uint64) (c *openCheckpoint, release func(), err error) {
+	c = t.get(id)
+	if c == nil {
+		return nil, nil, errNoCheckpoint
+	}
+	c.mu.RLock()
+	if t.get(id) == nil {
+		c.mu.RUnlock()
+		return nil, nil, errNoCheckpoint
+	}
+	return c, c.mu.RUnlock, nil
+}
+
 // openLazy opens a checkpoint reading its headers only.
 func (l *library) openLazy(ctx context.Context, req openRequest) ([]byte, error) {
 	mode, err := parseDirect(req.Direct)
@@ -184,15 +203,11 @@ func closeLazy(id uint64) error {
 // fetch reads the requests' bytes into memory that outlives the call: one
 // allocation per request, each holding one reference for the caller.
 func (l *library) fetch(ctx context.Context, req fetchRequest) ([]byte, error) {
-	c := opened.get(req.Handle)
-	if c == nil {
-		return nil, requestError{"no such checkpoint (closed, or never opened)"}
+	c, release, err := opened.use(req.Handle)
+	if err != nil {
+		return nil, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if opened.get(req.Handle) == nil {
-		return nil, requestError{"no such checkpoint (closed, or never opened)"}
-	}
+	defer release()
 	o, err := parseLoad(loadRequest{Device: req.Device, GPUPath: req.GPUPath, Workers: req.Workers, ChunkSize: req.ChunkSize})
 	if err != nil {
 		return nil, err

@@ -40,15 +40,11 @@ type sharesResult struct {
 // shares plans which rank reads what of an opened checkpoint
 // (checkpoint.Checkpoint.Shares).
 func (l *library) shares(_ context.Context, req sharesRequest) ([]byte, error) {
-	c := opened.get(req.Handle)
-	if c == nil {
-		return nil, requestError{"no such checkpoint (closed, or never opened)"}
+	c, release, err := opened.use(req.Handle)
+	if err != nil {
+		return nil, err
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if opened.get(req.Handle) == nil {
-		return nil, requestError{"no such checkpoint (closed, or never opened)"}
-	}
+	defer release()
 	if req.MaxGap < 0 {
 		return nil, requestError{fmt.Sprintf("max_gap %d: want 0 (the default) or more bytes", req.MaxGap)}
 	}

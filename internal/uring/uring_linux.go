@@ -437,15 +437,10 @@ func (r *ring) batch(fd, depth int, next func() (Req, bool), done func(r Req, n 
 	}()
 	fill := func() {
 		for more && inflight < depth {
-			q, ok := next()
+			q, ok := nextRingable(fd, next, done)
 			if !ok {
 				more = false
 				return
-			}
-			if q.Off < 0 || !ringable(q.Buf) {
-				n, err := Read(fd, q.Buf, q.Off) // pread's answer, as Read gives it
-				done(q, n, err)
-				continue
 			}
 			// The read queued before goes to the kernel first: one a call,
 			// and the last one goes with the wait that follows.
@@ -499,15 +494,10 @@ func (r *ring) sharedBatch(fd, depth int, next func() (Req, bool), done func(r R
 	}()
 	fill := func() {
 		for more && inflight < depth {
-			q, ok := next()
+			q, ok := nextRingable(fd, next, done)
 			if !ok {
 				more = false
 				return
-			}
-			if q.Off < 0 || !ringable(q.Buf) {
-				n, err := Read(fd, q.Buf, q.Off) // pread's answer, as Read gives it
-				done(q, n, err)
-				continue
 			}
 			<-r.slots
 			var req *request
@@ -532,5 +522,22 @@ func (r *ring) sharedBatch(fd, depth int, next func() (Req, bool), done func(r R
 		n, err := result(req.res)
 		done(q, n, err)
 		fill()
+	}
+}
+
+// nextRingable returns the next request a ring can take, answering the
+// ones it cannot (a negative offset, a buffer the kernel would refuse)
+// with pread on the way, as Read gives them; false when next has no more.
+func nextRingable(fd int, next func() (Req, bool), done func(Req, int, error)) (Req, bool) {
+	for {
+		q, ok := next()
+		if !ok {
+			return Req{}, false
+		}
+		if q.Off >= 0 && ringable(q.Buf) {
+			return q, true
+		}
+		n, err := Read(fd, q.Buf, q.Off)
+		done(q, n, err)
 	}
 }

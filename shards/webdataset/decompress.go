@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/gdsload/gdsload/internal/libdeflate"
 	"github.com/gdsload/gdsload/internal/libzstd"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -37,6 +38,8 @@ type Decompressor struct {
 	zd        *zstd.Decoder
 	zdTrusted *zstd.Decoder // made on first use: skips frame checksums
 	gz        *gzip.Reader
+	ld        *libdeflate.Decoder // nil: gz
+	ldErr     error               // why ld is nil
 }
 
 // NewDecompressor returns a Decompressor whose output is capped at maxOut
@@ -54,8 +57,9 @@ func newDecompressor(maxOut int64, maxWindow uint64, useLib bool) (*Decompressor
 	if maxWindow == 0 {
 		maxWindow = DefaultMaxZstdWindow
 	}
-	d := &Decompressor{maxOut: maxOut, maxWindow: maxWindow, lzErr: errors.New("libzstd not asked for")}
+	d := &Decompressor{maxOut: maxOut, maxWindow: maxWindow, lzErr: errors.New("libzstd not asked for"), ldErr: errors.New("libdeflate not asked for")}
 	if useLib {
+		d.ld, d.ldErr = libdeflate.NewDecoder()
 		d.lz, d.lzErr = libzstd.NewDecoder()
 		if d.lzErr == nil {
 			return d, nil
@@ -77,6 +81,15 @@ func (d *Decompressor) ZstdDecoder() string {
 		return fmt.Sprintf("libzstd %d.%d.%d", v/10000, v/100%100, v%100)
 	}
 	return fmt.Sprintf("pure Go (%v)", d.lzErr)
+}
+
+// GzipDecoder names the gzip decoder in use ("libdeflate", or "pure Go"
+// with the reason libdeflate is not used), for diagnostics.
+func (d *Decompressor) GzipDecoder() string {
+	if d.ld != nil {
+		return "libdeflate"
+	}
+	return fmt.Sprintf("pure Go (%v)", d.ldErr)
 }
 
 func (d *Decompressor) newZstd(ignoreChecksum bool) (*zstd.Decoder, error) {
@@ -174,6 +187,16 @@ func (d *Decompressor) decompress(dst, src []byte, c Compression, name string, t
 		}
 		return out, nil
 	case Gzip:
+		if d.ld != nil && len(src) > 0 {
+			out, err := d.ld.Gunzip(dst[:0], src, d.maxOut)
+			if errors.Is(err, libdeflate.ErrOutputFull) {
+				return nil, fmt.Errorf("shard %s: gzip: %w (cap %d)", name, ErrShardTooLarge, d.maxOut)
+			}
+			if err == nil {
+				return out, nil
+			}
+			// Refused: the pure-Go decoder says where and why.
+		}
 		var err error
 		if d.gz == nil {
 			d.gz, err = gzip.NewReader(bytes.NewReader(src))
@@ -231,5 +254,8 @@ func (d *Decompressor) Close() {
 	}
 	if d.gz != nil {
 		d.gz.Close()
+	}
+	if d.ld != nil {
+		d.ld.Close()
 	}
 }

@@ -122,6 +122,9 @@ type batch struct {
 }
 
 func (b *batch) abort() {
+	for _, sk := range b.sink {
+		sk.wait() // no write may land in a file being removed
+	}
 	for _, o := range b.outs {
 		o.Abort()
 	}
@@ -159,7 +162,7 @@ func (r *run) copyAll(ctx context.Context) error {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r.writers = startWriters(o.Workers, cancel)
+	r.writers = startWriters(o.Workers, 2*o.Workers, cancel)
 	defer r.writers.stop() // before the ring is closed: writes hold its buffers
 	var fin chan error     // the finalizing of the previous batch
 	wait := func() error {
@@ -436,6 +439,10 @@ func (r *run) finalize(ctx context.Context, b *batch) error {
 // syncs it and, if asked, reads it back through buf.
 func (r *run) verify(ctx context.Context, b *batch, k, i int, buf []byte) error {
 	it, out, fr := r.p.items[i], b.outs[k], &r.files[i]
+	// Its writes first: a file that fails here is removed.
+	if err := b.sink[k].wait(); err != nil {
+		return r.destFileError(it.final, err)
+	}
 	if it.Expect != "" && fr.Digest != it.Expect {
 		return &SourceError{it.Source, fmt.Sprintf("(%s): the sha256 of the bytes read is %s, but the manifest %s lists %s; the source is corrupt or the manifest stale, nothing was staged under its name",
 			it.Rel, fr.Digest, it.Manifest, it.Expect), ErrManifestMismatch}

@@ -96,12 +96,22 @@ func (s *sink) Kind() string { return "file" }
 // Len is the file's size: the loader refuses jobs past it.
 func (s *sink) Len() int64 { return s.out.Size() }
 
-// Flush waits for the file's queued writes and returns the first error.
+// Flush returns the first failed write so far. It does not wait for the
+// writes still queued: the loader returns once every chunk is committed,
+// so the next batch's reads start while this one's last chunks are
+// written, and the disk is never left idle between batches. The file is
+// drained by wait, before it is synced (run.verify) or removed
+// (batch.abort).
 func (s *sink) Flush(context.Context) error {
-	s.pending.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
+}
+
+// wait waits for the file's queued writes and returns the first error.
+func (s *sink) wait() error {
+	s.pending.Wait()
+	return s.Flush(context.Background())
 }
 
 // Span lends a ring buffer for file bytes [off, off+n).

@@ -10,7 +10,7 @@ import (
 
 // writers is the pool of goroutines that write committed chunks into
 // their files, shared by every file of a run. A failed write cancels the
-// run through fail, so the loader stops reading at once; the file's Flush
+// run through fail, so the loader stops reading at once; the file's wait
 // reports the error too.
 type writers struct {
 	reqs chan writeReq
@@ -30,8 +30,12 @@ type writeReq struct {
 	done func()
 }
 
-func startWriters(n int, fail func(error)) *writers {
-	w := &writers{reqs: make(chan writeReq), fail: fail}
+// startWriters starts n writers. Up to queued writes wait for one without
+// blocking queue: with queued at least the ring's buffers, each of which a
+// queued write holds, a commit never waits for the disk, so the loader
+// goes on hashing the chunks it has read while earlier ones are written.
+func startWriters(n, queued int, fail func(error)) *writers {
+	w := &writers{reqs: make(chan writeReq, queued), fail: fail}
 	for range n {
 		w.wg.Go(func() {
 			for r := range w.reqs {

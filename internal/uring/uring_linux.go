@@ -73,6 +73,10 @@ type ring struct {
 
 	ev *os.File // an eventfd the kernel signals on every completion
 
+	// tid, for a ring of ReadBatch's own set up with ownFlags, is the
+	// thread that set it up: the only one that may submit to it.
+	tid int
+
 	mem [][]byte // the mappings of the rings and the SQEs, for close
 }
 
@@ -99,7 +103,7 @@ func get() *ring {
 }
 
 func setup() (*ring, error) {
-	r, err := mapRing()
+	r, err := mapRing(0)
 	if err != nil {
 		return nil, err
 	}
@@ -127,9 +131,21 @@ func setup() (*ring, error) {
 	return r, nil
 }
 
-// mapRing sets up an io_uring of Entries entries and maps its rings.
-func mapRing() (*ring, error) {
-	var p params
+// io_uring_setup flags for ReadBatch's rings of their own.
+const (
+	setupCoopTaskrun  = 1 << 8  // IORING_SETUP_COOP_TASKRUN (5.19)
+	setupSingleIssuer = 1 << 12 // IORING_SETUP_SINGLE_ISSUER (6.0)
+	setupDeferTaskrun = 1 << 13 // IORING_SETUP_DEFER_TASKRUN (6.1)
+	// ownFlags: completions are run by the one thread that submits, when
+	// it waits for them, with no interrupt of the thread when one
+	// arrives, as fio sets up its ring.
+	ownFlags = setupCoopTaskrun | setupSingleIssuer | setupDeferTaskrun
+)
+
+// mapRing sets up an io_uring of Entries entries with flags and maps its
+// rings.
+func mapRing(flags uint32) (*ring, error) {
+	p := params{flags: flags}
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, Entries, uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
 		return nil, errno
@@ -324,7 +340,11 @@ func ReadBatch(fd, depth int, next func() (Req, bool), done func(r Req, n int, e
 		}
 	}
 	depth = min(depth, Entries)
-	if own := takeRing(); own != nil {
+	// A ring of its own takes reads from one thread only (ownFlags): the
+	// goroutine stays on its thread for the batch.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if own := takeRing(unix.Gettid()); own != nil {
 		defer putRing(own) // after a panic too: batch waits for its reads
 		own.batch(fd, depth, next, done)
 		return
@@ -341,35 +361,44 @@ var idle struct {
 // maxIdle is how many rings idle keeps; more are closed.
 const maxIdle = 4
 
-// takeRing is an idle ring, or a new one; nil where none can be set up.
-func takeRing() *ring {
+// takeRing is an idle ring thread tid may submit to, or a new one set up
+// by it (with ownFlags, or none where the kernel refuses them); nil where
+// none can be set up. The caller is locked to thread tid.
+func takeRing(tid int) *ring {
 	if sharedOnly.Load() {
 		return nil
 	}
 	idle.Lock()
-	if k := len(idle.rings); k > 0 {
-		r := idle.rings[k-1]
-		idle.rings = idle.rings[:k-1]
-		idle.Unlock()
-		return r
+	for k := len(idle.rings) - 1; k >= 0; k-- {
+		if r := idle.rings[k]; r.tid == 0 || r.tid == tid {
+			idle.rings = append(idle.rings[:k], idle.rings[k+1:]...)
+			idle.Unlock()
+			return r
+		}
 	}
 	idle.Unlock()
-	r, err := mapRing()
+	if r, err := mapRing(ownFlags); err == nil {
+		r.tid = tid
+		return r
+	}
+	r, err := mapRing(0) // before Linux 6.1
 	if err != nil {
 		return nil
 	}
 	return r
 }
 
-// putRing keeps r, with no read in flight, for the next batch, or closes it.
+// putRing keeps r, with no read in flight, for the next batch, or closes
+// it. The newest are kept: the threads that ran the last batches are the
+// likeliest to run the next.
 func putRing(r *ring) {
 	idle.Lock()
 	defer idle.Unlock()
-	if len(idle.rings) < maxIdle {
-		idle.rings = append(idle.rings, r)
-		return
+	idle.rings = append(idle.rings, r)
+	if len(idle.rings) > maxIdle {
+		idle.rings[0].close()
+		idle.rings = idle.rings[1:]
 	}
-	r.close()
 }
 
 // unplugged is the most reads one io_uring_enter submits in ReadBatch's

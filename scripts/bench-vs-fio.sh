@@ -44,7 +44,7 @@
 #
 # Usage: scripts/bench-vs-fio.sh [FILE]   (default /var/tmp/gdsload-bench/2g.bin)
 # Environment: GDSLOAD (./bin/gdsload), PAIRS (5), SIZE (bytes, 2 GiB),
-# RANDOM_READS (65536), SMALL_FILES (10000), PARTS ("seq random small":
+# RANDOM_READS (262144: about 2 s a run, long enough for a steady figure), SMALL_FILES (10000), PARTS ("seq random small":
 # the parts to run). Needs fio and GNU time: installed with apt-get when
 # missing and run as root.
 set -euo pipefail
@@ -55,7 +55,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 GDSLOAD=${GDSLOAD:-./bin/gdsload}
 PAIRS=${PAIRS:-5}
 SIZE=${SIZE:-$((2 << 30))}
-RANDOM_READS=${RANDOM_READS:-65536}
+RANDOM_READS=${RANDOM_READS:-262144}
 SMALL_FILES=${SMALL_FILES:-10000}
 PARTS=${PARTS:-seq random small}
 FILE=${1:-/var/tmp/gdsload-bench/2g.bin}

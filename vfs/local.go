@@ -37,13 +37,17 @@ func (l localFS) List(ctx context.Context, name string) ([]fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]fs.FileInfo, 0, len(ents))
-	for _, e := range ents {
-		fi, err := e.Info()
+	out := make([]fs.FileInfo, len(ents))
+	err = forEach(ctx, len(ents), func(i int) error {
+		fi, err := ents[i].Info()
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", name, err)
+			return fmt.Errorf("listing %s: %w", name, err)
 		}
-		out = append(out, fi)
+		out[i] = fi
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

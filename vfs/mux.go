@@ -420,15 +420,23 @@ func (m *Mux) OpenAll(ctx context.Context, urls []string, opts ...OpenOption) (F
 		if err != nil {
 			return fail(err)
 		}
-		for _, e := range entries {
-			if len(o.skipDirs) > 0 && o.skipped(e.Rel) {
-				continue
+		if len(o.skipDirs) > 0 {
+			entries = slices.DeleteFunc(entries, func(e Entry) bool { return o.skipped(e.Rel) })
+		}
+		// Opened several at once (forEach), kept in order.
+		opened := make(Files, len(entries))
+		err = forEach(ctx, len(entries), func(i int) error {
+			f, err := m.OpenEntry(ctx, entries[i], opts...)
+			opened[i] = f
+			return err
+		})
+		for _, f := range opened {
+			if f != nil {
+				out = append(out, f)
 			}
-			f, err := m.OpenEntry(ctx, e, opts...)
-			if err != nil {
-				return fail(err)
-			}
-			out = append(out, f)
+		}
+		if err != nil {
+			return fail(err)
 		}
 	}
 	if len(out) == 0 {

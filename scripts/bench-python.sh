@@ -82,7 +82,7 @@ run() {
   awk -v s="$(field "$j" seconds)" -v b="$want_bytes" 'BEGIN {printf "%.4f\n", b/s/2^30}' >>"$work/$1"
 }
 peers=${ok_tools#gdsload }
-echo "scripts/bench-python.sh, $(stamp), load average $(cut -d' ' -f1-3 /proc/loadavg); a machine shared with other work: noisy"
+echo "scripts/bench-python.sh, $(stamp), load average $(cut -d' ' -f1-3 /proc/loadavg) (this run's own setup counts in it)"
 echo "$FILE: $(stat -c %s "$FILE") bytes ($want_bytes of tensors) on $(df --output=fstype "$DIR" | tail -1), $ROUNDS rounds, cold cache, GiB/s"
 echo
 printf '| round |'; for m in $ok_tools; do printf ' %s |' "$m"; done; printf ' strongest peer | ratio |\n'

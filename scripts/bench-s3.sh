@@ -194,7 +194,7 @@ run() {
 # last NAME BYTES: the GiB/s of NAME's last run.
 last() { tail -n 1 "$t/$1" | awk -v b="$2" '{printf "%.3f", b/1073741824/$1}'; }
 
-echo "scripts/bench-s3.sh, $(stamp), load average $(cut -d' ' -f1-3 /proc/loadavg); a machine shared with other work: noisy"
+echo "scripts/bench-s3.sh, $(stamp), load average $(cut -d' ' -f1-3 /proc/loadavg) (this run's own setup counts in it)"
 echo "object of $SIZE_MIB MiB and a checkpoint of $((ckbytes >> 20)) MiB on loopback MinIO, $ROUNDS rounds, warm, STREAMS=$STREAMS"
 echo
 echo "| round | gdsload load | rclone copy | mc cp | boto3 | strongest | ratio | load_file | Run:ai | ratio | stage+sync | rclone copy+sync | ratio |"

@@ -1,8 +1,9 @@
 // Package dl maps shared libraries at run time with dlopen, so that gdsload
 // links against none of the optional libraries it drives (the CUDA runtime
-// and driver, cuFile, rdma-core) and one binary runs where they are
-// missing. Symbols are looked up by each user's own C code (dlsym or
-// dlvsym on Lib.Handle), where the function-pointer types are declared.
+// and driver, cuFile, rdma-core, libzstd, libdeflate) and one binary runs
+// where they are missing. Symbols are looked up by each user's own C code
+// (dlsym or dlvsym on Lib.Handle), where the function-pointer types are
+// declared.
 //
 // Libraries opened here are never closed: CUDA and rdma-core keep state
 // (contexts, provider plugins) that does not survive an unload.
@@ -26,6 +27,8 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"runtime"
 	"unsafe"
 )
@@ -60,4 +63,31 @@ func Open(file string) (*Lib, error) {
 		l.Path = C.GoString(p)
 	}
 	return l, nil
+}
+
+// OpenFirst maps the first of names that accept takes (it looks up the
+// symbols and checks the version, and says why not), or instead only the
+// library that the environment variable env names, or none when it says
+// "off". what names the library in errors ("the system's libzstd"). The
+// error joins each candidate's reason.
+func OpenFirst(env, what string, names []string, accept func(*Lib) error) (*Lib, error) {
+	switch v := os.Getenv(env); v {
+	case "":
+	case "off":
+		return nil, fmt.Errorf("%s is disabled by %s=off", what, env)
+	default:
+		names = []string{v}
+	}
+	var errs []error
+	for _, name := range names {
+		l, err := Open(name)
+		if err == nil {
+			err = accept(l)
+		}
+		if err == nil {
+			return l, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
 }

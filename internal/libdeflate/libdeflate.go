@@ -26,7 +26,6 @@ typedef struct {
 	void (*freed)(void *);
 	int (*gunzip)(void *, const void *, size_t, void *, size_t, size_t *, size_t *);
 	void *dec;
-	void *handle;
 } gd_deflate;
 
 // gd_deflate_load fills z from h; it returns the name of a missing
@@ -37,12 +36,11 @@ static const char *gd_deflate_load(gd_deflate *z, void *h) {
 	SYM(freed, "libdeflate_free_decompressor")
 	SYM(gunzip, "libdeflate_gzip_decompress_ex")
 #undef SYM
-	z->handle = h;
 	return NULL;
 }
 
 static int gd_deflate_create(gd_deflate *z) { z->dec = z->alloc(); return z->dec != NULL; }
-static void gd_deflate_free(gd_deflate *z) { if (z->dec) z->freed(z->dec); dlclose(z->handle); free(z); }
+static void gd_deflate_free(gd_deflate *z) { if (z->dec) z->freed(z->dec); free(z); }
 
 // gd_deflate_gunzip decodes the gzip member at the start of src into dst
 // and returns libdeflate's result.
@@ -57,9 +55,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"unsafe"
+
+	"github.com/gdsload/gdsload/internal/dl"
 )
 
 // names are tried in order by NewDecoder; GDSLOAD_LIBDEFLATE, when set, is
@@ -93,45 +92,31 @@ type Decoder struct {
 	z *C.gd_deflate
 }
 
-// NewDecoder maps libdeflate (dlopen counts references: each decoder maps
-// it once more, Close unmaps) and allocates a decompressor. The error says
-// why libdeflate cannot be used; callers then decode another way.
+// NewDecoder maps libdeflate (once: it stays mapped, internal/dl) and
+// allocates a decompressor. The error says why libdeflate cannot be used;
+// callers then decode another way.
 func NewDecoder() (*Decoder, error) {
-	try := names
-	if env := os.Getenv("GDSLOAD_LIBDEFLATE"); env == "off" {
-		return nil, errors.New("the system's libdeflate is disabled by GDSLOAD_LIBDEFLATE=off")
-	} else if env != "" {
-		try = []string{env}
-	}
-	runtime.LockOSThread() // dlerror's message is per thread
-	defer runtime.UnlockOSThread()
-	var errs []error
-	for _, name := range try {
-		cs := C.CString(name)
-		h := C.dlopen(cs, C.RTLD_NOW|C.RTLD_LOCAL)
-		C.free(unsafe.Pointer(cs))
-		if h == nil {
-			errs = append(errs, errors.New(C.GoString(C.dlerror())))
-			continue
-		}
-		z := (*C.gd_deflate)(C.calloc(1, C.sizeof_gd_deflate))
-		if missing := C.gd_deflate_load(z, h); missing != nil {
-			errs = append(errs, fmt.Errorf("%s lacks %s (libdeflate 1.5 or later has it)", name, C.GoString(missing)))
+	var z *C.gd_deflate
+	_, err := dl.OpenFirst("GDSLOAD_LIBDEFLATE", "the system's libdeflate", names, func(l *dl.Lib) error {
+		z = (*C.gd_deflate)(C.calloc(1, C.sizeof_gd_deflate))
+		if missing := C.gd_deflate_load(z, l.Handle); missing != nil {
 			C.free(unsafe.Pointer(z))
-			C.dlclose(h)
-			continue
+			return fmt.Errorf("%s lacks %s (libdeflate 1.5 or later has it)", l.Path, C.GoString(missing))
 		}
-		d := &Decoder{z: z}
-		if C.gd_deflate_create(z) == 0 {
-			d.Close()
-			return nil, errors.New("libdeflate_alloc_decompressor failed")
-		}
-		return d, nil
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, errors.Join(errs...)
+	d := &Decoder{z: z}
+	if C.gd_deflate_create(z) == 0 {
+		d.Close()
+		return nil, errors.New("libdeflate_alloc_decompressor failed")
+	}
+	return d, nil
 }
 
-// Close frees the decompressor and unmaps the library; safe to call twice.
+// Close frees the decompressor; safe to call twice.
 func (d *Decoder) Close() {
 	if d.z != nil {
 		C.gd_deflate_free(d.z)

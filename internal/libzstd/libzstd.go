@@ -36,7 +36,6 @@ typedef struct {
 	unsigned (*versionNumber)(void);
 	unsigned (*getErrorCode)(size_t);
 	void *dctx;
-	void *handle;
 } gd_zstd;
 
 // gd_zstd_load fills z from h; it returns the name of a missing symbol,
@@ -53,12 +52,11 @@ static const char *gd_zstd_load(gd_zstd *z, void *h) {
 	SYM(versionNumber, "ZSTD_versionNumber")
 	SYM(getErrorCode, "ZSTD_getErrorCode")
 #undef SYM
-	z->handle = h;
 	return NULL;
 }
 
 static int gd_zstd_create(gd_zstd *z) { z->dctx = z->createDCtx(); return z->dctx != NULL; }
-static void gd_zstd_free(gd_zstd *z) { if (z->dctx) z->freeDCtx(z->dctx); dlclose(z->handle); free(z); }
+static void gd_zstd_free(gd_zstd *z) { if (z->dctx) z->freeDCtx(z->dctx); free(z); }
 static unsigned gd_zstd_version(gd_zstd *z) { return z->versionNumber(); }
 static const char *gd_zstd_error_name(gd_zstd *z, size_t code) { return z->getErrorName(code); }
 static unsigned gd_zstd_is_error(gd_zstd *z, size_t code) { return z->isError(code); }
@@ -114,9 +112,10 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"os"
 	"runtime"
 	"unsafe"
+
+	"github.com/gdsload/gdsload/internal/dl"
 )
 
 // names are tried in order by NewDecoder; GDSLOAD_LIBZSTD, when set, is
@@ -137,54 +136,40 @@ type Decoder struct {
 	version uint
 }
 
-// NewDecoder maps libzstd (dlopen counts references: each decoder maps
-// it once more, Close unmaps) and makes a context. The error says why
-// libzstd cannot be used; callers then decode another way.
+// NewDecoder maps libzstd (once: it stays mapped, internal/dl) and makes a
+// context. The error says why libzstd cannot be used; callers then decode
+// another way.
 func NewDecoder() (*Decoder, error) {
-	try := names
-	if env := os.Getenv("GDSLOAD_LIBZSTD"); env == "off" {
-		return nil, errors.New("the system's libzstd is disabled by GDSLOAD_LIBZSTD=off")
-	} else if env != "" {
-		try = []string{env}
-	}
-	runtime.LockOSThread() // dlerror's message is per thread
-	defer runtime.UnlockOSThread()
-	var errs []error
-	for _, name := range try {
-		cs := C.CString(name)
-		h := C.dlopen(cs, C.RTLD_NOW|C.RTLD_LOCAL)
-		C.free(unsafe.Pointer(cs))
-		if h == nil {
-			errs = append(errs, errors.New(C.GoString(C.dlerror())))
-			continue
-		}
-		z := (*C.gd_zstd)(C.calloc(1, C.sizeof_gd_zstd))
-		if missing := C.gd_zstd_load(z, h); missing != nil {
-			errs = append(errs, fmt.Errorf("%s lacks %s", name, C.GoString(missing)))
+	var z *C.gd_zstd
+	var version uint
+	_, err := dl.OpenFirst("GDSLOAD_LIBZSTD", "the system's libzstd", names, func(l *dl.Lib) error {
+		z = (*C.gd_zstd)(C.calloc(1, C.sizeof_gd_zstd))
+		if missing := C.gd_zstd_load(z, l.Handle); missing != nil {
 			C.free(unsafe.Pointer(z))
-			C.dlclose(h)
-			continue
+			return fmt.Errorf("%s lacks %s", l.Path, C.GoString(missing))
 		}
-		d := &Decoder{z: z, version: uint(C.gd_zstd_version(z))}
-		if d.version < 10400 {
-			errs = append(errs, fmt.Errorf("%s is version %d, want 1.4.0 or later", name, d.version))
-			d.Close()
-			continue
+		if version = uint(C.gd_zstd_version(z)); version < 10400 {
+			C.free(unsafe.Pointer(z))
+			return fmt.Errorf("%s is version %d, want 1.4.0 or later", l.Path, version)
 		}
-		if C.gd_zstd_create(z) == 0 {
-			d.Close()
-			return nil, errors.New("ZSTD_createDCtx failed")
-		}
-		return d, nil
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, errors.Join(errs...)
+	d := &Decoder{z: z, version: version}
+	if C.gd_zstd_create(z) == 0 {
+		d.Close()
+		return nil, errors.New("ZSTD_createDCtx failed")
+	}
+	return d, nil
 }
 
 // Version returns libzstd's version number (major*10000 + minor*100 +
 // release).
 func (d *Decoder) Version() uint { return d.version }
 
-// Close frees the context and unmaps the library; safe to call twice.
+// Close frees the context; safe to call twice.
 func (d *Decoder) Close() {
 	if d.z != nil {
 		C.gd_zstd_free(d.z)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -66,4 +67,36 @@ func Cachestat(dir string) (ok bool, reason string) {
 		return false, fmt.Sprintf("cachestat(2): %v", errno)
 	}
 	return true, ""
+}
+
+// IOURing reports whether this process may set up an io_uring (Linux 5.1,
+// not turned off by the kernel.io_uring_disabled sysctl or a seccomp
+// filter), by setting up one of a single entry and closing it. When not,
+// reason says what the kernel answered.
+func IOURing() (ok bool, reason string) {
+	var params [120]byte // struct io_uring_params, zeroed
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, 1, uintptr(unsafe.Pointer(&params[0])), 0)
+	if errno != 0 {
+		return false, fmt.Sprintf("io_uring_setup(2): %v (it needs Linux 5.1, kernel.io_uring_disabled=0 and no seccomp filter refusing it)", errno)
+	}
+	unix.Close(int(fd))
+	return true, ""
+}
+
+// RequireIOURing names the environment variable that turns a skip for a
+// kernel without io_uring (NeedIOURing) into a failure. .ci/run sets it.
+const RequireIOURing = "GDSLOAD_REQUIRE_IO_URING"
+
+// NeedIOURing skips tb where this process cannot set up an io_uring
+// (IOURing says why), or fails it where RequireIOURing is set.
+func NeedIOURing(tb testing.TB) {
+	tb.Helper()
+	ok, reason := IOURing()
+	if ok {
+		return
+	}
+	if v := os.Getenv(RequireIOURing); v != "" && v != "0" {
+		tb.Fatalf("no io_uring here (%s), and %s=%s", reason, RequireIOURing, v)
+	}
+	tb.Skipf("no io_uring here: %s", reason)
 }

@@ -40,3 +40,9 @@ func TestKernelProbesSayWhy(t *testing.T) {
 		require.Contains(t, reason, "probe file", name)
 	}
 }
+
+func TestIOURingProbeSaysWhy(t *testing.T) {
+	ok, reason := IOURing()
+	t.Logf("io_uring: %v %s", ok, reason)
+	require.Equal(t, ok, reason == "", "IOURing() = %v, %q: a reason exactly when it fails", ok, reason)
+}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
@@ -32,20 +33,26 @@ func testFile(t *testing.T, size int) (*os.File, []byte) {
 	return f, data
 }
 
+// needRing skips t where the kernel gives this process no io_uring
+// (testenv's own probe says so; it fails instead under
+// GDSLOAD_REQUIRE_IO_URING), and fails it where the kernel gives one but
+// the package does not use it.
+func needRing(t *testing.T) {
+	t.Helper()
+	testenv.NeedIOURing(t)
+	require.True(t, Available(), "the kernel sets up an io_uring, but the package reads without one")
+}
+
 // forEachPath runs f with reads through the ring (where this kernel has
 // one; ReadBatch through a ring of its own, then through the process's
 // ring) and through pread.
 func forEachPath(t *testing.T, f func(t *testing.T)) {
 	t.Run("ring", func(t *testing.T) {
-		if !Available() {
-			t.Skip("no io_uring here")
-		}
+		needRing(t)
 		f(t)
 	})
 	t.Run("shared ring", func(t *testing.T) {
-		if !Available() {
-			t.Skip("no io_uring here")
-		}
+		needRing(t)
 		sharedOnly.Store(true)
 		defer sharedOnly.Store(false)
 		f(t)
@@ -128,10 +135,9 @@ func TestReadConcurrent(t *testing.T) {
 // through the ring, where the test's file system takes O_DIRECT.
 func TestReadDirect(t *testing.T) {
 	f, data := testFile(t, 1<<20)
+	testenv.NeedDirectIO(t, filepath.Dir(f.Name()))
 	d, err := os.OpenFile(f.Name(), os.O_RDONLY|unix.O_DIRECT, 0)
-	if err != nil {
-		t.Skipf("no O_DIRECT here: %v", err)
-	}
+	require.NoError(t, err, "the directory takes O_DIRECT, but opening the file with it failed")
 	defer d.Close()
 	mem, err := unix.Mmap(-1, 0, 1<<16, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	require.NoError(t, err)
@@ -233,9 +239,7 @@ func TestReadBatch(t *testing.T) {
 // process's ring is free again, and a batch's own ring goes back idle with
 // nothing queued or unconsumed.
 func TestReadBatchPanics(t *testing.T) {
-	if !Available() {
-		t.Skip("no io_uring here")
-	}
+	needRing(t)
 	f, _ := testFile(t, 1<<20)
 	bufs := make([][]byte, Entries)
 	for i := range bufs {
@@ -288,9 +292,7 @@ func TestReadBatchPanics(t *testing.T) {
 // on another thread would fail its first submission, which panics. Every
 // batch reads the right bytes, and idle rings are reused by their thread.
 func TestReadBatchManyThreads(t *testing.T) {
-	if !Available() {
-		t.Skip("no io_uring here")
-	}
+	needRing(t)
 	f, data := testFile(t, 1<<20)
 	fd := int(f.Fd())
 	var wg sync.WaitGroup

@@ -427,7 +427,9 @@ func (m *Mux) OpenAll(ctx context.Context, urls []string, opts ...OpenOption) (F
 		opened := make(Files, len(entries))
 		err = forEach(ctx, len(entries), func(i int) error {
 			f, err := m.OpenEntry(ctx, entries[i], opts...)
-			opened[i] = f
+			if err == nil {
+				opened[i] = f
+			}
 			return err
 		})
 		for _, f := range opened {

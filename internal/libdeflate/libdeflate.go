@@ -8,8 +8,9 @@
 // and inflating it is nearly all the CPU time that reading it costs.
 // libdeflate inflates a buffer into a buffer in one call, in less than
 // half the CPU time of the pure-Go decoder and of zlib (scripts/
-// bench-iterate.sh's .tar.gz rows, docs/PERFORMANCE.md). It cannot stream: it needs room for a member's whole
-// output, which the gzip trailer's size field lets us guess.
+// bench-iterate.sh's .tar.gz rows, docs/PERFORMANCE.md). It cannot
+// stream: it needs room for a member's whole output, which the gzip
+// trailer's size field lets us guess.
 //
 // Each call runs in one cgo call: libdeflate keeps no pointer to Go
 // memory after a call returns.
@@ -140,26 +141,22 @@ func (d *Decoder) Gunzip(dst, src []byte, maxOut int64) ([]byte, error) {
 	}
 	out := dst[:0]
 	for in := src; len(in) > 0; {
-		if int64(cap(out)-len(out)) < guess(in, maxOut-int64(len(out))) {
-			out = grow(out, guess(in, maxOut-int64(len(out))))
+		if g := guess(in, maxOut-int64(len(out))); int64(cap(out)-len(out)) < g {
+			out = grow(out, g)
 		}
-		for {
-			used, n, r := d.member(in, out[len(out):cap(out)])
-			switch r {
-			case resultSuccess:
-				out = out[:len(out)+n]
-				in = in[used:]
-			case resultInsufficientSpace:
-				room := int64(cap(out) - len(out))
-				if int64(len(out))+room >= maxOut {
-					return out, fmt.Errorf("%w (%d bytes)", ErrOutputFull, maxOut)
-				}
-				out = grow(out, min(max(2*room, 1<<20), maxOut-int64(len(out))))
-				continue
-			default:
-				return out, ErrBadData
+		used, n, r := d.member(in, out[len(out):cap(out)])
+		switch r {
+		case resultSuccess:
+			out = out[:len(out)+n]
+			in = in[used:]
+		case resultInsufficientSpace: // grow, and decode the member again
+			room := int64(cap(out) - len(out))
+			if int64(len(out))+room >= maxOut {
+				return out, fmt.Errorf("%w (%d bytes)", ErrOutputFull, maxOut)
 			}
-			break
+			out = grow(out, min(max(2*room, 1<<20), maxOut-int64(len(out))))
+		default:
+			return out, ErrBadData
 		}
 	}
 	return out, nil

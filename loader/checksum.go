@@ -73,10 +73,16 @@ func digestHex(h hash.Hash) string {
 // so a ring buffer is never recycled with unhashed bytes. The loader takes
 // spans in chunk order, so the earliest unhashed chunk always holds memory
 // and the wait cannot deadlock.
+//
+// One worker at a time hashes a job: the one whose chunk is next, and it
+// goes on with the chunks that arrived meanwhile. The others leave their
+// chunk and return to reading at once, never waiting for a hash, so the
+// reads run ahead into the next jobs, whose hashes then run on other cores.
 type orderedHasher struct {
 	mu      sync.Mutex
 	h       hash.Hash
 	next    int
+	hashing bool // a worker is in the loop of land
 	pending map[int]Span
 }
 
@@ -90,11 +96,17 @@ func newOrderedHasher(c Checksum, dst Destination) *orderedHasher {
 	return &orderedHasher{h: h, pending: make(map[int]Span)}
 }
 
-// land hashes chunk i (and any chunks it unblocks) and commits them.
+// land leaves chunk i and, unless another worker is hashing the job,
+// hashes and commits the chunks in order as far as they have arrived.
 func (o *orderedHasher) land(ctx context.Context, i int, s Span) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.pending[i] = s
+	if o.hashing {
+		return nil // that worker takes this chunk in turn
+	}
+	o.hashing = true
+	defer func() { o.hashing = false }()
 	for {
 		s, ok := o.pending[o.next]
 		if !ok {
@@ -102,8 +114,11 @@ func (o *orderedHasher) land(ctx context.Context, i int, s Span) error {
 		}
 		delete(o.pending, o.next)
 		o.next++
+		o.mu.Unlock()
 		o.h.Write(s.Buf)
-		if err := s.Commit(ctx); err != nil {
+		err := s.Commit(ctx)
+		o.mu.Lock()
+		if err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +37,12 @@ type Options struct {
 	// chosen (Landing.Reason says it for the destinations a Landing lays
 	// out). The route itself is the destinations' own (Router).
 	Reason string
+	// Interleave is how many jobs have their chunks handed out in turn,
+	// a window that slides on as jobs run out of chunks. With a checksum,
+	// one worker at a time hashes a job, so jobs in turn are hashed on as
+	// many cores at once. Default: 1 without a checksum (one job after
+	// another), with one the number of cores the process may run on.
+	Interleave int
 	// OnProgress, if set, is called from the workers with the size of
 	// each chunk once it landed. It must be cheap and concurrency-safe.
 	OnProgress func(n int64)
@@ -47,12 +55,19 @@ func (o Options) withDefaults() Options {
 	if o.Checksum == "" {
 		o.Checksum = ChecksumNone
 	}
+	if o.Interleave <= 0 {
+		o.Interleave = 1
+		if o.Checksum != ChecksumNone {
+			o.Interleave = min(runtime.GOMAXPROCS(0), runtime.NumCPU())
+		}
+	}
 	return o
 }
 
 // Load runs jobs with one shared scheduler: all chunks of all jobs go to one
-// pool of workers, in job order, so many small files do not serialize and a
-// large file is read by all workers at once. It returns once every byte
+// pool of workers, in job order (Options.Interleave jobs in turn), so many
+// small files do not serialize and a large file is read by all workers at
+// once. It returns once every byte
 // landed (destinations flushed, sources verified unchanged) or at the first
 // error, which names the source and offset; on error or cancellation all
 // workers have stopped when it returns. Result.Files follows the order of
@@ -82,7 +97,7 @@ func Load(ctx context.Context, jobs []Job, opts Options) (*Result, error) {
 		plans[i] = p
 		totalChunks += p.nChunks
 	}
-	e := &engine{opts: opts, plans: plans, lat: make([]time.Duration, totalChunks)}
+	e := &engine{opts: opts, plans: plans, lat: make([]time.Duration, totalChunks), taken: make([]int, len(plans))}
 	if opts.Checksum != ChecksumNone {
 		e.hashers = make([]*orderedHasher, len(plans))
 		for i, p := range plans {
@@ -100,8 +115,10 @@ type engine struct {
 	hashers []*orderedHasher // nil entries: digest by read-back
 
 	mu      sync.Mutex // guards the cursor and orders span acquisition
-	job     int
-	chunk   int
+	active  []int      // the jobs whose chunks are handed out in turn
+	rr      int        // the position in active of the next job's turn
+	added   int        // the jobs added to active so far
+	taken   []int      // per job, the chunks handed out
 	lat     []time.Duration
 	nLat    atomic.Int64
 	errOnce sync.Once
@@ -184,18 +201,28 @@ func (e *engine) finish(ctx context.Context) error {
 func (e *engine) next(ctx context.Context) (p *plan, i int, span Span, ok bool, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for e.job < len(e.plans) && e.chunk >= e.plans[e.job].nChunks {
-		e.job++
-		e.chunk = 0
+	for len(e.active) < e.opts.Interleave && e.added < len(e.plans) {
+		if e.plans[e.added].nChunks > 0 {
+			e.active = append(e.active, e.added)
+		}
+		e.added++
 	}
 	if ctx.Err() != nil {
 		return nil, 0, Span{}, false, context.Cause(ctx)
 	}
-	if e.job >= len(e.plans) {
+	if len(e.active) == 0 {
 		return nil, 0, Span{}, false, nil
 	}
-	p, i = &e.plans[e.job], e.chunk
-	e.chunk++
+	// Each job's chunks go out in order, so its earliest unhashed chunk
+	// always holds memory (see orderedHasher).
+	e.rr %= len(e.active)
+	j := e.active[e.rr]
+	p, i = &e.plans[j], e.taken[j]
+	if e.taken[j]++; e.taken[j] == p.nChunks {
+		e.active = slices.Delete(e.active, e.rr, e.rr+1)
+	} else {
+		e.rr++
+	}
 	if p.route != routeSpan {
 		return p, i, Span{}, true, nil
 	}

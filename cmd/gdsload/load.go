@@ -66,6 +66,7 @@ decides where it measured the first local PATH's file system with that GPU:
 the faster route is taken, and the reason cites the figures and their date.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, paths []string) error {
+			roomForBlockingIO()
 			if o.from != "" {
 				listed, err := readFileList(cmd.InOrStdin(), o.from)
 				if err != nil {

@@ -60,6 +60,7 @@ failures are listed, and the exit code is 3 (partial). --fail-fast stops at
 the first failure instead (exit 1).`,
 		Args: args(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			roomForBlockingIO()
 			return runStage(cmd, o, a[:len(a)-1], a[len(a)-1])
 		},
 	}

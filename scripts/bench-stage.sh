@@ -27,8 +27,12 @@
 # round is the fastest of all of them. Beside them, fio writes the same
 # bytes sequentially with O_DIRECT (one file, 4 MiB blocks, 8 in flight,
 # fsync at the end), timed by its own report rather than from outside
-# (its start takes about half a second): the disk's own write bandwidth,
-# the limit both sides share.
+# (its start takes about half a second): the disk's own write bandwidth.
+# A copy also reads every byte from the same disk: fio-rw is fio reading
+# the sources and writing the same number of bytes at once (two jobs,
+# O_DIRECT, 4 MiB, 8 in flight each, the longer job's own time), the
+# disk's speed for the whole of a copy, which bounds what any copier here
+# can reach against fio-write.
 #
 # Every run starts from an empty destination and a dropped page cache
 # (needs root) and is timed from outside the process by GNU time; rounds
@@ -117,10 +121,19 @@ for m in $PEERS; do
     *) echo "unknown peer $m in PEERS (cp xcp rclone rsync dd)" >&2; exit 1 ;;
   esac
 done
-runs="$runs fio-write"
+runs="$runs fio-write fio-rw"
 
 # fio_write_bytes JSON: bytes fio wrote, over all jobs.
 fio_write_bytes() { python3 -c 'import json,sys; print(sum(j["write"]["io_bytes"] for j in json.load(open(sys.argv[1]))["jobs"]))' "$1"; }
+fio_read_bytes() { python3 -c 'import json,sys; print(sum(j["read"]["io_bytes"] for j in json.load(open(sys.argv[1]))["jobs"]))' "$1"; }
+# fio_own JSON: seconds by fio's own figures (bytes over bandwidth), of its
+# slowest job and direction: its start, about half a second, is no part of
+# the disk's speed.
+fio_own() {
+  python3 -c 'import json,sys
+print("%.4f" % max(j[d]["io_bytes"] / j[d]["bw_bytes"] for j in json.load(open(sys.argv[1]))["jobs"] for d in ("read", "write") if j[d]["io_bytes"]))' "$1"
+}
+SRC_LIST=$(find "$SRC" -type f | sort | tr '\n' ':' | sed 's/:$//')
 
 # dest_bytes: the bytes of the regular files under DST outside stage's
 # sidecar folder.
@@ -137,10 +150,15 @@ run() {
     fio-write) timed_out "$work/$1" "$work/$1.out" fio --name=write --filename="$DIR/fio-write.bin" --rw=write --bs=4M \
         --direct=1 --ioengine=io_uring --iodepth=8 --size="$TOTAL" --end_fsync=1 --output-format=json
       check_bytes "fio-write run (io_bytes)" "$(fio_write_bytes "$work/$1.out")" "$TOTAL"
-      # fio's own figure (bytes over its bandwidth): its start, about half
-      # a second, is no part of the disk's speed.
-      fio_own=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]["write"]; print("%.4f" % (j["io_bytes"]/j["bw_bytes"]))' "$work/$1.out")
-      sed -i "\$s/^[^ ]*/$fio_own/" "$work/$1"
+      sed -i "\$s/^[^ ]*/$(fio_own "$work/$1.out")/" "$work/$1"
+      rm -f "$DIR/fio-write.bin"
+      return ;;
+    fio-rw) timed_out "$work/$1" "$work/$1.out" fio --output-format=json --direct=1 --ioengine=io_uring --bs=4M --iodepth=8 \
+        --name=read --filename="$SRC_LIST" --rw=read --size="$TOTAL" \
+        --name=write --filename="$DIR/fio-write.bin" --rw=write --size="$TOTAL" --end_fsync=1
+      check_bytes "fio-rw run (read io_bytes)" "$(fio_read_bytes "$work/$1.out")" "$TOTAL"
+      check_bytes "fio-rw run (write io_bytes)" "$(fio_write_bytes "$work/$1.out")" "$TOTAL"
+      sed -i "\$s/^[^ ]*/$(fio_own "$work/$1.out")/" "$work/$1"
       rm -f "$DIR/fio-write.bin"
       return ;;
     *) timed_out "$work/$1" /dev/null bash -c 'durable "$0"' "$1" ;;
@@ -153,7 +171,8 @@ run() {
 for m in $runs; do
   case $m in *+syncfs) continue ;; esac
   run "$m"
-  [ "$m" = fio-write ] || (cd "$DST" && sha256sum -c --quiet "$work/want.sha") || { echo "$m: the copy differs from the sources" >&2; exit 1; }
+  case $m in fio-*) continue ;; esac
+  (cd "$DST" && sha256sum -c --quiet "$work/want.sha") || { echo "$m: the copy differs from the sources" >&2; exit 1; }
 done
 for m in $runs; do : >"$work/$m"; done # the checked runs are not timed
 
@@ -178,13 +197,13 @@ for i in $(seq 1 "$PAIRS"); do
     if [ -z "$bestt" ] || awk -v a="$t" -v b="$bestt" 'BEGIN{exit !(a < b)}'; then best=$name; bestt=$t; fi
   done
   echo "$bestt $best" >>"$work/strongest"
-  st=$(tail -n 1 "$work/stage" | cut -d' ' -f1); fw=$(tail -n 1 "$work/fio-write" | cut -d' ' -f1)
-  echo "$line; strongest peer: $best ($bestt s); stage / strongest $(awk -v a="$st" -v b="$bestt" 'BEGIN{printf "%.2f", b/a}')x, stage / fio-write $(awk -v a="$st" -v b="$fw" 'BEGIN{printf "%.2f", b/a}')x" >&2
+  st=$(tail -n 1 "$work/stage" | cut -d' ' -f1); fw=$(tail -n 1 "$work/fio-write" | cut -d' ' -f1); frw=$(tail -n 1 "$work/fio-rw" | cut -d' ' -f1)
+  echo "$line; strongest peer: $best ($bestt s); stage / strongest $(awk -v a="$st" -v b="$bestt" 'BEGIN{printf "%.2f", b/a}')x, stage / fio-write $(awk -v a="$st" -v b="$fw" 'BEGIN{printf "%.2f", b/a}')x, stage / fio-rw $(awk -v a="$st" -v b="$frw" 'BEGIN{printf "%.2f", b/a}')x" >&2
 done
 
 echo "### \`scripts/bench-stage.sh\` ($PAIRS rounds, $FILES x $FILE_SIZE bytes), $(stamp)"
 echo
-echo "Between two folders on $fs, cold cache, empty destination; each copier made durable with an fsync per file (+fsync) and with one syncfs (+syncfs), the faster counting; bytes checked on every run, sha256 once per copier. Stage args: '${STAGE_ARGS}'. fio-write: the same bytes written by fio, sequential, O_DIRECT, 4 MiB, 8 in flight, fsync at the end, timed by fio's own bandwidth figure."
+echo "Between two folders on $fs, cold cache, empty destination; each copier made durable with an fsync per file (+fsync) and with one syncfs (+syncfs), the faster counting; bytes checked on every run, sha256 once per copier. Stage args: '${STAGE_ARGS}'. fio-write: the same bytes written by fio, sequential, O_DIRECT, 4 MiB, 8 in flight, fsync at the end, timed by fio's own bandwidth figure. fio-rw: fio reading the sources and writing as many bytes at once (two jobs, each as fio-write), the slower job's own time: the disk's speed for a whole copy."
 echo
 echo "| run | GiB/s (median) | spread | CPU s/GiB | peak RSS MiB |"
 echo "| --- | --- | --- | --- | --- |"
@@ -210,6 +229,10 @@ for m in $PEERS; do
 done
 peer_ratios "$work/stage.wall" "$work/fio-write.wall" >"$work/r.fio"
 ratio_line 'stage / fio sequential direct write (the disk)' "$work/r.fio" '>= 0.8x'
+peer_ratios "$work/stage.wall" "$work/fio-rw.wall" >"$work/r.fiorw"
+ratio_line 'stage / fio reading and writing the same bytes at once (the disk, for a copy)' "$work/r.fiorw" 'none'
+peer_ratios "$work/fio-rw.wall" "$work/fio-write.wall" >"$work/r.ceiling"
+ratio_line 'fio-rw / fio-write: what a copy at the speed of fio-rw reaches against fio-write' "$work/r.ceiling" 'none'
 if [ "${PROFILE:-}" = 1 ]; then
   need perf linux-perf
   rm -rf "$DST"; drop_caches

@@ -312,6 +312,26 @@ ratio_row gdsload-1 nginx-1 "none"
 ratio_row gdsload-nocrc nginx-best "none"
 ratio_row gdsload iperf3-N-cc "none"
 ratio_row gdsload-syscc nginx-N "none"
+
+# The bound on the cold row: a first read must also bring every byte to the
+# CPU once and sum it, on the cores that carry both ends. BenchmarkFirstSum
+# measures that pass alone (page cache to CPU and CRC32C, the cheaper of
+# pread and mmap); against the stronger nginx's own CPU per GiB, a cold
+# read no dearer than nginx's transfer plus that pass reaches at most
+# nginx CPU / (nginx CPU + the pass) where the run is bound by the CPU.
+if command -v go >/dev/null; then
+  sum=$( (cd "$here/.." && go test -run '^$' -bench 'BenchmarkFirstSum' -benchtime 20x ./rdmafs) | awk '/MB\/s/ {for (i=1;i<=NF;i++) if ($(i+1)=="MB/s") print $1, $i}' | sort -k2 -g -r | head -n 1)
+  nb=nginx-N
+  if [ -f "$t/nginx-N-cc.bw" ] && awk -v a="$(median <"$t/nginx-N-cc.bw")" -v b="$(median <"$t/nginx-N.bw")" 'BEGIN{exit !(a > b)}'; then nb=nginx-N-cc; fi
+  ncpu=$(paste "$t/$nb.ccpu" "$t/$nb.scpu" | awk '{print $1+$2}' | median)
+  ncores=$(awk -v c="$ncpu" -v g="$(median <"$t/$nb.bw")" 'BEGIN{printf "%.2f", c*g}')
+  pass=$(echo "$sum" | awk '{printf "%.3f", 1073741824/($2*1e6)}')
+  echo
+  echo "Bound on the cold row: one pass of CRC32C over page-cache bytes costs $pass s/GiB here (${sum%% *}, go test -bench BenchmarkFirstSum ./rdmafs, the cheaper of pread and mmap); $(label "$nb") used $ncpu s/GiB of CPU, client and server, $ncores of the $(nproc) cores. A cold read costing nginx's CPU plus that pass reaches at most $(awk -v c="$ncpu" -v p="$pass" 'BEGIN{printf "%.2f", c/(c+p)}')x of it on this machine."
+else
+  echo
+  echo "Bound on the cold row: not computed (no go on PATH for BenchmarkFirstSum)."
+fi
 echo
 echo "gdsload serve (defaults: 64 pool buffers of 1 MiB): peak RSS $(awk '/^VmHWM/ {printf "%.1f MiB", $2/1024}' "/proc/$spid/status") after every run above."
 

@@ -35,4 +35,9 @@
 //
 // It knows nothing of the command line: sources are local paths or URLs
 // opened through the vfs.Mux in Options.FS.
+//
+// Its reads and writes are blocking system calls, each holding a Go
+// scheduler P while the disk works; a program that stages with a checksum
+// on a fast disk hashes faster with more Ps than cores (the gdsload
+// command adds 8: see docs/PERFORMANCE-NOTES.md, staging).
 package stage

@@ -144,17 +144,20 @@ func (d *Decoder) Gunzip(dst, src []byte, maxOut int64) ([]byte, error) {
 		if g := guess(in, maxOut-int64(len(out))); int64(cap(out)-len(out)) < g {
 			out = grow(out, g)
 		}
-		used, n, r := d.member(in, out[len(out):cap(out)])
+		// The room libdeflate may fill ends at maxOut, whatever dst's
+		// capacity beyond it.
+		room := out[len(out):int(min(int64(cap(out)), max(maxOut, int64(len(out)))))]
+		used, n, r := d.member(in, room)
 		switch r {
 		case resultSuccess:
 			out = out[:len(out)+n]
 			in = in[used:]
 		case resultInsufficientSpace: // grow, and decode the member again
-			room := int64(cap(out) - len(out))
-			if int64(len(out))+room >= maxOut {
+			had := int64(len(room))
+			if int64(len(out))+had >= maxOut {
 				return out, fmt.Errorf("%w (%d bytes)", ErrOutputFull, maxOut)
 			}
-			out = grow(out, min(max(2*room, 1<<20), maxOut-int64(len(out))))
+			out = grow(out, min(max(2*had, 1<<20), maxOut-int64(len(out))))
 		default:
 			return out, ErrBadData
 		}
@@ -162,14 +165,14 @@ func (d *Decoder) Gunzip(dst, src []byte, maxOut int64) ([]byte, error) {
 	return out, nil
 }
 
-// member decodes the member at the start of in into room.
+// member decodes the member at the start of in into room (its length).
 func (d *Decoder) member(in, room []byte) (used, n int, result int) {
 	var inUsed, outUsed C.size_t
 	var dp unsafe.Pointer
-	if cap(room) > 0 {
-		dp = unsafe.Pointer(unsafe.SliceData(room[:cap(room)]))
+	if len(room) > 0 {
+		dp = unsafe.Pointer(unsafe.SliceData(room))
 	}
-	r := C.gd_deflate_gunzip(d.z, unsafe.Pointer(unsafe.SliceData(in)), C.size_t(len(in)), dp, C.size_t(cap(room)), &inUsed, &outUsed)
+	r := C.gd_deflate_gunzip(d.z, unsafe.Pointer(unsafe.SliceData(in)), C.size_t(len(in)), dp, C.size_t(len(room)), &inUsed, &outUsed)
 	runtime.KeepAlive(in)
 	runtime.KeepAlive(room)
 	return int(inUsed), int(outUsed), int(r)
@@ -187,7 +190,9 @@ func guess(in []byte, limit int64) int64 {
 	return max(min(g, int64(len(in))*maxRatio, limit), 0)
 }
 
-// grow returns out with room for at least extra more bytes.
+// grow returns out with room for exactly extra more bytes (not
+// slices.Grow, which may round up): the room is what libdeflate may fill,
+// so it must stay within maxOut.
 func grow(out []byte, extra int64) []byte {
 	g := make([]byte, len(out), int64(len(out))+extra)
 	copy(g, out)

@@ -123,9 +123,12 @@ func TestGunzipRefuses(t *testing.T) {
 		{"over the cap, size field lies", withSize(src, 100), 1 << 20, ErrOutputFull},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := d.Gunzip(nil, tt.src, tt.maxOut)
-			require.ErrorIs(t, err, tt.want, "accepted, %d bytes", len(out))
-			require.LessOrEqual(t, int64(len(out)), tt.maxOut, "%d bytes out, cap %d", len(out), tt.maxOut)
+			// A dst with room beyond the cap must not lift it.
+			for _, dst := range [][]byte{nil, make([]byte, 0, 8<<20)} {
+				out, err := d.Gunzip(dst, tt.src, tt.maxOut)
+				require.ErrorIs(t, err, tt.want, "dst of cap %d: accepted, %d bytes", cap(dst), len(out))
+				require.LessOrEqual(t, int64(len(out)), tt.maxOut, "dst of cap %d: %d bytes out, cap %d", cap(dst), len(out), tt.maxOut)
+			}
 		})
 	}
 	// A trailer whose size field lies makes room for less than the output

@@ -3,8 +3,6 @@ package loader
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -66,7 +64,7 @@ func TestLoadInterleave(t *testing.T) {
 			require.Equal(t, tc.want, strings.Join(log, " "))
 			for k, n := range sizes {
 				require.Equal(t, bytes.Repeat([]byte{byte('a' + k)}, chunk*n), dsts[k])
-				require.Equal(t, sha256Hex(bytes.Repeat([]byte{byte('a' + k)}, chunk*n)), res.Files[k].Digest(ChecksumSHA256))
+				require.Equal(t, sha256hex(bytes.Repeat([]byte{byte('a' + k)}, chunk*n)), res.Files[k].Digest(ChecksumSHA256))
 			}
 		})
 	}
@@ -128,10 +126,5 @@ func TestOrderedHasherNeverWaits(t *testing.T) {
 	require.NoError(t, <-first)
 	require.Equal(t, int64(0), <-d.committed)
 	require.Equal(t, int64(4), <-d.committed)
-	require.Equal(t, sha256Hex(make([]byte, 8)), h.digest())
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	require.Equal(t, sha256hex(make([]byte, 8)), h.digest())
 }

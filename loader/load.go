@@ -67,11 +67,10 @@ func (o Options) withDefaults() Options {
 // Load runs jobs with one shared scheduler: all chunks of all jobs go to one
 // pool of workers, in job order (Options.Interleave jobs in turn), so many
 // small files do not serialize and a large file is read by all workers at
-// once. It returns once every byte
-// landed (destinations flushed, sources verified unchanged) or at the first
-// error, which names the source and offset; on error or cancellation all
-// workers have stopped when it returns. Result.Files follows the order of
-// jobs, one entry per job.
+// once. It returns once every byte landed (destinations flushed, sources
+// verified unchanged) or at the first error, which names the source and
+// offset; on error or cancellation all workers have stopped when it
+// returns. Result.Files follows the order of jobs, one entry per job.
 //
 // Load neither opens nor closes sources and destinations: the caller that
 // opened them closes them, after Load returns (vfs.Files.Close,

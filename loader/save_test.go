@@ -3,8 +3,6 @@ package loader
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -25,11 +23,6 @@ func randomBytes(n int, seed uint64) []byte {
 		b[i] = byte(r.Uint32())
 	}
 	return b
-}
-
-func sumHex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 // deviceMemory stands in for GPU memory: readable only through ReadBack.
@@ -94,7 +87,7 @@ func TestSaveFileByteExact(t *testing.T) {
 					got, err := os.ReadFile(path)
 					require.NoError(t, err)
 					require.True(t, bytes.Equal(want, got), "bytes differ")
-					require.Equal(t, sumHex(want), res.Digest)
+					require.Equal(t, sha256hex(want), res.Digest)
 					require.Equal(t, int64(size), res.Bytes)
 					require.Equal(t, mode != DirectOff, res.Direct, res.Reason)
 					wantRoute := RouteHost

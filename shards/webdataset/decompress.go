@@ -188,7 +188,7 @@ func (d *Decompressor) decompress(dst, src []byte, c Compression, name string, t
 		return out, nil
 	case Gzip:
 		if d.ld != nil && len(src) > 0 {
-			out, err := d.ld.Gunzip(dst[:0], src, d.maxOut)
+			out, err := d.ld.Gunzip(dst, src, d.maxOut)
 			if errors.Is(err, libdeflate.ErrOutputFull) {
 				return nil, fmt.Errorf("shard %s: gzip: %w (cap %d)", name, ErrShardTooLarge, d.maxOut)
 			}

@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/gdsload/gdsload/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -261,4 +263,17 @@ func TestDecompressorCaps(t *testing.T) {
 	defer d.Close()
 	_, err := exec.LookPath("zstd")
 	assert.False(t, err == nil && !strings.HasPrefix(d.ZstdDecoder(), "libzstd"), "zstd is installed, and with it libzstd.so.1, but the Decompressor uses %s", d.ZstdDecoder())
+}
+
+// TestDecompressorUsesLibdeflate: where the dynamic linker knows
+// libdeflate.so.0, whole .tar.gz shards are inflated by it.
+func TestDecompressorUsesLibdeflate(t *testing.T) {
+	testenv.Library(t, "libdeflate.so.0", "libdeflate0 (apt-get install libdeflate0)")
+	if os.Getenv("GDSLOAD_LIBDEFLATE") == "off" {
+		t.Skip("GDSLOAD_LIBDEFLATE=off in the environment")
+	}
+	d, err := NewDecompressor(0, 0)
+	require.NoError(t, err)
+	defer d.Close()
+	require.Equal(t, "libdeflate", d.GzipDecoder(), "libdeflate.so.0 is installed, but the Decompressor does not use it")
 }

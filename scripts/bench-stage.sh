@@ -123,9 +123,8 @@ for m in $PEERS; do
 done
 runs="$runs fio-write fio-rw"
 
-# fio_write_bytes JSON: bytes fio wrote, over all jobs.
-fio_write_bytes() { python3 -c 'import json,sys; print(sum(j["write"]["io_bytes"] for j in json.load(open(sys.argv[1]))["jobs"]))' "$1"; }
-fio_read_bytes() { python3 -c 'import json,sys; print(sum(j["read"]["io_bytes"] for j in json.load(open(sys.argv[1]))["jobs"]))' "$1"; }
+# fio_bytes JSON read|write: bytes fio read or wrote, over all jobs.
+fio_bytes() { python3 -c 'import json,sys; print(sum(j[sys.argv[2]]["io_bytes"] for j in json.load(open(sys.argv[1]))["jobs"]))' "$1" "$2"; }
 # fio_own JSON: seconds by fio's own figures (bytes over bandwidth), of its
 # slowest job and direction: its start, about half a second, is no part of
 # the disk's speed.
@@ -149,15 +148,15 @@ run() {
     dd) timed_out "$work/dd" /dev/null bash -c dd_sync ;;
     fio-write) timed_out "$work/$1" "$work/$1.out" fio --name=write --filename="$DIR/fio-write.bin" --rw=write --bs=4M \
         --direct=1 --ioengine=io_uring --iodepth=8 --size="$TOTAL" --end_fsync=1 --output-format=json
-      check_bytes "fio-write run (io_bytes)" "$(fio_write_bytes "$work/$1.out")" "$TOTAL"
+      check_bytes "fio-write run (io_bytes)" "$(fio_bytes "$work/$1.out" write)" "$TOTAL"
       sed -i "\$s/^[^ ]*/$(fio_own "$work/$1.out")/" "$work/$1"
       rm -f "$DIR/fio-write.bin"
       return ;;
     fio-rw) timed_out "$work/$1" "$work/$1.out" fio --output-format=json --direct=1 --ioengine=io_uring --bs=4M --iodepth=8 \
         --name=read --filename="$SRC_LIST" --rw=read --size="$TOTAL" \
         --name=write --filename="$DIR/fio-write.bin" --rw=write --size="$TOTAL" --end_fsync=1
-      check_bytes "fio-rw run (read io_bytes)" "$(fio_read_bytes "$work/$1.out")" "$TOTAL"
-      check_bytes "fio-rw run (write io_bytes)" "$(fio_write_bytes "$work/$1.out")" "$TOTAL"
+      check_bytes "fio-rw run (read io_bytes)" "$(fio_bytes "$work/$1.out" read)" "$TOTAL"
+      check_bytes "fio-rw run (write io_bytes)" "$(fio_bytes "$work/$1.out" write)" "$TOTAL"
       sed -i "\$s/^[^ ]*/$(fio_own "$work/$1.out")/" "$work/$1"
       rm -f "$DIR/fio-write.bin"
       return ;;

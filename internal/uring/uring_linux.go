@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -371,7 +372,7 @@ func takeRing(tid int) *ring {
 	idle.Lock()
 	for k := len(idle.rings) - 1; k >= 0; k-- {
 		if r := idle.rings[k]; r.tid == 0 || r.tid == tid {
-			idle.rings = append(idle.rings[:k], idle.rings[k+1:]...)
+			idle.rings = slices.Delete(idle.rings, k, k+1)
 			idle.Unlock()
 			return r
 		}
